@@ -1,0 +1,373 @@
+//! Spawning a command as the leader of its own process group, and waiting for it with a deadline.
+
+use std::fmt;
+use std::io;
+use std::os::unix::process::CommandExt as _;
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::sys;
+
+/// Extends [`std::process::Command`] with [`spawn_group`](CommandExt::spawn_group).
+pub trait CommandExt {
+    /// Spawns the command as the leader of a new process group and returns a handle that waits for it with a
+    /// deadline and leaves no process of the group running.
+    ///
+    /// This sets [`process_group(0)`](std::os::unix::process::CommandExt::process_group) and nothing else, so std
+    /// keeps its fast `posix_spawn` path. When this returns, the child already leads its own group, whose id is
+    /// the child's pid ([`GroupChild::id`]).
+    ///
+    /// # Errors
+    ///
+    /// - The spawn failed: the error keeps std's [`ErrorKind`](io::ErrorKind) (`NotFound` for a missing program,
+    ///   `PermissionDenied` for one that is not executable or is a directory) and its message names the program.
+    /// - This process ignores `SIGCHLD` (`SIG_IGN`, or a handler with `SA_NOCLDWAIT`): the kernel would reap the
+    ///   leader the moment it exits, nothing would keep its group id from being reused, and a later group kill
+    ///   could hit an unrelated process. Nothing is spawned; restore the default disposition to use this crate.
+    fn spawn_group(&mut self) -> io::Result<GroupChild>;
+}
+
+impl CommandExt for Command {
+    fn spawn_group(&mut self) -> io::Result<GroupChild> {
+        if sys::children_are_auto_reaped()? {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "not spawning {:?}: this process ignores SIGCHLD (SIG_IGN or SA_NOCLDWAIT), so the kernel \
+                     reaps children at once and a process group id could be reused before it is signalled; \
+                     restore SIGCHLD's default disposition first",
+                    self.get_program()
+                ),
+            ));
+        }
+        let child = self.process_group(0).spawn().map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot run {:?}: {e}", self.get_program()),
+            )
+        })?;
+        Ok(GroupChild::new(child))
+    }
+}
+
+/// How a wait ended: with the leader's exit status either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The leader exited before the deadline. Unless [`GroupChild::set_kill_leftovers`] turned it off, every
+    /// other member of its group was sent `SIGKILL` before the wait returned.
+    Exited(ExitStatus),
+    /// The deadline passed first: the group was signalled (see [`GroupChild::set_grace`]), sent `SIGKILL`, and the
+    /// leader reaped. The status is the leader's; it may have exited on its own during a grace period.
+    TimedOut(ExitStatus),
+}
+
+impl Outcome {
+    /// The leader's exit status.
+    pub fn status(&self) -> ExitStatus {
+        match *self {
+            Outcome::Exited(status) | Outcome::TimedOut(status) => status,
+        }
+    }
+
+    /// Whether the deadline passed before the leader exited.
+    pub fn timed_out(&self) -> bool {
+        matches!(self, Outcome::TimedOut(_))
+    }
+}
+
+/// A command running as the leader of its own process group; see [`CommandExt::spawn_group`].
+///
+/// Every wait returns only after the group was dealt with: at the deadline the whole group is killed and the
+/// leader reaped; when the leader exits first, the rest of its group is killed (unless
+/// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers)). Dropping the handle without a wait kills the
+/// group too.
+///
+/// # What is not reached
+///
+/// A group kill reaches the processes in the group when the signal is sent. A descendant that moved to another
+/// group or session (`setsid`, `setpgid`, a double-forking daemon) is not reached; neither is a member this process
+/// has no permission to signal (one that changed its user id). For a hard boundary use cgroups or a container.
+pub struct GroupChild {
+    /// The child's standard input, if it was piped.
+    pub stdin: Option<ChildStdin>,
+    /// The child's standard output, if it was piped.
+    pub stdout: Option<ChildStdout>,
+    /// The child's standard error, if it was piped.
+    pub stderr: Option<ChildStderr>,
+    child: Child,
+    started: Instant,
+    grace: Option<(i32, Duration)>,
+    kill_leftovers: bool,
+    /// Set once the leader was reaped; from then on its id is never signalled.
+    outcome: Option<Outcome>,
+}
+
+impl fmt::Debug for GroupChild {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GroupChild")
+            .field("id", &self.id())
+            .field("stdin", &self.stdin)
+            .field("stdout", &self.stdout)
+            .field("stderr", &self.stderr)
+            .field("outcome", &self.outcome)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long [`Drop`] waits for a killed leader to become reapable.
+const DROP_REAP_LIMIT: Duration = Duration::from_secs(1);
+
+impl GroupChild {
+    fn new(mut child: Child) -> GroupChild {
+        GroupChild {
+            stdin: child.stdin.take(),
+            stdout: child.stdout.take(),
+            stderr: child.stderr.take(),
+            child,
+            started: Instant::now(),
+            grace: None,
+            kill_leftovers: true,
+            outcome: None,
+        }
+    }
+
+    /// The leader's process id, which is also the id of its process group.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// At the deadline, send `signal` to the group (followed by `SIGCONT`, so that stopped members act on it), wait
+    /// up to `grace` for the leader to exit, then send `SIGKILL` to the group and reap the leader.
+    ///
+    /// The default is no grace: `SIGKILL` at the deadline. The leader's exit ends the grace period at once, and the
+    /// members still running then are sent `SIGKILL`; so a wait with a grace period returns at most about `grace`
+    /// after its deadline. An invalid `signal` is reported by the wait that hits the deadline, after the group was
+    /// killed and the leader reaped.
+    pub fn set_grace(&mut self, signal: i32, grace: Duration) {
+        self.grace = Some((signal, grace));
+    }
+
+    /// Whether members still running when the leader exits on its own are sent `SIGKILL` before a wait returns.
+    ///
+    /// The default is `true`. With `false`, they are left running after [`Outcome::Exited`]; they are still killed
+    /// at a deadline, by [`kill`](GroupChild::kill), and by drop while the leader is unreaped.
+    pub fn set_kill_leftovers(&mut self, kill: bool) {
+        self.kill_leftovers = kill;
+    }
+
+    /// Reaps the leader if it has exited, without blocking.
+    ///
+    /// Returns `Ok(None)` while the leader runs. Once it has exited, the leftovers of its group are killed (see
+    /// [`set_kill_leftovers`](GroupChild::set_kill_leftovers)), the leader is reaped and its status returned; later
+    /// calls return the same status.
+    ///
+    /// # Errors
+    ///
+    /// The leader was reaped by someone else (`ECHILD`: `SIGCHLD` set to be ignored after the spawn, or a
+    /// `waitpid(-1)` elsewhere in the program; the group is then never signalled), or a group kill failed (the
+    /// leader is reaped all the same, and later calls return its status).
+    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        if let Some(outcome) = self.outcome {
+            return Ok(Some(outcome.status()));
+        }
+        if !self.leader_exited()? {
+            return Ok(None);
+        }
+        self.finish(false, self.kill_leftovers)
+            .map(|o| Some(o.status()))
+    }
+
+    /// Waits for the leader to exit, with no deadline, then handles its leftovers as
+    /// [`try_wait`](GroupChild::try_wait) does.
+    ///
+    /// # Errors
+    ///
+    /// As for [`try_wait`](GroupChild::try_wait).
+    pub fn wait(&mut self) -> io::Result<ExitStatus> {
+        self.wait_until(None).map(|o| o.status())
+    }
+
+    /// Waits at most `timeout` for the leader to exit; see [`wait_deadline`](GroupChild::wait_deadline).
+    ///
+    /// A timeout too large to represent as an [`Instant`] (such as [`Duration::MAX`]) means no deadline.
+    ///
+    /// # Errors
+    ///
+    /// As for [`wait_deadline`](GroupChild::wait_deadline).
+    pub fn wait_timeout(&mut self, timeout: Duration) -> io::Result<Outcome> {
+        self.wait_until(Instant::now().checked_add(timeout))
+    }
+
+    /// Waits until the leader exits or `deadline` passes, and returns only after the group was dealt with.
+    ///
+    /// - The leader exits first: [`Outcome::Exited`], after the leftovers of its group were sent `SIGKILL` (see
+    ///   [`set_kill_leftovers`](GroupChild::set_kill_leftovers)).
+    /// - The deadline passes first: the group is stopped as [`set_grace`](GroupChild::set_grace) says, then sent
+    ///   `SIGKILL`, the leader is reaped, and the result is [`Outcome::TimedOut`]. The wait does not return before
+    ///   the deadline. It blocks until the killed leader can be reaped, which is at once unless it is stuck in
+    ///   uninterruptible sleep.
+    ///
+    /// The clock is read before the leader is checked, so a leader found exited is reported as exited even when the
+    /// check ran after the deadline. A deadline in the past still checks once. After the leader was reaped, every
+    /// wait returns the same outcome again and signals nothing.
+    ///
+    /// # Errors
+    ///
+    /// As for [`try_wait`](GroupChild::try_wait); and an invalid grace signal. In both cases the group was killed
+    /// (unless its leader was reaped by someone else) and the leader reaped, and a later wait returns the outcome.
+    pub fn wait_deadline(&mut self, deadline: Instant) -> io::Result<Outcome> {
+        self.wait_until(Some(deadline))
+    }
+
+    /// Sends `SIGKILL` to the whole group, without reaping the leader (as [`std::process::Child::kill`]); a later
+    /// wait reaps it. Does nothing once the leader was reaped.
+    ///
+    /// # Errors
+    ///
+    /// As for [`signal`](GroupChild::signal).
+    pub fn kill(&mut self) -> io::Result<()> {
+        self.signal(libc::SIGKILL)
+    }
+
+    /// Sends `signal` to every process in the group. Once the leader was reaped, sends nothing and returns `Ok(())`:
+    /// the group id may then name someone else's group.
+    ///
+    /// # Errors
+    ///
+    /// The signal number is invalid (`InvalidInput`), no member could be signalled for lack of permission
+    /// (`PermissionDenied`), or the leader was reaped by someone else (see [`try_wait`](GroupChild::try_wait)).
+    pub fn signal(&mut self, signal: i32) -> io::Result<()> {
+        if self.outcome.is_some() {
+            return Ok(());
+        }
+        self.signal_group(signal)
+    }
+
+    fn wait_until(&mut self, deadline: Option<Instant>) -> io::Result<Outcome> {
+        if let Some(outcome) = self.outcome {
+            return Ok(outcome);
+        }
+        if self.wait_for_exit(deadline, self.started)? {
+            return self.finish(false, self.kill_leftovers);
+        }
+        let mut sent = Ok(());
+        if let Some((signal, grace)) = self.grace {
+            sent = self
+                .signal_group(signal)
+                .and_then(|()| self.signal_group(libc::SIGCONT));
+            if sent.is_ok() {
+                self.wait_for_exit(Instant::now().checked_add(grace), self.started)?;
+            }
+        }
+        let outcome = self.finish(true, true)?;
+        sent.map(|()| outcome)
+    }
+
+    /// Waits until the leader has exited (`true`) or `deadline` passes (`false`), without reaping or signalling.
+    ///
+    /// The pause between checks follows [`poll_step`] for a leader running since `since`.
+    fn wait_for_exit(&mut self, deadline: Option<Instant>, since: Instant) -> io::Result<bool> {
+        loop {
+            let now = Instant::now();
+            if self.leader_exited()? {
+                return Ok(true);
+            }
+            let left = match deadline.map(|d| d.saturating_duration_since(now)) {
+                Some(Duration::ZERO) => return Ok(false),
+                left => left,
+            };
+            let step = poll_step(now.saturating_duration_since(since));
+            if step.is_zero() {
+                thread::yield_now();
+            } else {
+                thread::sleep(left.map_or(step, |left| left.min(step)));
+            }
+        }
+    }
+
+    fn leader_exited(&self) -> io::Result<bool> {
+        sys::has_exited(self.id()).map_err(|e| {
+            if e.raw_os_error() == Some(libc::ECHILD) {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "the group leader (pid {}) was reaped by someone else (is SIGCHLD ignored, or does the \
+                         program call waitpid(-1)?); its group was not signalled, since the id may be reused",
+                        self.id()
+                    ),
+                )
+            } else {
+                e
+            }
+        })
+    }
+
+    /// Signals the group; the caller makes sure the leader is not reaped yet.
+    fn signal_group(&self, signal: i32) -> io::Result<()> {
+        match sys::signal_group(self.id(), signal) {
+            // macOS answers EPERM for a group of zombies: once the leader has exited, that means "gone".
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) && self.leader_exited()? => Ok(()),
+            other => other.map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "cannot send signal {signal} to process group {}: {e}",
+                        self.id()
+                    ),
+                )
+            }),
+        }
+    }
+
+    /// Kills the group if asked, then reaps the leader (also when the kill failed) and records the outcome.
+    fn finish(&mut self, timed_out: bool, kill_group: bool) -> io::Result<Outcome> {
+        let killed = if kill_group {
+            self.signal_group(libc::SIGKILL)
+        } else {
+            Ok(())
+        };
+        let status = self.child.wait()?;
+        let outcome = if timed_out {
+            Outcome::TimedOut(status)
+        } else {
+            Outcome::Exited(status)
+        };
+        self.outcome = Some(outcome);
+        killed.map(|()| outcome)
+    }
+}
+
+/// Kills the group and reaps the leader, unless a wait already did.
+///
+/// Waits at most about a second for the killed leader to become reapable. A leader stuck in uninterruptible sleep
+/// (a hung NFS read, say) may take longer: it then stays a zombie of this process after it dies, as with a
+/// dropped [`std::process::Child`]. Nothing is signalled if the leader was reaped by someone else.
+impl Drop for GroupChild {
+    fn drop(&mut self) {
+        if self.outcome.is_some() || self.leader_exited().is_err() {
+            return;
+        }
+        let _ = self.signal_group(libc::SIGKILL);
+        let reapable =
+            self.wait_for_exit(Instant::now().checked_add(DROP_REAP_LIMIT), Instant::now());
+        if matches!(reapable, Ok(true)) {
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The pause before the next check of a leader that has been running for `age`; zero means "yield the CPU once".
+///
+/// Checking right away for the first millisecond catches short commands as soon as a blocking `wait` would. After
+/// that, a pause of 1/20 of the age keeps the added latency near 2.5 % of the child's run time, and the cap keeps a
+/// long wait at about 100 wake-ups a second. `bench/` measures the effect of each constant.
+fn poll_step(age: Duration) -> Duration {
+    const SPIN: Duration = Duration::from_millis(1);
+    const MAX: Duration = Duration::from_millis(10);
+    if age < SPIN {
+        Duration::ZERO
+    } else {
+        (age / 20).min(MAX)
+    }
+}

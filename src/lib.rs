@@ -1,0 +1,63 @@
+//! Run a command in its own process group, wait for it with a deadline, and leave no process of that group
+//! running when the wait returns.
+//!
+//! [`std::process::Child::kill`] ends only the direct child. A shell that ran `sleep 30 && curl … &` leaves the
+//! grandchild running, with the environment and the working directory it was given. This crate starts the command
+//! as the leader of a new process group and deals with the whole group:
+//!
+//! ```
+//! use std::process::Command;
+//! use std::time::Duration;
+//! use grouptimeout::{CommandExt, Outcome};
+//!
+//! # fn main() -> std::io::Result<()> {
+//! let mut child = Command::new("sh").args(["-c", "sleep 30 & sleep 30"]).spawn_group()?;
+//! match child.wait_timeout(Duration::from_millis(100))? {
+//!     Outcome::Exited(status) => println!("exited with {status}; its leftovers were killed"),
+//!     Outcome::TimedOut(status) => println!("timed out ({status}): the whole group was killed"),
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What is promised
+//!
+//! 1. [`spawn_group`](CommandExt::spawn_group) starts the command as the leader of a new process group, whose id
+//!    is the leader's pid.
+//! 2. When the deadline passes, every process in the group is sent `SIGKILL` (after an optional graceful signal,
+//!    see [`GroupChild::set_grace`]), and the leader is reaped, before the wait returns.
+//! 3. When the leader exits before the deadline, the rest of its group is sent `SIGKILL` before the wait returns
+//!    (unless [`GroupChild::set_kill_leftovers`] turns that off).
+//! 4. Dropping a [`GroupChild`] that was not waited for kills the group and reaps the leader, waiting at most
+//!    about a second.
+//! 5. No signal reaches a process outside the group. The group is signalled only while its leader is unreaped
+//!    (alive or a zombie), and an unreaped leader's pid, which is the group id, cannot be given to anyone else.
+//!
+//! A process that receives `SIGKILL` is gone for every purpose that matters here (it runs no more instructions),
+//! but the kernel may need a moment to tear it down; a wait does not wait for that.
+//!
+//! # What is not promised
+//!
+//! - A descendant that leaves the group (`setsid`, `setpgid`, a double-forking daemon) is not reached by a group
+//!   kill. The `grouptimeout` command-line tool also catches those on Linux; for a hard boundary use cgroups or a
+//!   container.
+//! - A member this process may not signal (one that switched to another user) survives the group kill.
+//! - The guarantee needs the leader to stay unreaped until this crate reaps it. A process that ignores `SIGCHLD`
+//!   lets the kernel reap children at once: [`spawn_group`](CommandExt::spawn_group) refuses to run there. Code
+//!   elsewhere in the program that calls `waitpid(-1)` breaks it too; a wait that notices reports an error and
+//!   signals nothing.
+//!
+//! # How it waits
+//!
+//! No threads, no signal handlers, no process-wide state: a wait checks the leader with
+//! `waitid(…, WNOWAIT)`, which notices an exit without reaping, and sleeps between checks. It checks without
+//! sleeping for the leader's first millisecond, then sleeps 1/20 of the leader's age, at most 10 ms, and never
+//! past the deadline.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(missing_docs)]
+
+mod child;
+mod sys;
+
+pub use child::{CommandExt, GroupChild, Outcome};
