@@ -1,0 +1,124 @@
+//! Helpers shared by the behaviour tests: process state read from `/proc`, never `kill -0`.
+#![allow(dead_code)]
+
+use std::fs;
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::Command;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// State letter and process group of `pid`, from `/proc/PID/stat`; `None` once the process is gone.
+pub fn state_and_group(pid: u32) -> Option<(char, u32)> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: the fields we want follow the last ')'.
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+/// Parent pid of `pid`, if it still exists.
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Dead means gone, a zombie (`Z`) or dying (`X`): it runs no more code.
+pub fn is_dead(pid: u32) -> bool {
+    !matches!(state_and_group(pid), Some((state, _)) if state != 'Z' && state != 'X')
+}
+
+/// Waits until `pred` holds, checking every 10 ms for at most `limit`; returns whether it held.
+pub fn eventually(limit: Duration, mut pred: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    loop {
+        if pred() {
+            return true;
+        }
+        if Instant::now() >= end {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits (bounded) until every pid in `pids` is dead; returns the ones still alive.
+pub fn survivors_after(limit: Duration, pids: &[u32]) -> Vec<u32> {
+    eventually(limit, || pids.iter().all(|&p| is_dead(p)));
+    pids.iter().copied().filter(|&p| !is_dead(p)).collect()
+}
+
+/// Live (not zombie) processes whose process group is `pgid`.
+pub fn live_members(pgid: u32) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in fs::read_dir("/proc").expect("/proc is readable").flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        if matches!(state_and_group(pid), Some((s, g)) if g == pgid && s != 'Z' && s != 'X') {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Waits (bounded) until group `pgid` has at least `n` live members, and returns them.
+pub fn wait_for_members(pgid: u32, n: usize) -> Vec<u32> {
+    let mut members = Vec::new();
+    let grew = eventually(Duration::from_secs(20), || {
+        members = live_members(pgid);
+        members.len() >= n
+    });
+    assert!(
+        grew,
+        "group {pgid} reached only {} of {n} members",
+        members.len()
+    );
+    members
+}
+
+/// Sends SIGKILL to each pid (one by one, never to a group): the cleanup of a test that failed or opted out.
+pub fn kill_pids(pids: &[u32]) {
+    let alive: Vec<String> = pids
+        .iter()
+        .filter(|&&p| !is_dead(p))
+        .map(u32::to_string)
+        .collect();
+    if !alive.is_empty() {
+        let _ = Command::new("kill").arg("-KILL").args(&alive).status();
+    }
+}
+
+/// Kills the listed pids when dropped, so that a failing test leaves nothing running.
+pub struct KillOnDrop(pub Vec<u32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        kill_pids(&self.0);
+    }
+}
+
+/// Reads one line from a child's stdout and parses it as a pid.
+pub fn read_pid(out: impl Read) -> u32 {
+    let mut line = String::new();
+    BufReader::new(out)
+        .read_line(&mut line)
+        .expect("read the pid line");
+    line.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("not a pid: {line:?}"))
+}
+
+/// A path in the temporary directory that no other test uses; the file does not exist yet.
+pub fn temp_path(name: &str) -> PathBuf {
+    let path =
+        std::env::temp_dir().join(format!("grouptimeout-test-{}-{name}", std::process::id()));
+    let _ = fs::remove_file(&path);
+    path
+}
