@@ -245,10 +245,20 @@ impl GroupChild {
     }
 
     fn wait_until(&mut self, deadline: Option<Instant>) -> io::Result<Outcome> {
+        self.wait_until_with(deadline, sleep_pause)
+    }
+
+    /// [`wait_deadline`](GroupChild::wait_deadline) (no deadline for `None`), pausing between checks of the leader
+    /// with `pause` (see [`wait_for_exit`](GroupChild::wait_for_exit)).
+    pub(crate) fn wait_until_with(
+        &mut self,
+        deadline: Option<Instant>,
+        mut pause: impl FnMut(Duration) -> io::Result<()>,
+    ) -> io::Result<Outcome> {
         if let Some(outcome) = self.outcome {
             return Ok(outcome);
         }
-        if self.wait_for_exit(deadline, self.started)? {
+        if self.wait_for_exit(deadline, self.started, &mut pause)? {
             return self.finish(false, self.kill_leftovers);
         }
         let mut sent = Ok(());
@@ -257,7 +267,7 @@ impl GroupChild {
                 .signal_group(signal)
                 .and_then(|()| self.signal_group(libc::SIGCONT));
             if sent.is_ok() {
-                self.wait_for_exit(Instant::now().checked_add(grace), self.started)?;
+                self.wait_for_exit(Instant::now().checked_add(grace), self.started, &mut pause)?;
             }
         }
         let outcome = self.finish(true, true)?;
@@ -266,8 +276,15 @@ impl GroupChild {
 
     /// Waits until the leader has exited (`true`) or `deadline` passes (`false`), without reaping or signalling.
     ///
-    /// The pause between checks follows [`poll_step`] for a leader running since `since`.
-    fn wait_for_exit(&mut self, deadline: Option<Instant>, since: Instant) -> io::Result<bool> {
+    /// The pause between checks follows [`poll_step`] for a leader running since `since`, and is taken by calling
+    /// `pause` with its length: zero means "yield the CPU once"; otherwise it is never longer than the time left
+    /// before `deadline`. `pause` may return early (the loop checks again), but must not take longer than asked.
+    fn wait_for_exit(
+        &mut self,
+        deadline: Option<Instant>,
+        since: Instant,
+        mut pause: impl FnMut(Duration) -> io::Result<()>,
+    ) -> io::Result<bool> {
         loop {
             let now = Instant::now();
             if self.leader_exited()? {
@@ -278,11 +295,7 @@ impl GroupChild {
                 left => left,
             };
             let step = poll_step(now.saturating_duration_since(since));
-            if step.is_zero() {
-                thread::yield_now();
-            } else {
-                thread::sleep(left.map_or(step, |left| left.min(step)));
-            }
+            pause(left.map_or(step, |left| left.min(step)))?;
         }
     }
 
@@ -349,12 +362,25 @@ impl Drop for GroupChild {
             return;
         }
         let _ = self.signal_group(libc::SIGKILL);
-        let reapable =
-            self.wait_for_exit(Instant::now().checked_add(DROP_REAP_LIMIT), Instant::now());
+        let reapable = self.wait_for_exit(
+            Instant::now().checked_add(DROP_REAP_LIMIT),
+            Instant::now(),
+            sleep_pause,
+        );
         if matches!(reapable, Ok(true)) {
             let _ = self.child.wait();
         }
     }
+}
+
+/// The pause of the plain waits: yield the CPU once for a zero pause, sleep otherwise.
+fn sleep_pause(pause: Duration) -> io::Result<()> {
+    if pause.is_zero() {
+        thread::yield_now();
+    } else {
+        thread::sleep(pause);
+    }
+    Ok(())
 }
 
 /// The pause before the next check of a leader that has been running for `age`; zero means "yield the CPU once".
