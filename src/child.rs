@@ -99,6 +99,8 @@ pub struct GroupChild {
     started: Instant,
     grace: Option<(i32, Duration)>,
     kill_leftovers: bool,
+    /// The most bytes of each output stream kept by the capturing waits (see `capture.rs`).
+    pub(crate) output_limit: usize,
     /// Set once the leader was reaped; from then on its id is never signalled.
     outcome: Option<Outcome>,
 }
@@ -128,6 +130,7 @@ impl GroupChild {
             started: Instant::now(),
             grace: None,
             kill_leftovers: true,
+            output_limit: crate::capture::DEFAULT_OUTPUT_LIMIT,
             outcome: None,
         }
     }
@@ -374,7 +377,7 @@ impl Drop for GroupChild {
 }
 
 /// The pause of the plain waits: yield the CPU once for a zero pause, sleep otherwise.
-fn sleep_pause(pause: Duration) -> io::Result<()> {
+pub(crate) fn sleep_pause(pause: Duration) -> io::Result<()> {
     if pause.is_zero() {
         thread::yield_now();
     } else {

@@ -20,6 +20,30 @@
 //! # }
 //! ```
 //!
+//! To capture the output as well, pipe it and use [`GroupChild::wait_with_output_timeout`]: unlike
+//! [`std::process::Command::output`] it returns at the deadline, does not hang on a pipe held open by a process that
+//! left the group, and keeps at most [`GroupChild::set_output_limit`] bytes of each stream (head and tail):
+//!
+//! ```
+//! use std::process::{Command, Stdio};
+//! use std::time::Duration;
+//! use grouptimeout::CommandExt;
+//!
+//! # fn main() -> std::io::Result<()> {
+//! let mut child = Command::new("sh")
+//!     .args(["-c", "echo out; echo err >&2"])
+//!     .stdout(Stdio::piped())
+//!     .stderr(Stdio::piped())
+//!     .spawn_group()?;
+//! child.set_output_limit(1 << 20);
+//! let captured = child.wait_with_output_timeout(Duration::from_secs(10))?;
+//! assert_eq!(captured.stdout, b"out\n");
+//! assert_eq!(captured.stderr, b"err\n");
+//! assert!(!captured.outcome.timed_out() && !captured.stdout_truncated && captured.pipes_closed);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # What is promised
 //!
 //! 1. [`spawn_group`](CommandExt::spawn_group) starts the command as the leader of a new process group, whose id
@@ -57,7 +81,9 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(missing_docs)]
 
+mod capture;
 mod child;
 mod sys;
 
+pub use capture::Captured;
 pub use child::{CommandExt, GroupChild, Outcome};
