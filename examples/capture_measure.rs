@@ -4,6 +4,10 @@
 //!   (std first on even rounds, ours first on odd ones), and prints each median and the ratio ours / std.
 //! - `capture_measure rss [MiB] [limit]`: captures `head -c MiB /dev/zero` (default 1024 MiB) with an output limit
 //!   (default 1 MiB) and prints this process's peak resident set (`VmHWM`). Run it in a fresh process each time.
+//! - `capture_measure short [rounds]`: median wall time of capturing `echo hi` (default 201 rounds), alternating
+//!   with `Command::output()`.
+//! - `capture_measure idle [secs]`: captures a silent `sleep secs` (default 3) and prints the CPU time this process
+//!   used meanwhile.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -84,6 +88,57 @@ fn main() {
                 vm_hwm()
             );
         }
-        _ => eprintln!("usage: capture_measure speed [MiB] [rounds] | rss [MiB] [limit]"),
+        Some("short") => {
+            let rounds = arg(1, 201);
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for _ in 0..rounds {
+                let start = Instant::now();
+                let out = Command::new("echo").arg("hi").output().expect("output");
+                a.push(start.elapsed());
+                assert_eq!(out.stdout, b"hi\n");
+                let start = Instant::now();
+                let captured = Command::new("echo")
+                    .arg("hi")
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn_group()
+                    .expect("spawn")
+                    .wait_with_output_timeout(Duration::from_secs(60))
+                    .expect("capture");
+                b.push(start.elapsed());
+                assert_eq!(captured.stdout, b"hi\n");
+            }
+            println!(
+                "echo hi, {rounds} rounds: std output() median {:?}, wait_with_output_timeout median {:?}",
+                median(a),
+                median(b)
+            );
+        }
+        Some("idle") => {
+            let secs = arg(1, 3);
+            let cpu = || {
+                let stat = std::fs::read_to_string("/proc/self/stat").expect("stat");
+                let rest = stat.rsplit_once(')').expect("stat").1;
+                let f: Vec<u64> = rest.split_whitespace().skip(11).take(2).map(|x| x.parse().unwrap()).collect();
+                f[0] + f[1]
+            };
+            let before = cpu();
+            let start = Instant::now();
+            let captured = Command::new("sleep")
+                .arg(secs.to_string())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn_group()
+                .expect("spawn")
+                .wait_with_output_timeout(Duration::from_secs(600))
+                .expect("capture");
+            assert!(captured.outcome.status().success());
+            println!(
+                "silent sleep {secs}: waited {:?}, CPU used {} clock ticks (1/100 s)",
+                start.elapsed(),
+                cpu() - before
+            );
+        }
+        _ => eprintln!("usage: capture_measure speed [MiB] [rounds] | rss [MiB] [limit] | short [rounds] | idle [secs]"),
     }
 }

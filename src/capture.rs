@@ -194,6 +194,12 @@ impl Pipes {
         if open == 0 {
             return sleep_pause(pause);
         }
+        if pause.is_zero() {
+            // Take what is there, then yield as the plain waits do: spinning on `poll` alone would keep a child that
+            // shares our CPU from running until the scheduler preempts us (about a millisecond).
+            self.round(Duration::ZERO)?;
+            return sleep_pause(Duration::ZERO);
+        }
         let start = Instant::now();
         loop {
             let left = pause.saturating_sub(start.elapsed());
