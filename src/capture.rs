@@ -104,7 +104,8 @@ impl GroupChild {
     /// - Standard input, if piped, is closed first (as [`std::process::Child::wait_with_output`] does), so a
     ///   command reading it sees end of file.
     /// - Both pipes are read together in the calling thread with `poll(2)`, whose timeout is the wait's pause
-    ///   between checks of the leader: no thread, no busy loop, and the command never blocks on a full pipe.
+    ///   between checks of the leader: no thread, no busy loop past the leader's first millisecond (which checks and
+    ///   yields, as every wait does), and the command never blocks on a full pipe.
     /// - At the deadline the group is killed and the leader reaped, as by [`wait_deadline`](GroupChild::wait_deadline)
     ///   (with [`set_grace`](GroupChild::set_grace)'s signal first, if set; the pipes are read during the grace
     ///   period too). When the leader exits first, the leftovers of its group are killed (see
