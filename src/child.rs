@@ -99,6 +99,8 @@ pub struct GroupChild {
     started: Instant,
     grace: Option<(i32, Duration)>,
     kill_leftovers: bool,
+    /// The most bytes of each output stream kept by the capturing waits (see `capture.rs`).
+    pub(crate) output_limit: usize,
     /// Set once the leader was reaped; from then on its id is never signalled.
     outcome: Option<Outcome>,
 }
@@ -128,6 +130,7 @@ impl GroupChild {
             started: Instant::now(),
             grace: None,
             kill_leftovers: true,
+            output_limit: crate::capture::DEFAULT_OUTPUT_LIMIT,
             outcome: None,
         }
     }
@@ -245,10 +248,20 @@ impl GroupChild {
     }
 
     fn wait_until(&mut self, deadline: Option<Instant>) -> io::Result<Outcome> {
+        self.wait_until_with(deadline, sleep_pause)
+    }
+
+    /// [`wait_deadline`](GroupChild::wait_deadline) (no deadline for `None`), pausing between checks of the leader
+    /// with `pause` (see [`wait_for_exit`](GroupChild::wait_for_exit)).
+    pub(crate) fn wait_until_with(
+        &mut self,
+        deadline: Option<Instant>,
+        mut pause: impl FnMut(Duration) -> io::Result<()>,
+    ) -> io::Result<Outcome> {
         if let Some(outcome) = self.outcome {
             return Ok(outcome);
         }
-        if self.wait_for_exit(deadline, self.started)? {
+        if self.wait_for_exit(deadline, self.started, &mut pause)? {
             return self.finish(false, self.kill_leftovers);
         }
         let mut sent = Ok(());
@@ -257,7 +270,7 @@ impl GroupChild {
                 .signal_group(signal)
                 .and_then(|()| self.signal_group(libc::SIGCONT));
             if sent.is_ok() {
-                self.wait_for_exit(Instant::now().checked_add(grace), self.started)?;
+                self.wait_for_exit(Instant::now().checked_add(grace), self.started, &mut pause)?;
             }
         }
         let outcome = self.finish(true, true)?;
@@ -266,8 +279,15 @@ impl GroupChild {
 
     /// Waits until the leader has exited (`true`) or `deadline` passes (`false`), without reaping or signalling.
     ///
-    /// The pause between checks follows [`poll_step`] for a leader running since `since`.
-    fn wait_for_exit(&mut self, deadline: Option<Instant>, since: Instant) -> io::Result<bool> {
+    /// The pause between checks follows [`poll_step`] for a leader running since `since`, and is taken by calling
+    /// `pause` with its length: zero means "yield the CPU once"; otherwise it is never longer than the time left
+    /// before `deadline`. `pause` may return early (the loop checks again), but must not take longer than asked.
+    fn wait_for_exit(
+        &mut self,
+        deadline: Option<Instant>,
+        since: Instant,
+        mut pause: impl FnMut(Duration) -> io::Result<()>,
+    ) -> io::Result<bool> {
         loop {
             let now = Instant::now();
             if self.leader_exited()? {
@@ -278,11 +298,7 @@ impl GroupChild {
                 left => left,
             };
             let step = poll_step(now.saturating_duration_since(since));
-            if step.is_zero() {
-                thread::yield_now();
-            } else {
-                thread::sleep(left.map_or(step, |left| left.min(step)));
-            }
+            pause(left.map_or(step, |left| left.min(step)))?;
         }
     }
 
@@ -349,12 +365,25 @@ impl Drop for GroupChild {
             return;
         }
         let _ = self.signal_group(libc::SIGKILL);
-        let reapable =
-            self.wait_for_exit(Instant::now().checked_add(DROP_REAP_LIMIT), Instant::now());
+        let reapable = self.wait_for_exit(
+            Instant::now().checked_add(DROP_REAP_LIMIT),
+            Instant::now(),
+            sleep_pause,
+        );
         if matches!(reapable, Ok(true)) {
             let _ = self.child.wait();
         }
     }
+}
+
+/// The pause of the plain waits: yield the CPU once for a zero pause, sleep otherwise.
+pub(crate) fn sleep_pause(pause: Duration) -> io::Result<()> {
+    if pause.is_zero() {
+        thread::yield_now();
+    } else {
+        thread::sleep(pause);
+    }
+    Ok(())
 }
 
 /// The pause before the next check of a leader that has been running for `age`; zero means "yield the CPU once".

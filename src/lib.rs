@@ -20,6 +20,30 @@
 //! # }
 //! ```
 //!
+//! To capture the output as well, pipe it and use [`GroupChild::wait_with_output_timeout`]: unlike
+//! [`std::process::Command::output`] it returns at the deadline, does not hang on a pipe held open by a process that
+//! left the group, and keeps at most [`GroupChild::set_output_limit`] bytes of each stream (head and tail):
+//!
+//! ```
+//! use std::process::{Command, Stdio};
+//! use std::time::Duration;
+//! use grouptimeout::CommandExt;
+//!
+//! # fn main() -> std::io::Result<()> {
+//! let mut child = Command::new("sh")
+//!     .args(["-c", "echo out; echo err >&2"])
+//!     .stdout(Stdio::piped())
+//!     .stderr(Stdio::piped())
+//!     .spawn_group()?;
+//! child.set_output_limit(1 << 20);
+//! let captured = child.wait_with_output_timeout(Duration::from_secs(10))?;
+//! assert_eq!(captured.stdout, b"out\n");
+//! assert_eq!(captured.stderr, b"err\n");
+//! assert!(!captured.outcome.timed_out() && !captured.stdout_truncated && captured.pipes_closed);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # What is promised
 //!
 //! 1. [`spawn_group`](CommandExt::spawn_group) starts the command as the leader of a new process group, whose id
@@ -52,12 +76,15 @@
 //! No threads, no signal handlers, no process-wide state: a wait checks the leader with
 //! `waitid(…, WNOWAIT)`, which notices an exit without reaping, and sleeps between checks. It checks without
 //! sleeping for the leader's first millisecond, then sleeps 1/20 of the leader's age, at most 10 ms, and never
-//! past the deadline.
+//! past the deadline. A capturing wait spends those pauses in `poll(2)` on the output pipes instead of sleeping,
+//! reading whatever arrives.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(missing_docs)]
 
+mod capture;
 mod child;
 mod sys;
 
+pub use capture::Captured;
 pub use child::{CommandExt, GroupChild, Outcome};

@@ -87,3 +87,81 @@ pub(crate) fn children_are_auto_reaped() -> io::Result<bool> {
     let old = unsafe { old.assume_init() };
     Ok(old.sa_sigaction == libc::SIG_IGN || old.sa_flags & libc::SA_NOCLDWAIT != 0)
 }
+
+/// Puts `fd` into non-blocking mode (`O_NONBLOCK` on its open file description).
+///
+/// Used on the read ends of the child's output pipes, which only this process holds.
+pub(crate) fn set_nonblocking(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = fd.as_raw_fd();
+    // SAFETY: F_GETFL takes no pointer argument; `fd` is borrowed, so it stays open across the call.
+    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    if flags & libc::O_NONBLOCK == 0 {
+        // SAFETY: F_SETFL takes an int argument and no pointer; `fd` is borrowed, so it stays open.
+        cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) })?;
+    }
+    Ok(())
+}
+
+/// Waits up to `timeout` for an event on `fds` (`ppoll` on Linux and Android, so sub-millisecond timeouts are
+/// honoured; `poll` with the timeout rounded up to whole milliseconds elsewhere), and returns how many entries
+/// have events.
+///
+/// An interrupted wait (`EINTR`) returns `Ok(0)`, like a timeout: callers loop on their own clock, so retrying
+/// here with the same timeout could only wait longer than they asked.
+pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io::Result<usize> {
+    let nfds = libc::nfds_t::try_from(fds.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "too many fds to poll"))?;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let ret = {
+        let ts = libc::timespec {
+            tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
+            tv_nsec: timeout.subsec_nanos() as _,
+        };
+        // SAFETY: `fds` is a valid, exclusively borrowed array of `nfds` pollfd entries and `ts` a valid timespec,
+        // both living across the call; a null sigmask leaves the signal mask unchanged.
+        unsafe { libc::ppoll(fds.as_mut_ptr(), nfds, &ts, std::ptr::null()) }
+    };
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let ret = {
+        // Round up, so that a sub-millisecond pause does not turn into a busy loop.
+        let ms = timeout.as_nanos().div_ceil(1_000_000);
+        let ms = libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX);
+        // SAFETY: `fds` is a valid, exclusively borrowed array of `nfds` pollfd entries living across the call.
+        unsafe { libc::poll(fds.as_mut_ptr(), nfds, ms) }
+    };
+    match cvt(ret) {
+        Ok(n) => Ok(n as usize),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads once from `fd` into the spare capacity of `buf` (at most `max` bytes), appends what was read and returns
+/// its length; 0 means end of file. Retries `EINTR`; a non-blocking `fd` with nothing to read gives `WouldBlock`.
+///
+/// Reading straight into the vector saves copying every byte through a separate buffer.
+pub(crate) fn read_append(
+    fd: std::os::fd::BorrowedFd<'_>,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let spare = buf.spare_capacity_mut();
+    let len = spare.len().min(max).min(isize::MAX as usize);
+    let n = retry_eintr(|| {
+        // SAFETY: `spare` is writable memory of at least `len` bytes owned by `buf`, which is exclusively borrowed
+        // across the call; read writes at most `len` bytes into it; `fd` is borrowed, so it stays open.
+        let ret = unsafe { libc::read(fd.as_raw_fd(), spare.as_mut_ptr().cast(), len) };
+        if ret < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(ret as usize)
+        }
+    })?;
+    let new_len = buf.len() + n;
+    // SAFETY: read initialised the first `n <= len` bytes of the spare capacity, which directly follow the
+    // initialised `buf.len()` bytes, so the first `new_len <= capacity` bytes are initialised.
+    unsafe { buf.set_len(new_len) };
+    Ok(n)
+}

@@ -1,0 +1,455 @@
+//! Capturing a group's standard output and standard error under a deadline, in the calling thread, with bounded
+//! memory.
+//!
+//! The wait loop of [`GroupChild`] pauses between checks of the leader; while capturing, that pause is a `poll(2)`
+//! on the output pipes (set non-blocking) with the pause as its timeout, and every readable pipe is read at once.
+//! So the pipes are drained while the command runs (it never blocks on a full pipe), the leader is checked on the
+//! same schedule as in [`GroupChild::wait_deadline`], and the deadline is handled by the very same code.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use crate::child::{sleep_pause, GroupChild, Outcome};
+use crate::sys;
+
+/// The default for [`GroupChild::set_output_limit`]: 16 MiB per stream.
+pub(crate) const DEFAULT_OUTPUT_LIMIT: usize = 16 << 20;
+
+/// How long the pipes are drained after the leader was reaped, waiting for every writer to close them.
+///
+/// Once the group was killed, its members write nothing more and what they wrote is already in the pipe, so this
+/// only waits for the end of file that tells the output is complete (see [`Captured::pipes_closed`]). A process that
+/// escaped the group, or a leftover kept by `set_kill_leftovers(false)`, may hold the pipe for ever: this bounds the
+/// cost of that.
+pub(crate) const DRAIN_LIMIT: Duration = Duration::from_millis(100);
+
+/// Bytes asked for by one `read(2)`, at least. A pipe holds 64 KiB unless resized, so one read usually empties it.
+const READ_SIZE: usize = 64 << 10;
+
+/// Reads from one pipe per readiness at most this many times, so that a writer that keeps a pipe full cannot starve
+/// the other pipe or the leader checks.
+const READS_PER_ROUND: usize = 8;
+
+/// The longest marker [`Kept::finish`] inserts (a `u64` has at most 20 digits).
+const MARKER_MAX: usize = 64;
+
+/// What [`GroupChild::wait_with_output_timeout`] returns: how the wait ended and what the command wrote.
+///
+/// # Which bytes are kept
+///
+/// At most the [output limit](GroupChild::set_output_limit) `L` of each stream is kept. A stream of at most `L`
+/// bytes is returned whole. A longer one is returned as its first `L / 2` bytes (rounded down), then the marker
+/// line `"\n[grouptimeout: N bytes omitted]\n"` where `N` is the number of bytes left out, then its last
+/// `L - L / 2` bytes; the `*_truncated` flag is set. So the result has exactly `L` bytes of output plus the marker.
+///
+/// The head says what the command was doing (its banner, its arguments, often the first error), the tail how it
+/// ended (the last error, a panic, a summary); the middle of a runaway log is what a reader of a failed job needs
+/// least. The marker shows where the cut is and how much is missing, so nobody reads the tail as following the head.
+/// The cut counts bytes: it may split a UTF-8 sequence or a line (use [`String::from_utf8_lossy`] to display).
+///
+/// A stream that was not piped ([`std::process::Stdio::piped`]), or that the caller took out of the
+/// [`GroupChild`] before the wait, is returned empty and not truncated.
+#[derive(Debug, Clone)]
+pub struct Captured {
+    /// How the wait ended, with the leader's exit status.
+    pub outcome: Outcome,
+    /// What the command wrote to its standard output (see [which bytes are kept](Captured#which-bytes-are-kept)).
+    pub stdout: Vec<u8>,
+    /// What the command wrote to its standard error (see [which bytes are kept](Captured#which-bytes-are-kept)).
+    pub stderr: Vec<u8>,
+    /// Whether `stdout` was cut at the output limit.
+    pub stdout_truncated: bool,
+    /// Whether `stderr` was cut at the output limit.
+    pub stderr_truncated: bool,
+    /// Whether every captured pipe reached end of file, that is, no process held it open any more.
+    ///
+    /// `true` means nothing is missing from `stdout` and `stderr` (beyond what truncation cut). `false` means a
+    /// writer still held a pipe about 100 ms after the leader was reaped: a process that left the group (`setsid`,
+    /// a daemon), a leftover kept by [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers), or, rarely, a
+    /// killed member slow to die (it writes nothing more). Whatever such a process writes later is not captured.
+    pub pipes_closed: bool,
+}
+
+impl GroupChild {
+    /// Sets the most bytes of each output stream kept by
+    /// [`wait_with_output_timeout`](GroupChild::wait_with_output_timeout); the default is 16 MiB.
+    ///
+    /// Output past the limit is still read (the command never blocks on a full pipe) and discarded, except for the
+    /// tail; see [which bytes are kept](Captured#which-bytes-are-kept). Memory stays below about 1.5 times the limit
+    /// per stream, plus a 64 KiB read buffer. `usize::MAX` keeps everything, as [`std::process::Child::wait_with_output`]
+    /// does.
+    pub fn set_output_limit(&mut self, bytes: usize) {
+        self.output_limit = bytes;
+    }
+
+    /// Waits at most `timeout` for the command, reading its standard output and standard error meanwhile; see
+    /// [`wait_with_output_deadline`](GroupChild::wait_with_output_deadline).
+    ///
+    /// A timeout too large to represent as an [`Instant`] (such as [`Duration::MAX`]) means no deadline.
+    ///
+    /// # Errors
+    ///
+    /// As for [`wait_with_output_deadline`](GroupChild::wait_with_output_deadline).
+    pub fn wait_with_output_timeout(self, timeout: Duration) -> io::Result<Captured> {
+        let deadline = Instant::now().checked_add(timeout);
+        self.capture(deadline)
+    }
+
+    /// Waits until the command's leader exits or `deadline` passes, exactly as
+    /// [`wait_deadline`](GroupChild::wait_deadline) does, while reading its piped standard output and standard
+    /// error; returns how the wait ended and what the command wrote.
+    ///
+    /// - Standard input, if piped, is closed first (as [`std::process::Child::wait_with_output`] does), so a
+    ///   command reading it sees end of file.
+    /// - Both pipes are read together in the calling thread with `poll(2)`, whose timeout is the wait's pause
+    ///   between checks of the leader: no thread, no busy loop past the leader's first millisecond (which checks and
+    ///   yields, as every wait does), and the command never blocks on a full pipe.
+    /// - At the deadline the group is killed and the leader reaped, as by [`wait_deadline`](GroupChild::wait_deadline)
+    ///   (with [`set_grace`](GroupChild::set_grace)'s signal first, if set; the pipes are read during the grace
+    ///   period too). When the leader exits first, the leftovers of its group are killed (see
+    ///   [`set_kill_leftovers`](GroupChild::set_kill_leftovers)).
+    /// - Then what is left in the pipes is read, waiting up to about 100 ms for every writer to close them;
+    ///   [`Captured::pipes_closed`] tells whether they all did. A process that escaped the group and holds a pipe
+    ///   (`setsid sleep 30 &`) therefore delays the return by about 100 ms, not by its lifetime.
+    ///
+    /// So the call returns within about 100 ms after the leader was reaped, which is at the deadline (plus the grace
+    /// period, if any) at the latest. Each stream keeps at most the [output limit](GroupChild::set_output_limit); see
+    /// [which bytes are kept](Captured#which-bytes-are-kept).
+    ///
+    /// # Errors
+    ///
+    /// As for [`wait_deadline`](GroupChild::wait_deadline); or a pipe could not be set non-blocking, polled or read.
+    /// The handle is consumed, so on any error it is dropped before this returns: the group is killed and the leader
+    /// reaped (see [`GroupChild`]'s `Drop`) unless the wait already did, and the output read so far is lost.
+    pub fn wait_with_output_deadline(self, deadline: Instant) -> io::Result<Captured> {
+        self.capture(Some(deadline))
+    }
+
+    fn capture(mut self, deadline: Option<Instant>) -> io::Result<Captured> {
+        drop(self.stdin.take());
+        let limit = self.output_limit;
+        let mut pipes = Pipes::new(
+            [
+                self.stdout.take().map(OwnedFd::from),
+                self.stderr.take().map(OwnedFd::from),
+            ],
+            limit,
+        )?;
+        let outcome = self.wait_until_with(deadline, |pause| pipes.pause(pause))?;
+        let pipes_closed = pipes.drain_until(Instant::now().checked_add(DRAIN_LIMIT))?;
+        let [(stdout, stdout_truncated), (stderr, stderr_truncated)] = pipes.finish();
+        Ok(Captured {
+            outcome,
+            stdout,
+            stderr,
+            stdout_truncated,
+            stderr_truncated,
+            pipes_closed,
+        })
+    }
+}
+
+/// The output pipes being read, and the bytes kept from each.
+struct Pipes {
+    streams: [Option<Stream>; 2],
+    /// The read buffer for streams past their limit, reused for every read.
+    scratch: Vec<u8>,
+}
+
+struct Stream {
+    pipe: File,
+    kept: Kept,
+    eof: bool,
+}
+
+impl Pipes {
+    fn new(fds: [Option<OwnedFd>; 2], limit: usize) -> io::Result<Pipes> {
+        let mut streams = [None, None];
+        for (slot, fd) in streams.iter_mut().zip(fds) {
+            if let Some(fd) = fd {
+                sys::set_nonblocking(fd.as_fd())?;
+                *slot = Some(Stream {
+                    pipe: File::from(fd),
+                    kept: Kept::new(limit),
+                    eof: false,
+                });
+            }
+        }
+        Ok(Pipes {
+            streams,
+            scratch: Vec::new(),
+        })
+    }
+
+    fn open_count(&self) -> usize {
+        self.streams.iter().flatten().filter(|s| !s.eof).count()
+    }
+
+    /// The wait loop's pause: reads the pipes as they become readable for up to `pause`. Returns early when a pipe
+    /// reaches end of file (often a sign that the leader exited). With no pipe left open this is the plain waits'
+    /// pause.
+    fn pause(&mut self, pause: Duration) -> io::Result<()> {
+        let open = self.open_count();
+        if open == 0 {
+            return sleep_pause(pause);
+        }
+        if pause.is_zero() {
+            // Take what is there, then yield as the plain waits do: spinning on `poll` alone would keep a child that
+            // shares our CPU from running until the scheduler preempts us (about a millisecond).
+            self.round(Duration::ZERO)?;
+            return sleep_pause(Duration::ZERO);
+        }
+        let start = Instant::now();
+        loop {
+            let left = pause.saturating_sub(start.elapsed());
+            self.round(left)?;
+            if left.is_zero() || self.open_count() < open || start.elapsed() >= pause {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Reads until every pipe reached end of file (`true`) or `end` passes (`false`; `None` means no end), always
+    /// taking what is already in the pipes.
+    fn drain_until(&mut self, end: Option<Instant>) -> io::Result<bool> {
+        loop {
+            if self.open_count() == 0 {
+                return Ok(true);
+            }
+            let left = end.map_or(Duration::from_secs(1), |end| {
+                end.saturating_duration_since(Instant::now())
+            });
+            self.round(left)?;
+            if left.is_zero() {
+                return Ok(self.open_count() == 0);
+            }
+        }
+    }
+
+    /// One `poll` of the open pipes for up to `timeout`, then reads from each that is ready.
+    fn round(&mut self, timeout: Duration) -> io::Result<()> {
+        let mut fds = [libc::pollfd {
+            fd: -1,
+            events: 0,
+            revents: 0,
+        }; 2];
+        let mut n = 0;
+        let mut which = [0; 2];
+        for (i, stream) in self.streams.iter().enumerate() {
+            if let Some(stream) = stream.as_ref().filter(|s| !s.eof) {
+                use std::os::fd::AsRawFd;
+                fds[n].fd = stream.pipe.as_raw_fd();
+                fds[n].events = libc::POLLIN;
+                which[n] = i;
+                n += 1;
+            }
+        }
+        if sys::poll(&mut fds[..n], timeout)? == 0 {
+            return Ok(());
+        }
+        for (fd, &i) in fds[..n].iter().zip(&which) {
+            if fd.revents != 0 {
+                if let Some(stream) = self.streams[i].as_mut() {
+                    stream.read_ready(&mut self.scratch)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> [(Vec<u8>, bool); 2] {
+        self.streams
+            .map(|s| s.map_or((Vec::new(), false), |s| s.kept.finish()))
+    }
+}
+
+impl Stream {
+    /// Reads a ready pipe until it is empty, at end of file, or [`READS_PER_ROUND`] reads were made.
+    fn read_ready(&mut self, scratch: &mut Vec<u8>) -> io::Result<()> {
+        for _ in 0..READS_PER_ROUND {
+            let read = if self.kept.is_cut() {
+                // Past the limit: read into the shared buffer, keep only the tail.
+                scratch.resize(READ_SIZE, 0);
+                match self.pipe.read(scratch) {
+                    Ok(n) => {
+                        self.kept.push_tail(&scratch[..n]);
+                        Ok((n, READ_SIZE))
+                    }
+                    Err(e) => Err(e),
+                }
+            } else {
+                // Below the limit: read straight into the kept bytes.
+                let asked = self.kept.reserve();
+                sys::read_append(self.pipe.as_fd(), &mut self.kept.data, asked).map(|n| {
+                    self.kept.appended(n);
+                    (n, asked)
+                })
+            };
+            match read {
+                Ok((0, _)) => {
+                    self.eof = true;
+                    return Ok(());
+                }
+                // A short read emptied the pipe: save the read that would answer EAGAIN.
+                Ok((n, asked)) if n < asked => return Ok(()),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The bytes kept from one stream: everything up to the limit; past it, the head and a ring buffer with the tail.
+struct Kept {
+    limit: usize,
+    /// Every byte read while the stream is within the limit (and at most one read past it); once cut, the head.
+    data: Vec<u8>,
+    /// Once cut: a ring buffer of the last `limit - limit / 2` bytes, the oldest at `pos`.
+    tail: Vec<u8>,
+    pos: usize,
+    /// Bytes read in all.
+    total: u64,
+}
+
+impl Kept {
+    fn new(limit: usize) -> Kept {
+        Kept {
+            limit,
+            data: Vec::new(),
+            tail: Vec::new(),
+            pos: 0,
+            total: 0,
+        }
+    }
+
+    fn is_cut(&self) -> bool {
+        self.total > self.limit as u64
+    }
+
+    /// Makes room for a read into `data` and returns how many bytes to ask for: at least [`READ_SIZE`], growing
+    /// like a `Vec` but never past `limit + READ_SIZE`.
+    fn reserve(&mut self) -> usize {
+        let (len, cap) = (self.data.len(), self.data.capacity());
+        if cap - len < READ_SIZE {
+            let most = self.limit.saturating_add(READ_SIZE);
+            let new_cap = len
+                .saturating_add(cap.max(READ_SIZE))
+                .min(most)
+                .max(len + READ_SIZE);
+            self.data.reserve_exact(new_cap - len);
+        }
+        self.data.capacity() - self.data.len()
+    }
+
+    /// Accounts for `n` bytes just appended to `data`; cuts the stream if they took it past the limit.
+    fn appended(&mut self, n: usize) {
+        self.total += n as u64;
+        if self.data.len() > self.limit {
+            let head = self.limit / 2;
+            let tail = self.limit - head;
+            self.tail = self.data[self.data.len() - tail..].to_vec();
+            self.pos = 0;
+            self.data.truncate(head);
+            self.data.reserve_exact(tail + MARKER_MAX);
+        }
+    }
+
+    /// Once cut: counts `bytes` and keeps the last of them in the tail ring.
+    fn push_tail(&mut self, bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        let size = self.tail.len();
+        if size == 0 {
+            return;
+        }
+        if bytes.len() >= size {
+            self.tail.copy_from_slice(&bytes[bytes.len() - size..]);
+            self.pos = 0;
+            return;
+        }
+        let first = (size - self.pos).min(bytes.len());
+        self.tail[self.pos..self.pos + first].copy_from_slice(&bytes[..first]);
+        self.tail[..bytes.len() - first].copy_from_slice(&bytes[first..]);
+        self.pos = (self.pos + bytes.len()) % size;
+    }
+
+    /// The kept bytes, and whether the stream was cut; see [which bytes are kept](Captured#which-bytes-are-kept).
+    fn finish(mut self) -> (Vec<u8>, bool) {
+        if !self.is_cut() {
+            self.data.shrink_to_fit();
+            return (self.data, false);
+        }
+        let omitted = self.total - self.limit as u64;
+        self.tail.rotate_left(self.pos);
+        let marker = format!("\n[grouptimeout: {omitted} bytes omitted]\n");
+        self.data.extend_from_slice(marker.as_bytes());
+        self.data.extend_from_slice(&self.tail);
+        (self.data, true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `chunks` the way `read_ready` does and returns the result.
+    fn keep(limit: usize, chunks: &[&[u8]]) -> (Vec<u8>, bool) {
+        let mut kept = Kept::new(limit);
+        for chunk in chunks {
+            if kept.is_cut() {
+                kept.push_tail(chunk);
+            } else {
+                kept.reserve();
+                kept.data.extend_from_slice(chunk);
+                kept.appended(chunk.len());
+            }
+        }
+        kept.finish()
+    }
+
+    #[test]
+    fn within_the_limit_everything_is_kept() {
+        assert_eq!(
+            keep(10, &[b"0123", b"456789"]),
+            (b"0123456789".to_vec(), false)
+        );
+        assert_eq!(keep(0, &[]), (Vec::new(), false));
+        assert_eq!(keep(usize::MAX, &[b"abc"]), (b"abc".to_vec(), false));
+    }
+
+    #[test]
+    fn past_the_limit_head_marker_tail() {
+        let marker = |n: u64| format!("\n[grouptimeout: {n} bytes omitted]\n");
+        let want = |head: &str, n, tail: &str| format!("{head}{}{tail}", marker(n)).into_bytes();
+        assert_eq!(
+            keep(10, &[b"0123456789x"]),
+            (want("01234", 1, "6789x"), true)
+        );
+        assert_eq!(
+            keep(5, &[b"abcdefgh", b"ij", b"klm"]),
+            (want("ab", 8, "klm"), true)
+        );
+        assert_eq!(
+            keep(5, &[b"ab", b"cdef", b"g", b"h"]),
+            (want("ab", 3, "fgh"), true)
+        );
+        // Ring wrap-around with small pushes.
+        let bytes: Vec<u8> = (0..200u8).collect();
+        let chunks: Vec<&[u8]> = bytes.chunks(7).collect();
+        let (got, cut) = keep(21, &chunks);
+        assert!(cut);
+        let mut expected = bytes[..10].to_vec();
+        expected.extend_from_slice(marker(179).as_bytes());
+        expected.extend_from_slice(&bytes[189..]);
+        assert_eq!(got, expected);
+        assert_eq!(keep(0, &[b"abc"]), (marker(3).into_bytes(), true));
+        assert_eq!(
+            keep(1, &[b"abc"]),
+            (format!("{}c", marker(2)).into_bytes(), true)
+        );
+    }
+}

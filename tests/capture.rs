@@ -1,0 +1,403 @@
+//! Behaviour of `wait_with_output_timeout` on real processes.
+//!
+//! Every process a test starts carries a per-test marker in its environment, so that the test can find its own
+//! processes through `/proc/PID/environ` (also those that left the group), check that they are dead (state Z or X
+//! in `/proc/PID/stat`, or gone), and kill any leftover with `kill -9 PID` whatever the outcome of the test.
+//! Bounds are generous: other test suites may load the machine at the same time.
+
+use std::fs;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use grouptimeout::{Captured, CommandExt, Outcome};
+
+const MARK_VAR: &str = "GROUPTIMEOUT_CAPTURE_TEST";
+
+/// A per-test marker; on drop, kills every process still carrying it (and panics if asked to check it was done).
+struct Marked {
+    mark: String,
+}
+
+impl Marked {
+    fn new(name: &str) -> Marked {
+        Marked {
+            mark: format!("{}-{name}", std::process::id()),
+        }
+    }
+
+    /// `sh -c script` carrying the marker.
+    fn sh(&self, script: &str) -> Command {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", script]).env(MARK_VAR, &self.mark);
+        cmd
+    }
+
+    /// The pids of live (not zombie) processes carrying the marker.
+    fn alive(&self) -> Vec<u32> {
+        let needle = format!("{MARK_VAR}={}\0", self.mark).into_bytes();
+        let mut pids = Vec::new();
+        for entry in fs::read_dir("/proc").expect("read /proc").flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(environ) = fs::read(format!("/proc/{pid}/environ")) else {
+                continue;
+            };
+            if environ.windows(needle.len()).any(|w| w == needle) && !is_dead(pid) {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+
+    /// Waits (bounded) until no process with the marker is alive; returns those still alive after the bound.
+    fn wait_all_dead(&self, bound: Duration) -> Vec<u32> {
+        let end = Instant::now() + bound;
+        loop {
+            let alive = self.alive();
+            if alive.is_empty() || Instant::now() >= end {
+                return alive;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Kills every live process with the marker (`kill -9 PID`) and waits, bounded, until they are dead.
+    fn kill_all(&self) {
+        for pid in self.alive() {
+            assert!(pid > 1);
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+        let left = self.wait_all_dead(Duration::from_secs(10));
+        assert!(left.is_empty(), "processes survived kill -9: {left:?}");
+    }
+}
+
+impl Drop for Marked {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            for pid in self.alive() {
+                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            }
+        } else {
+            self.kill_all();
+        }
+    }
+}
+
+/// Dead means: gone, or a zombie (Z) or dead (X) in `/proc/PID/stat`.
+fn is_dead(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => {
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next());
+            matches!(state, Some('Z') | Some('X') | None)
+        }
+    }
+}
+
+fn piped(mut cmd: Command) -> Command {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd
+}
+
+fn exited_ok(captured: &Captured) -> bool {
+    matches!(captured.outcome, Outcome::Exited(s) if s.success())
+}
+
+#[test]
+fn escaped_process_holding_the_pipe_does_not_hang() {
+    // Whether `setsid` runs before the group kill that follows the leader's exit is a race; either way the call
+    // returns promptly with the output.
+    let marked = Marked::new("escaped");
+    let child = piped(marked.sh("setsid sleep 30 & echo hi"))
+        .spawn_group()
+        .unwrap();
+    let start = Instant::now();
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    let took = start.elapsed();
+    assert!(exited_ok(&captured), "{captured:?}");
+    assert_eq!(captured.stdout, b"hi\n");
+    assert_eq!(captured.stderr, b"");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    marked.kill_all();
+}
+
+/// A script that starts `cmd` in a new session (out of the group) and, once it has left the group, runs `then`.
+fn escape_then(marked: &Marked, cmd: &str, then: &str) -> String {
+    let flag = std::env::temp_dir().join(format!("grouptimeout-capture-{}", marked.mark));
+    let flag = flag.to_str().unwrap();
+    format!(
+        "rm -f {flag}; setsid sh -c ': > {flag}; exec {cmd}' & \
+         while ! [ -e {flag} ]; do sleep 0.01; done; rm -f {flag}; {then}"
+    )
+}
+
+#[test]
+fn escaped_process_surely_out_of_the_group_is_reported() {
+    let marked = Marked::new("escaped-sure");
+    let script = escape_then(&marked, "sleep 30", "echo hi");
+    let child = piped(marked.sh(&script)).spawn_group().unwrap();
+    let start = Instant::now();
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    let took = start.elapsed();
+    assert!(exited_ok(&captured), "{captured:?}");
+    assert_eq!(captured.stdout, b"hi\n");
+    assert!(!captured.pipes_closed, "the escaped sleep holds the pipes");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert!(
+        !marked.alive().is_empty(),
+        "expected the escaped sleep to run"
+    );
+    marked.kill_all();
+}
+
+#[test]
+fn escaped_writer_that_never_stops_is_bounded() {
+    let marked = Marked::new("yes");
+    let script = escape_then(&marked, "yes", "echo hi >&2");
+    let mut child = piped(marked.sh(&script)).spawn_group().unwrap();
+    child.set_output_limit(1 << 20);
+    let start = Instant::now();
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert!(exited_ok(&captured), "{captured:?}");
+    assert_eq!(captured.stderr, b"hi\n");
+    assert!(!captured.pipes_closed);
+    assert!(captured.stdout.len() <= (1 << 20) + 64);
+    marked.kill_all();
+}
+
+/// Byte `i` of `yes 0123456789abcde` output.
+fn pattern(i: usize) -> u8 {
+    b"0123456789abcde\n"[i % 16]
+}
+
+#[test]
+fn big_output_keeps_head_marker_and_tail() {
+    const TOTAL: usize = 64 << 20;
+    const LIMIT: usize = 1 << 20;
+    let marked = Marked::new("big");
+    let script = format!(
+        "printf HEAD; yes 0123456789abcde | head -c {}; printf TAIL",
+        TOTAL - 8
+    );
+    let mut child = piped(marked.sh(&script)).spawn_group().unwrap();
+    child.set_output_limit(LIMIT);
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(120))
+        .unwrap();
+    assert!(exited_ok(&captured), "{:?}", captured.outcome);
+    assert!(captured.stdout_truncated && !captured.stderr_truncated);
+    assert!(captured.pipes_closed);
+
+    let head = LIMIT / 2;
+    let tail = LIMIT - head;
+    let mut want = b"HEAD".to_vec();
+    want.extend((0..head - 4).map(pattern));
+    want.extend_from_slice(
+        format!("\n[grouptimeout: {} bytes omitted]\n", TOTAL - LIMIT).as_bytes(),
+    );
+    // The tail is the pattern's last `tail - 4` bytes of TOTAL - 8, then TAIL.
+    want.extend((TOTAL - 8 - (tail - 4)..TOTAL - 8).map(pattern));
+    want.extend_from_slice(b"TAIL");
+    assert_eq!(captured.stdout.len(), want.len());
+    assert!(
+        captured.stdout == want,
+        "kept bytes differ from head + marker + tail"
+    );
+}
+
+#[test]
+fn output_exactly_at_the_limit_is_not_truncated() {
+    let marked = Marked::new("exact");
+    let mut child = piped(marked.sh("head -c 100000 /dev/zero; head -c 100001 /dev/zero >&2"))
+        .spawn_group()
+        .unwrap();
+    child.set_output_limit(100_000);
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    assert!(exited_ok(&captured));
+    assert_eq!(captured.stdout, vec![0; 100_000]);
+    assert!(!captured.stdout_truncated);
+    assert!(captured.stderr_truncated);
+    let marker = b"\n[grouptimeout: 1 bytes omitted]\n";
+    assert_eq!(captured.stderr.len(), 100_000 + marker.len());
+    assert_eq!(&captured.stderr[50_000..50_000 + marker.len()], marker);
+}
+
+#[test]
+fn both_streams_at_once_do_not_deadlock() {
+    let marked = Marked::new("both");
+    let script = "yes out | head -c 5000000 & yes err | head -c 5000000 >&2; wait";
+    let child = piped(marked.sh(script)).spawn_group().unwrap();
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(120))
+        .unwrap();
+    assert!(exited_ok(&captured), "{:?}", captured.outcome);
+    assert_eq!(captured.stdout.len(), 5_000_000);
+    assert_eq!(captured.stderr.len(), 5_000_000);
+    assert!(captured.stdout.starts_with(b"out\nout\n"));
+    assert!(captured.stderr.starts_with(b"err\nerr\n"));
+    assert!(!captured.stdout_truncated && !captured.stderr_truncated);
+    assert!(captured.pipes_closed);
+}
+
+#[test]
+fn timeout_returns_what_was_written_before() {
+    let marked = Marked::new("timeout");
+    let child = piped(marked.sh("echo start; echo oops >&2; sleep 30 & sleep 30; echo never"))
+        .spawn_group()
+        .unwrap();
+    let start = Instant::now();
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(2))
+        .unwrap();
+    let took = start.elapsed();
+    assert!(captured.outcome.timed_out(), "{captured:?}");
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(15),
+        "took {took:?}"
+    );
+    assert_eq!(captured.stdout, b"start\n");
+    assert_eq!(captured.stderr, b"oops\n");
+    let left = marked.wait_all_dead(Duration::from_secs(10));
+    assert!(
+        left.is_empty(),
+        "group members alive after the timeout: {left:?}"
+    );
+}
+
+#[test]
+fn only_stdout_piped() {
+    let marked = Marked::new("stdout");
+    let child = marked
+        .sh("echo out; echo err >&2")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn_group()
+        .unwrap();
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    assert!(exited_ok(&captured));
+    assert_eq!(captured.stdout, b"out\n");
+    assert_eq!(captured.stderr, b"");
+    assert!(captured.pipes_closed);
+}
+
+#[test]
+fn only_stderr_piped() {
+    let marked = Marked::new("stderr");
+    let child = marked
+        .sh("echo out; echo err >&2; exit 3")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn_group()
+        .unwrap();
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    assert_eq!(captured.outcome.status().code(), Some(3));
+    assert!(!captured.outcome.timed_out());
+    assert_eq!(captured.stdout, b"");
+    assert_eq!(captured.stderr, b"err\n");
+}
+
+#[test]
+fn nothing_piped() {
+    let marked = Marked::new("none");
+    let child = marked
+        .sh("echo out; sleep 30 & exit 0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn_group()
+        .unwrap();
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    assert!(exited_ok(&captured));
+    assert!(captured.stdout.is_empty() && captured.stderr.is_empty());
+    assert!(captured.pipes_closed);
+    let left = marked.wait_all_dead(Duration::from_secs(10));
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn nothing_piped_times_out() {
+    let marked = Marked::new("none-timeout");
+    let child = marked
+        .sh("sleep 30")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn_group()
+        .unwrap();
+    let captured = child
+        .wait_with_output_timeout(Duration::from_millis(300))
+        .unwrap();
+    assert!(captured.outcome.timed_out());
+    let left = marked.wait_all_dead(Duration::from_secs(10));
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn stdin_is_closed_before_waiting() {
+    let marked = Marked::new("stdin");
+    let mut cmd = marked.sh("cat; echo done >&2");
+    cmd.stdin(Stdio::piped());
+    let mut child = piped(cmd).spawn_group().unwrap();
+    child.stdin.as_mut().unwrap().write_all(b"hello\n").unwrap();
+    // `cat` ends only if the wait closes its standard input.
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    assert!(exited_ok(&captured), "{captured:?}");
+    assert_eq!(captured.stdout, b"hello\n");
+    assert_eq!(captured.stderr, b"done\n");
+}
+
+#[test]
+fn leader_exiting_with_a_full_pipe_is_drained() {
+    // The leader writes more than a pipe holds and exits at once; the rest is read after it was reaped.
+    let marked = Marked::new("full");
+    let child = piped(marked.sh("exec head -c 3000000 /dev/zero"))
+        .spawn_group()
+        .unwrap();
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    assert!(exited_ok(&captured));
+    assert_eq!(captured.stdout.len(), 3_000_000);
+    assert!(captured.pipes_closed);
+}
+
+#[test]
+fn deadline_variant_and_grace_period_keep_reading() {
+    let marked = Marked::new("grace");
+    let script = "trap 'echo got-term; exit 7' TERM; echo ready; while :; do sleep 0.05; done";
+    let mut child = piped(marked.sh(script)).spawn_group().unwrap();
+    child.set_grace(15, Duration::from_secs(10)); // SIGTERM
+    let captured = child
+        .wait_with_output_deadline(Instant::now() + Duration::from_secs(3))
+        .unwrap();
+    assert!(captured.outcome.timed_out());
+    assert_eq!(captured.stdout, b"ready\ngot-term\n");
+    assert_eq!(captured.outcome.status().code(), Some(7));
+    let left = marked.wait_all_dead(Duration::from_secs(10));
+    assert!(left.is_empty(), "{left:?}");
+}
