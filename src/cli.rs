@@ -761,6 +761,25 @@ mod tests {
         }
     }
 
+    #[test]
+    fn no_panic_on_random_bytes() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let alphabet = b"0123456789abcdefxXpPeE.+- \t()infatyINFsmhd\xff\xc3";
+        for _ in 0..20_000 {
+            let mut s = Vec::new();
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            for k in 0..(x % 12) {
+                s.push(alphabet[((x >> (4 * k)) % alphabet.len() as u64) as usize]);
+            }
+            let _ = parse_duration(&s);
+            let _ = parse_signal(&s);
+            let arg: OsString = std::os::unix::ffi::OsStringExt::from_vec(s);
+            let _ = parse_args(&[arg.clone(), arg]);
+        }
+    }
+
     fn args(list: &[&str]) -> Vec<OsString> {
         list.iter().map(OsString::from).collect()
     }
