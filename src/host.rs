@@ -6,7 +6,8 @@
 //! A library that merely runs commands should not call any of it.
 //!
 //! - [`SignalPipe`]: receive signals synchronously through a self-pipe, without blocking them.
-//! - [`become_child_subreaper`] and [`sweep_children`]: catch descendants that left the command's process group.
+//! - [`become_child_subreaper`], [`sweep_children`] and [`reap_exited_children`]: catch descendants that left the
+//!   command's process group, and reap the orphans adopted meanwhile.
 //! - [`signal_child`]: signal one unreaped child of a [`std::process::Child`] by pid.
 //! - [`exit_as_signaled`]: end this process the way a command that died of a signal ended.
 
@@ -233,6 +234,34 @@ pub fn sweep_children(keep: &[u32], limit: Duration) -> io::Result<Sweep> {
             pause = Duration::from_micros(50);
         }
     }
+}
+
+/// Reaps every child process of this process that has already exited, except the pids in `keep`, without
+/// signalling anything (Linux); returns how many were reaped.
+///
+/// For a long-running [child subreaper](become_child_subreaper): adopted orphans that exit stay zombies until
+/// reaped, and a command that keeps starting short-lived daemons would otherwise pile them up. Call it when
+/// `SIGCHLD` arrives. As in [`sweep_children`], only listed pids are waited for, one by one (never
+/// `waitpid(-1)`), and the pids in `keep` (children that other code owns, such as a [`std::process::Child`]) are
+/// left alone.
+///
+/// # Errors
+///
+/// As for [`sweep_children`].
+pub fn reap_exited_children(keep: &[u32]) -> io::Result<usize> {
+    if sys::children_are_auto_reaped()? {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "not reaping children: SIGCHLD is ignored, so the kernel reaps them itself",
+        ));
+    }
+    let mut reaped = 0;
+    for pid in list_children()? {
+        if !keep.contains(&pid) && sys::reap_if_exited(pid)? {
+            reaped += 1;
+        }
+    }
+    Ok(reaped)
 }
 
 /// The pids listed in `/proc/self/task/*/children`, without duplicates.

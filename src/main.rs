@@ -19,6 +19,13 @@ use cli::{Options, Parsed, UsageError, PROGRAM};
 use grouptimeout::host::{self, SignalPipe};
 use grouptimeout::{CommandExt, GroupChild};
 
+/// Writes a line to stderr, ignoring failure (`eprintln!` would panic on a closed pipe).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(io::stderr(), $($arg)*);
+    }};
+}
+
 const EXIT_TIMEDOUT: i32 = 124;
 const EXIT_CANCELED: i32 = 125;
 const EXIT_CANNOT_INVOKE: i32 = 126;
@@ -55,8 +62,8 @@ fn main() {
         Ok(Parsed::Help) => print_stdout(cli::HELP),
         Ok(Parsed::Version) => print_stdout(&format!("{PROGRAM} {}\n", env!("CARGO_PKG_VERSION"))),
         Err(UsageError(message)) => {
-            eprintln!("{PROGRAM}: {message}");
-            eprintln!("Try '{PROGRAM} --help' for more information.");
+            say!("{PROGRAM}: {message}");
+            say!("Try '{PROGRAM} --help' for more information.");
             EXIT_CANCELED
         }
     };
@@ -68,7 +75,7 @@ fn print_stdout(text: &str) -> i32 {
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("{PROGRAM}: write error: {e}");
+            say!("{PROGRAM}: write error: {e}");
             EXIT_CANCELED
         }
     }
@@ -100,6 +107,13 @@ impl Leader {
                 Ok(())
             }
             Leader::Foreground(child) => host::signal_child(child, signal),
+        }
+    }
+
+    fn id(&self) -> u32 {
+        match self {
+            Leader::Group(child) => child.id(),
+            Leader::Foreground(child) => child.id(),
         }
     }
 
@@ -140,7 +154,7 @@ fn run(opts: &Options) -> i32 {
     let mut signals = match SignalPipe::install(&handled) {
         Ok(signals) => signals,
         Err(e) => {
-            eprintln!("{PROGRAM}: cannot install signal handlers: {e}");
+            say!("{PROGRAM}: cannot install signal handlers: {e}");
             return EXIT_CANCELED;
         }
     };
@@ -156,7 +170,7 @@ fn run(opts: &Options) -> i32 {
         Ok(leader) => leader,
         Err(e) => {
             // The library's message names the program and keeps the OS error: `cannot run "x": No such file…`.
-            eprintln!("{PROGRAM}: {e}");
+            say!("{PROGRAM}: {e}");
             return if e.kind() == io::ErrorKind::NotFound {
                 EXIT_ENOENT
             } else {
@@ -174,22 +188,22 @@ fn run(opts: &Options) -> i32 {
         sent_kill: false,
         signalled: false,
     };
-    let waited = supervise(opts, &name, &mut leader, &mut signals, &mut state);
+    let waited = supervise(opts, sweep, &name, &mut leader, &mut signals, &mut state);
     let leave = opts.leave_running && !state.signalled;
     if sweep && !leave {
         match host::sweep_children(&[], SWEEP_LIMIT) {
             Ok(done) if !done.left.is_empty() => {
-                eprintln!("{PROGRAM}: could not kill processes {:?}", done.left)
+                say!("{PROGRAM}: could not kill processes {:?}", done.left)
             }
             Ok(_) => {}
-            Err(e) => eprintln!("{PROGRAM}: cannot kill the processes left behind: {e}"),
+            Err(e) => say!("{PROGRAM}: cannot kill the processes left behind: {e}"),
         }
     }
     drop(signals);
     let status = match waited {
         Ok(status) => status,
         Err(e) => {
-            eprintln!("{PROGRAM}: {e}");
+            say!("{PROGRAM}: {e}");
             return EXIT_CANCELED;
         }
     };
@@ -205,7 +219,7 @@ fn become_subreaper(verbose: bool) -> bool {
         Ok(()) => true,
         Err(e) => {
             if verbose {
-                eprintln!("{PROGRAM}: warning: cannot become a child subreaper: {e}");
+                say!("{PROGRAM}: warning: cannot become a child subreaper: {e}");
             }
             false
         }
@@ -215,6 +229,7 @@ fn become_subreaper(verbose: bool) -> bool {
 /// Waits for the command, passing on signals and firing the timeouts, until it is reaped.
 fn supervise(
     opts: &Options,
+    sweep: bool,
     name: &str,
     leader: &mut Leader,
     signals: &mut SignalPipe,
@@ -235,7 +250,12 @@ fn supervise(
             .alarm
             .map(|alarm| alarm.saturating_duration_since(now));
         match signals.wait(timeout)? {
-            None | Some(libc::SIGCHLD) => {}
+            None => {}
+            // Adopted orphans that exited: reap them now rather than let zombies pile up in a long run.
+            Some(libc::SIGCHLD) if sweep => {
+                let _ = host::reap_exited_children(&[leader.id()]);
+            }
+            Some(libc::SIGCHLD) => {}
             Some(signal) => cleanup(opts, name, leader, state, signal),
         }
     }
@@ -254,7 +274,7 @@ fn cleanup(opts: &Options, name: &str, leader: &mut Leader, state: &mut State, m
         state.alarm = Instant::now().checked_add(kill_after);
     }
     if opts.verbose {
-        eprintln!(
+        say!(
             "{PROGRAM}: sending signal {} to command {name}",
             cli::signal_name(signal)
         );
@@ -264,7 +284,7 @@ fn cleanup(opts: &Options, name: &str, leader: &mut Leader, state: &mut State, m
     leader.set_kill_leftovers(true);
     if let Err(e) = leader.signal(signal) {
         if opts.verbose {
-            eprintln!("{PROGRAM}: {e}");
+            say!("{PROGRAM}: {e}");
         }
     }
 }
@@ -273,7 +293,7 @@ fn cleanup(opts: &Options, name: &str, leader: &mut Leader, state: &mut State, m
 fn exit_code(opts: &Options, state: &State, status: ExitStatus) -> i32 {
     if let Some(signal) = status.signal() {
         if status.core_dumped() {
-            eprintln!("{PROGRAM}: the monitored command dumped core");
+            say!("{PROGRAM}: the monitored command dumped core");
         }
         if state.sent_kill || (state.timed_out && signal == libc::SIGKILL) {
             return EXIT_KILLED;

@@ -431,6 +431,23 @@ fn escapees_are_swept() {
     assert_eq!(code(&run(&["-f", ".2", "sleep", "10"])), 124);
 }
 
+#[test]
+fn adopted_orphans_are_reaped_while_the_command_runs() {
+    // Orphans re-parented to the tool (its subreaper) exit; the tool reaps them at once, not at the end.
+    let script = "for i in 1 2 3 4 5; do (sleep 0.01 &); done
+        n=0
+        while [ \"$(cat /proc/$PPID/task/*/children)\" != \"$$ \" ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n+1)); done
+        echo $$; cat /proc/$PPID/task/*/children";
+    let r = run(&["30", "sh", "-c", script]);
+    assert_eq!(code(&r), 0, "{}", r.stderr);
+    let lines: Vec<&str> = r.stdout.lines().map(str::trim).collect();
+    assert_eq!(lines.len(), 2, "{}", r.stdout);
+    assert_eq!(
+        lines[0], lines[1],
+        "children of the tool besides the command"
+    );
+}
+
 /// Starts `script` under the tool, waits until it is ready, sends `signal` to the tool, and returns the run.
 fn with_signal(args: &[&str], script: &str, signal: i32) -> Run {
     let s = Scratch::new();
