@@ -56,9 +56,10 @@ DURATION, send it SIGNAL. On exit, nothing COMMAND started is left running.
   -k, --kill-after=DURATION  send KILL to the group if it still runs this long
                              after the first signal was sent
   -p, --preserve-status    exit with COMMAND's status even after a timeout
-  -f, --foreground         keep COMMAND in this process group, so it may use
-                             the terminal; then only COMMAND itself is sent
-                             SIGNAL (the rest is killed when it exits, Linux)
+  -f, --foreground         keep COMMAND in this process group, so it can read
+                             the terminal and get its signals; SIGNAL and KILL
+                             then reach COMMAND only (on Linux the rest is
+                             killed once COMMAND exits)
   -v, --verbose            report every signal sent, on stderr
       --leave-running      when COMMAND exits by itself, leave the processes
                              it started running (default: kill them)
