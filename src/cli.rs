@@ -70,7 +70,9 @@ DURATION is a floating-point number with an optional suffix: s (seconds, the
 default), m (minutes), h (hours) or d (days). 0 means no timeout.
 
 Signals TERM, INT, HUP, QUIT, USR1 and USR2 sent to grouptimeout are passed on
-to the group (and start the --kill-after countdown); ALRM means: time is up.
+to the group (and start the --kill-after countdown), unless grouptimeout was
+started with them ignored (nohup): then COMMAND inherits them ignored.
+ALRM sent to grouptimeout means: time is up.
 
 Exit status:
   124  COMMAND timed out (and --preserve-status was not given)

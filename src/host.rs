@@ -5,7 +5,8 @@
 //! signal handlers, the signal mask, the child-subreaper flag, reaping children, resource limits, exiting.
 //! A library that merely runs commands should not call any of it.
 //!
-//! - [`SignalPipe`]: receive signals synchronously through a self-pipe, without blocking them.
+//! - [`SignalPipe`]: receive signals synchronously through a self-pipe, without blocking them; and
+//!   [`signal_is_ignored`] to leave alone what the parent chose to ignore.
 //! - [`become_child_subreaper`], [`sweep_children`] and [`reap_exited_children`]: catch descendants that left the
 //!   command's process group, and reap the orphans adopted meanwhile.
 //! - [`signal_child`]: signal one unreaped child of a [`std::process::Child`] by pid.
@@ -141,6 +142,20 @@ impl Drop for SignalPipe {
         }
         sys::unregister_signal_pipe();
     }
+}
+
+/// Whether `signal` is set to be ignored (`SIG_IGN`) in this process, for instance because the parent started it
+/// under `nohup` (`SIGHUP`) or as a background job of a non-interactive shell (`SIGINT`, `SIGQUIT`).
+///
+/// An ignored signal stays ignored across `exec`, so a command spawned now inherits it; a handler installed by
+/// [`SignalPipe::install`] would replace that with the default disposition in the command. A supervisor that
+/// wants to leave such choices of its parent intact checks this first and does not handle those signals.
+///
+/// # Errors
+///
+/// `signal` is not a valid signal number.
+pub fn signal_is_ignored(signal: i32) -> io::Result<bool> {
+    sys::is_ignored(signal)
 }
 
 /// Makes this process a *child subreaper* (Linux `prctl(PR_SET_CHILD_SUBREAPER)`): a descendant whose parent dies

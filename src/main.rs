@@ -140,15 +140,18 @@ struct State {
 
 fn run(opts: &Options) -> i32 {
     let sweep = become_subreaper(opts.verbose);
-    let mut handled: Vec<i32> = FORWARDED.to_vec();
-    handled.extend([libc::SIGALRM, libc::SIGCHLD]);
+    let mut handled = vec![libc::SIGALRM, libc::SIGCHLD];
     // GNU also passes on the signal chosen with -s when the tool receives it.
-    if opts.signal != 0
+    let chosen = (opts.signal != 0
         && ![libc::SIGKILL, libc::SIGSTOP].contains(&opts.signal)
-        && !SYNCHRONOUS.contains(&opts.signal)
-        && !handled.contains(&opts.signal)
-    {
-        handled.push(opts.signal);
+        && !SYNCHRONOUS.contains(&opts.signal))
+    .then_some(opts.signal);
+    for signal in FORWARDED.into_iter().chain(chosen) {
+        // A signal the parent made us ignore (nohup, a background job of a script) stays ignored, so that the
+        // command inherits it ignored, as it would without grouptimeout. GNU handles it anyway.
+        if !handled.contains(&signal) && !host::signal_is_ignored(signal).unwrap_or(false) {
+            handled.push(signal);
+        }
     }
     // Before the spawn: from here on no handled signal can end the tool and leave the command unsupervised.
     let mut signals = match SignalPipe::install(&handled) {

@@ -339,3 +339,12 @@ pub(crate) fn raise_default(signal: libc::c_int) -> io::Result<()> {
     // SAFETY: raise has no memory-safety preconditions.
     cvt(unsafe { libc::raise(signal) }).map(drop)
 }
+
+/// Whether `signal`'s disposition in this process is `SIG_IGN`.
+pub(crate) fn is_ignored(signal: libc::c_int) -> io::Result<bool> {
+    let mut old = MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: a null `act` only reads the current disposition into `old`, which lives across the call.
+    cvt(unsafe { libc::sigaction(signal, std::ptr::null(), old.as_mut_ptr()) })?;
+    // SAFETY: zero-initialised and filled in by a successful sigaction.
+    Ok(unsafe { old.assume_init() }.sa_sigaction == libc::SIG_IGN)
+}

@@ -527,6 +527,43 @@ fn works_with_sigchld_ignored_and_sigalrm_blocked() {
     assert_eq!(code(&running.finish()), 124);
 }
 
+/// The command's ignored-signal mask, as `/proc/self/status` shows it.
+fn ignored_mask(run: &Run) -> u64 {
+    let hex = run
+        .stdout
+        .trim()
+        .strip_prefix("SigIgn:")
+        .unwrap_or_else(|| panic!("{:?}", run.stdout));
+    u64::from_str_radix(hex.trim(), 16).unwrap()
+}
+
+#[test]
+fn signals_ignored_by_the_parent_stay_ignored() {
+    let bit = |signal: i32| 1u64 << (signal - 1);
+    let args = ["5", "grep", "SigIgn", "/proc/self/status"];
+    // As under nohup, or as a background job of a script: the command inherits HUP and INT ignored.
+    let mut argv = vec![
+        "-e",
+        "$SIG{HUP} = $SIG{INT} = $SIG{CHLD} = 'IGNORE'; exec @ARGV or die",
+        "--",
+        BIN,
+    ];
+    argv.extend(args);
+    let r = Running::start("perl", &argv).finish();
+    assert_eq!(code(&r), 0, "{}", r.stderr);
+    let mask = ignored_mask(&r);
+    assert_ne!(mask & bit(libc::SIGHUP), 0, "HUP not ignored: {mask:x}");
+    assert_ne!(mask & bit(libc::SIGINT), 0, "INT not ignored: {mask:x}");
+    // SIGCHLD is the tool's own business: the command gets the default.
+    assert_eq!(mask & bit(libc::SIGCHLD), 0, "CHLD ignored: {mask:x}");
+    let mask = ignored_mask(&run(&args));
+    assert_eq!(
+        mask & (bit(libc::SIGHUP) | bit(libc::SIGINT) | bit(libc::SIGTERM)),
+        0,
+        "{mask:x}"
+    );
+}
+
 /// Runs `program -- DURATION true` and says whether DURATION was accepted (anything but 125).
 fn accepts(program: &str, duration: &str) -> bool {
     let mut child = Command::new(program)
