@@ -241,7 +241,19 @@ fn supervise(
     loop {
         // Read the clock before checking the command: an exit seen now counts as before the deadline.
         let now = Instant::now();
-        if let Some(status) = leader.try_wait()? {
+        let exited = match leader.try_wait() {
+            Ok(exited) => exited,
+            // A failed group kill (EPERM: a member that changed user) is reported after the leader was reaped;
+            // the next call returns its status.
+            Err(e) => match leader.try_wait() {
+                Ok(Some(status)) => {
+                    say!("{PROGRAM}: {e}");
+                    Some(status)
+                }
+                _ => return Err(e),
+            },
+        };
+        if let Some(status) = exited {
             return Ok(status);
         }
         if state.alarm.is_some_and(|alarm| now >= alarm) {
