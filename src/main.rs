@@ -110,6 +110,20 @@ impl Leader {
         }
     }
 
+    /// After an error: kills the command (its group, if it has one) and reaps it if it is still ours.
+    fn abandon(self) {
+        match self {
+            // Drop kills the group and reaps the leader, waiting at most about a second.
+            Leader::Group(child) => drop(child),
+            Leader::Foreground(mut child) => {
+                // Not `Child::kill`: it would signal the pid even if someone else had reaped it.
+                if host::signal_child(&mut child, libc::SIGKILL).is_ok() {
+                    let _ = child.wait();
+                }
+            }
+        }
+    }
+
     fn id(&self) -> u32 {
         match self {
             Leader::Group(child) => child.id(),
@@ -192,6 +206,10 @@ fn run(opts: &Options) -> i32 {
         signalled: false,
     };
     let waited = supervise(opts, sweep, &name, &mut leader, &mut signals, &mut state);
+    if waited.is_err() {
+        // Kill and reap the leader (if still ours) before the sweep, which must not reap a child std owns.
+        leader.abandon();
+    }
     let leave = opts.leave_running && !state.signalled;
     if sweep && !leave {
         match host::sweep_children(&[], SWEEP_LIMIT) {
