@@ -73,7 +73,8 @@
 //!
 //! # How it waits
 //!
-//! No threads, no signal handlers, no process-wide state: a wait checks the leader with
+//! No threads, no signal handlers, no process-wide state (the opt-in [`host`] module is the one exception, for
+//! programs such as the `grouptimeout` tool that ask for it by name): a wait checks the leader with
 //! `waitid(…, WNOWAIT)`, which notices an exit without reaping, and sleeps between checks. It checks without
 //! sleeping for the leader's first millisecond, then sleeps 1/20 of the leader's age, at most 10 ms, and never
 //! past the deadline. A capturing wait spends those pauses in `poll(2)` on the output pipes instead of sleeping,
@@ -84,6 +85,7 @@
 
 mod capture;
 mod child;
+pub mod host;
 mod sys;
 
 pub use capture::Captured;

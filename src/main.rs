@@ -1,0 +1,352 @@
+//! `grouptimeout`: GNU `timeout`'s command line, with no survivors.
+//!
+//! The command runs as the leader of its own process group (through the library); the tool itself stays out of
+//! that group. Signals reach the tool through [`host::SignalPipe`] (handlers that write to a self-pipe; nothing is
+//! blocked, so the command never inherits a blocked signal), and the tool sleeps in `poll(2)` until a signal, the
+//! command's exit (`SIGCHLD`) or the next deadline. On Linux the tool is a child subreaper and, once the command
+//! is done, kills and reaps every process it adopted ([`host::sweep_children`]).
+#![forbid(unsafe_code)]
+
+mod cli;
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use cli::{Options, Parsed, UsageError, PROGRAM};
+use grouptimeout::host::{self, SignalPipe};
+use grouptimeout::{CommandExt, GroupChild};
+
+/// Writes a line to stderr, ignoring failure (`eprintln!` would panic on a closed pipe).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(io::stderr(), $($arg)*);
+    }};
+}
+
+const EXIT_TIMEDOUT: i32 = 124;
+const EXIT_CANCELED: i32 = 125;
+const EXIT_CANNOT_INVOKE: i32 = 126;
+const EXIT_ENOENT: i32 = 127;
+const EXIT_KILLED: i32 = 128 + libc::SIGKILL;
+
+/// Signals passed on to the command's group when the tool receives them.
+const FORWARDED: [i32; 6] = [
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+];
+
+/// Signals raised by a fault in the tool itself: never handled (a handler that returns would fault again).
+const SYNCHRONOUS: [i32; 6] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGILL,
+    libc::SIGFPE,
+    libc::SIGTRAP,
+    libc::SIGSYS,
+];
+
+/// How long the final sweep may take when an adopted process will not die (uninterruptible sleep, `EPERM`).
+const SWEEP_LIMIT: Duration = Duration::from_secs(2);
+
+fn main() {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let code = match cli::parse_args(&args) {
+        Ok(Parsed::Run(opts)) => run(&opts),
+        Ok(Parsed::Help) => print_stdout(cli::HELP),
+        Ok(Parsed::Version) => print_stdout(&format!("{PROGRAM} {}\n", env!("CARGO_PKG_VERSION"))),
+        Err(UsageError(message)) => {
+            say!("{PROGRAM}: {message}");
+            say!("Try '{PROGRAM} --help' for more information.");
+            EXIT_CANCELED
+        }
+    };
+    std::process::exit(code)
+}
+
+fn print_stdout(text: &str) -> i32 {
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => 0,
+        Err(e) => {
+            say!("{PROGRAM}: write error: {e}");
+            EXIT_CANCELED
+        }
+    }
+}
+
+/// The command: in its own group (the default), or in ours (`--foreground`).
+enum Leader {
+    Group(GroupChild),
+    Foreground(Child),
+}
+
+impl Leader {
+    fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        match self {
+            Leader::Group(child) => child.try_wait(),
+            Leader::Foreground(child) => child.try_wait(),
+        }
+    }
+
+    /// Sends `signal` to the group (or, in the foreground, to the command alone), and `SIGCONT` after it in a group
+    /// (a stopped member acts on nothing else), as GNU does.
+    fn signal(&mut self, signal: i32) -> io::Result<()> {
+        match self {
+            Leader::Group(child) => {
+                child.signal(signal)?;
+                if signal != libc::SIGKILL && signal != libc::SIGCONT {
+                    child.signal(libc::SIGCONT)?;
+                }
+                Ok(())
+            }
+            Leader::Foreground(child) => host::signal_child(child, signal),
+        }
+    }
+
+    /// After an error: kills the command (its group, if it has one) and reaps it if it is still ours.
+    fn abandon(self) {
+        match self {
+            // Drop kills the group and reaps the leader, waiting at most about a second.
+            Leader::Group(child) => drop(child),
+            Leader::Foreground(mut child) => {
+                // Not `Child::kill`: it would signal the pid even if someone else had reaped it.
+                if host::signal_child(&mut child, libc::SIGKILL).is_ok() {
+                    let _ = child.wait();
+                }
+            }
+        }
+    }
+
+    fn id(&self) -> u32 {
+        match self {
+            Leader::Group(child) => child.id(),
+            Leader::Foreground(child) => child.id(),
+        }
+    }
+
+    fn set_kill_leftovers(&mut self, kill: bool) {
+        if let Leader::Group(child) = self {
+            child.set_kill_leftovers(kill);
+        }
+    }
+}
+
+/// What happened while the command ran.
+struct State {
+    /// The signal the next timeout sends: `-s`, then `KILL` once a `--kill-after` countdown started.
+    term: i32,
+    /// `--kill-after`, until the first signal starts its countdown.
+    kill_after: Option<Duration>,
+    /// When the next timeout fires: the DURATION deadline, then the `--kill-after` one.
+    alarm: Option<Instant>,
+    timed_out: bool,
+    sent_kill: bool,
+    /// Whether any signal was sent (from then on leftovers are killed even with `--leave-running`).
+    signalled: bool,
+}
+
+fn run(opts: &Options) -> i32 {
+    let sweep = become_subreaper(opts.verbose);
+    let mut handled = vec![libc::SIGALRM, libc::SIGCHLD];
+    // GNU also passes on the signal chosen with -s when the tool receives it.
+    let chosen = (opts.signal != 0
+        && ![libc::SIGKILL, libc::SIGSTOP].contains(&opts.signal)
+        && !SYNCHRONOUS.contains(&opts.signal))
+    .then_some(opts.signal);
+    for signal in FORWARDED.into_iter().chain(chosen) {
+        // A signal the parent made us ignore (nohup, a background job of a script) stays ignored, so that the
+        // command inherits it ignored, as it would without grouptimeout. GNU handles it anyway.
+        if !handled.contains(&signal) && !host::signal_is_ignored(signal).unwrap_or(false) {
+            handled.push(signal);
+        }
+    }
+    // Before the spawn: from here on no handled signal can end the tool and leave the command unsupervised.
+    let mut signals = match SignalPipe::install(&handled) {
+        Ok(signals) => signals,
+        Err(e) => {
+            say!("{PROGRAM}: cannot install signal handlers: {e}");
+            return EXIT_CANCELED;
+        }
+    };
+    let name = cli::quote(opts.command[0].as_encoded_bytes());
+    let mut command = Command::new(&opts.command[0]);
+    command.args(&opts.command[1..]);
+    let spawned = if opts.foreground {
+        command.spawn().map(Leader::Foreground)
+    } else {
+        command.spawn_group().map(Leader::Group)
+    };
+    let mut leader = match spawned {
+        Ok(leader) => leader,
+        Err(e) => {
+            // The library's message names the program and keeps the OS error: `cannot run "x": No such file…`.
+            say!("{PROGRAM}: {e}");
+            return if e.kind() == io::ErrorKind::NotFound {
+                EXIT_ENOENT
+            } else {
+                EXIT_CANNOT_INVOKE
+            };
+        }
+    };
+    leader.set_kill_leftovers(!opts.leave_running);
+
+    let mut state = State {
+        term: opts.signal,
+        kill_after: opts.kill_after,
+        alarm: opts.duration.and_then(|d| Instant::now().checked_add(d)),
+        timed_out: false,
+        sent_kill: false,
+        signalled: false,
+    };
+    let waited = supervise(opts, sweep, &name, &mut leader, &mut signals, &mut state);
+    if waited.is_err() {
+        // Kill and reap the leader (if still ours) before the sweep, which must not reap a child std owns.
+        leader.abandon();
+    }
+    let leave = opts.leave_running && !state.signalled;
+    if sweep && !leave {
+        match host::sweep_children(&[], SWEEP_LIMIT) {
+            Ok(done) if !done.left.is_empty() => {
+                say!("{PROGRAM}: could not kill processes {:?}", done.left)
+            }
+            Ok(_) => {}
+            Err(e) => say!("{PROGRAM}: cannot kill the processes left behind: {e}"),
+        }
+    }
+    drop(signals);
+    let status = match waited {
+        Ok(status) => status,
+        Err(e) => {
+            say!("{PROGRAM}: {e}");
+            return EXIT_CANCELED;
+        }
+    };
+    exit_code(opts, &state, status)
+}
+
+/// Makes the tool a child subreaper where that exists; `true` when the final sweep can catch escapees.
+fn become_subreaper(verbose: bool) -> bool {
+    if !cfg!(any(target_os = "linux", target_os = "android")) {
+        return false;
+    }
+    match host::become_child_subreaper() {
+        Ok(()) => true,
+        Err(e) => {
+            if verbose {
+                say!("{PROGRAM}: warning: cannot become a child subreaper: {e}");
+            }
+            false
+        }
+    }
+}
+
+/// Waits for the command, passing on signals and firing the timeouts, until it is reaped.
+fn supervise(
+    opts: &Options,
+    sweep: bool,
+    name: &str,
+    leader: &mut Leader,
+    signals: &mut SignalPipe,
+    state: &mut State,
+) -> io::Result<ExitStatus> {
+    loop {
+        // Read the clock before checking the command: an exit seen now counts as before the deadline.
+        let now = Instant::now();
+        let exited = match leader.try_wait() {
+            Ok(exited) => exited,
+            // A failed group kill (EPERM: a member that changed user) is reported after the leader was reaped;
+            // the next call returns its status.
+            Err(e) => match leader.try_wait() {
+                Ok(Some(status)) => {
+                    say!("{PROGRAM}: {e}");
+                    Some(status)
+                }
+                _ => return Err(e),
+            },
+        };
+        if let Some(status) = exited {
+            return Ok(status);
+        }
+        if state.alarm.is_some_and(|alarm| now >= alarm) {
+            state.alarm = None;
+            cleanup(opts, name, leader, state, libc::SIGALRM);
+            continue;
+        }
+        let timeout = state
+            .alarm
+            .map(|alarm| alarm.saturating_duration_since(now));
+        match signals.wait(timeout)? {
+            None => {}
+            // Adopted orphans that exited: reap them now rather than let zombies pile up in a long run.
+            Some(libc::SIGCHLD) if sweep => {
+                let _ = host::reap_exited_children(&[leader.id()]);
+            }
+            Some(libc::SIGCHLD) => {}
+            Some(signal) => cleanup(opts, name, leader, state, signal),
+        }
+    }
+}
+
+/// GNU's `cleanup`: a timeout (`SIGALRM`, from the timer or from outside) sends the `-s` signal and counts as timed
+/// out; any other signal is passed on. The first of them starts the `--kill-after` countdown, after which the
+/// timeout signal is `KILL`.
+fn cleanup(opts: &Options, name: &str, leader: &mut Leader, state: &mut State, mut signal: i32) {
+    if signal == libc::SIGALRM {
+        state.timed_out = true;
+        signal = state.term;
+    }
+    if let Some(kill_after) = state.kill_after.take() {
+        state.term = libc::SIGKILL;
+        state.alarm = Instant::now().checked_add(kill_after);
+    }
+    if opts.verbose {
+        say!(
+            "{PROGRAM}: sending signal {} to command {name}",
+            cli::signal_name(signal)
+        );
+    }
+    state.signalled = true;
+    state.sent_kill |= signal == libc::SIGKILL;
+    leader.set_kill_leftovers(true);
+    if let Err(e) = leader.signal(signal) {
+        if opts.verbose {
+            say!("{PROGRAM}: {e}");
+        }
+    }
+}
+
+/// The tool's exit status, as GNU computes it (or does not return: re-raises the command's fatal signal).
+fn exit_code(opts: &Options, state: &State, status: ExitStatus) -> i32 {
+    if let Some(signal) = status.signal() {
+        if status.core_dumped() {
+            say!("{PROGRAM}: the monitored command dumped core");
+        }
+        if state.sent_kill || (state.timed_out && signal == libc::SIGKILL) {
+            return EXIT_KILLED;
+        }
+        if !state.timed_out {
+            host::exit_as_signaled(signal);
+        }
+        return if opts.preserve_status {
+            128 + signal
+        } else {
+            EXIT_TIMEDOUT
+        };
+    }
+    if state.sent_kill {
+        return EXIT_KILLED;
+    }
+    let code = status.code().unwrap_or(EXIT_CANCELED);
+    if state.timed_out && !opts.preserve_status {
+        EXIT_TIMEDOUT
+    } else {
+        code
+    }
+}
