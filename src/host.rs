@@ -13,7 +13,7 @@
 //! - [`exit_as_signaled`]: end this process the way a command that died of a signal ended.
 
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::Child;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -104,8 +104,8 @@ impl SignalPipe {
     /// Waits until a handled signal arrives, at most `timeout` (`None`: no limit), and returns its number, or
     /// `None` when the time is up. `Some(Duration::ZERO)` only checks.
     ///
-    /// Signals are returned in the order they arrived, one per call. The wait is a `poll(2)` on the pipe, so its
-    /// resolution is a millisecond (rounded up: it never returns `None` early).
+    /// Signals are returned in the order they arrived, one per call. The wait is a `poll(2)` on the pipe (`ppoll`
+    /// on Linux); it never returns `None` before `timeout` has passed.
     ///
     /// # Errors
     ///
@@ -116,18 +116,20 @@ impl SignalPipe {
             if let Some(byte) = sys::read_byte(&self.read)? {
                 return Ok(Some(i32::from(byte)));
             }
-            let ms = match deadline {
-                None | Some(None) => -1,
-                Some(Some(deadline)) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Ok(None);
-                    }
-                    let ms = left.as_nanos().div_ceil(1_000_000);
-                    libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX)
-                }
+            let left = match deadline {
+                // No limit: poll for a day at a time.
+                None | Some(None) => Duration::from_secs(86_400),
+                Some(Some(deadline)) => match deadline.saturating_duration_since(Instant::now()) {
+                    Duration::ZERO => return Ok(None),
+                    left => left,
+                },
             };
-            sys::poll_readable(&self.read, ms)?;
+            let mut readable = [libc::pollfd {
+                fd: self.read.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            }];
+            sys::poll(&mut readable, left)?;
         }
     }
 }

@@ -80,12 +80,17 @@ pub(crate) fn signal_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
 ///
 /// Either way the kernel reaps our children as soon as they exit, so nothing would pin a group id.
 pub(crate) fn children_are_auto_reaped() -> io::Result<bool> {
+    let action = current_action(libc::SIGCHLD)?;
+    Ok(action.sa_sigaction == libc::SIG_IGN || action.sa_flags & libc::SA_NOCLDWAIT != 0)
+}
+
+/// The current disposition of `signal`.
+fn current_action(signal: libc::c_int) -> io::Result<libc::sigaction> {
     let mut old = MaybeUninit::<libc::sigaction>::zeroed();
     // SAFETY: a null `act` only reads the current disposition into `old`, which lives across the call.
-    cvt(unsafe { libc::sigaction(libc::SIGCHLD, std::ptr::null(), old.as_mut_ptr()) })?;
+    cvt(unsafe { libc::sigaction(signal, std::ptr::null(), old.as_mut_ptr()) })?;
     // SAFETY: zero-initialised and filled in by a successful sigaction.
-    let old = unsafe { old.assume_init() };
-    Ok(old.sa_sigaction == libc::SIG_IGN || old.sa_flags & libc::SA_NOCLDWAIT != 0)
+    Ok(unsafe { old.assume_init() })
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -269,21 +274,6 @@ pub(crate) fn read_byte(fd: &OwnedFd) -> io::Result<Option<u8>> {
     })
 }
 
-/// Waits up to `timeout_ms` (-1: no limit) for `fd` to become readable. An interruption (`EINTR`) returns
-/// `Ok(())` early: the caller re-checks the pipe, since a handler has probably just written to it.
-pub(crate) fn poll_readable(fd: &OwnedFd, timeout_ms: libc::c_int) -> io::Result<()> {
-    let mut pfd = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one live pollfd, count 1.
-    match cvt(unsafe { libc::poll(&mut pfd, 1, timeout_ms) }) {
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
-        other => other.map(drop),
-    }
-}
-
 /// Makes this process a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`).
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub(crate) fn set_child_subreaper() -> io::Result<()> {
@@ -342,11 +332,7 @@ pub(crate) fn raise_default(signal: libc::c_int) -> io::Result<()> {
 
 /// Whether `signal`'s disposition in this process is `SIG_IGN`.
 pub(crate) fn is_ignored(signal: libc::c_int) -> io::Result<bool> {
-    let mut old = MaybeUninit::<libc::sigaction>::zeroed();
-    // SAFETY: a null `act` only reads the current disposition into `old`, which lives across the call.
-    cvt(unsafe { libc::sigaction(signal, std::ptr::null(), old.as_mut_ptr()) })?;
-    // SAFETY: zero-initialised and filled in by a successful sigaction.
-    Ok(unsafe { old.assume_init() }.sa_sigaction == libc::SIG_IGN)
+    Ok(current_action(signal)?.sa_sigaction == libc::SIG_IGN)
 }
 
 /// Puts `fd` into non-blocking mode (`O_NONBLOCK` on its open file description).

@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 
 use grouptimeout::{Captured, CommandExt, Outcome};
 
+mod common;
+use common::{eventually, is_dead, kill_pids};
+
 const MARK_VAR: &str = "GROUPTIMEOUT_CAPTURE_TEST";
 
 /// A per-test marker; on drop, kills every process still carrying it (and panics if asked to check it was done).
@@ -58,22 +61,17 @@ impl Marked {
 
     /// Waits (bounded) until no process with the marker is alive; returns those still alive after the bound.
     fn wait_all_dead(&self, bound: Duration) -> Vec<u32> {
-        let end = Instant::now() + bound;
-        loop {
-            let alive = self.alive();
-            if alive.is_empty() || Instant::now() >= end {
-                return alive;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
+        let mut alive = Vec::new();
+        eventually(bound, || {
+            alive = self.alive();
+            alive.is_empty()
+        });
+        alive
     }
 
     /// Kills every live process with the marker (`kill -9 PID`) and waits, bounded, until they are dead.
     fn kill_all(&self) {
-        for pid in self.alive() {
-            assert!(pid > 1);
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-        }
+        kill_pids(&self.alive());
         let left = self.wait_all_dead(Duration::from_secs(10));
         assert!(left.is_empty(), "processes survived kill -9: {left:?}");
     }
@@ -82,24 +80,9 @@ impl Marked {
 impl Drop for Marked {
     fn drop(&mut self) {
         if thread::panicking() {
-            for pid in self.alive() {
-                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            }
+            kill_pids(&self.alive());
         } else {
             self.kill_all();
-        }
-    }
-}
-
-/// Dead means: gone, or a zombie (Z) or dead (X) in `/proc/PID/stat`.
-fn is_dead(pid: u32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => {
-            let state = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.trim_start().chars().next());
-            matches!(state, Some('Z') | Some('X') | None)
         }
     }
 }

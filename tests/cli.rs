@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 
 use grouptimeout::{CommandExt, GroupChild, Outcome};
 
+mod common;
+use common::{is_dead, kill_pids, survivors_after};
+
 const BIN: &str = env!("CARGO_BIN_EXE_grouptimeout");
 /// No single run of the tool may take longer than this: a regression fails instead of hanging.
 const RUN_LIMIT: Duration = Duration::from_secs(20);
@@ -134,39 +137,12 @@ fn code(run: &Run) -> i32 {
         .unwrap_or_else(|| panic!("no exit code: {:?}, stderr {:?}", run.status, run.stderr))
 }
 
-/// Whether `pid` is dead: gone, or a zombie (`Z`) or dying (`X`), per `/proc/PID/stat`.
-fn is_dead(pid: u32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => {
-            let state = stat
-                .rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().chars().next());
-            matches!(state, Some(Some('Z' | 'X')))
-        }
-    }
-}
-
 /// Asserts `pid` dies within a generous bound (SIGKILL is not instant on a loaded machine); kills it if not, so
 /// that a failing test leaves nothing behind.
 fn assert_dies(pid: u32, what: &str) {
-    let start = Instant::now();
-    while !is_dead(pid) {
-        if start.elapsed() > Duration::from_secs(5) {
-            kill(pid);
-            panic!("{what} (pid {pid}) survived");
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Kills one process by pid (never anything <= 1).
-fn kill(pid: u32) {
-    assert!(pid > 1);
-    let _ = Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .stderr(Stdio::null())
-        .status();
+    let alive = survivors_after(Duration::from_secs(5), &[pid]);
+    kill_pids(&alive);
+    assert!(alive.is_empty(), "{what} (pid {pid}) survived");
 }
 
 #[test]
@@ -383,7 +359,7 @@ fn leave_running_keeps_leftovers_on_normal_exit_only() {
     let pid = s.pid("pid");
     thread::sleep(Duration::from_millis(200));
     let alive = !is_dead(pid);
-    kill(pid);
+    kill_pids(&[pid]);
     assert!(alive, "--leave-running killed the background sleep");
     // After a timeout the group is killed all the same.
     let script = format!("sleep 30 & echo $! > {}; wait", s.file("pid2"));
