@@ -262,20 +262,17 @@ fn concurrent_jobs_never_harm_a_bystander() {
         .map(|t| {
             thread::spawn(move || {
                 for job in 0..8 {
-                    let script = if (t + job) % 2 == 0 {
-                        "sleep 30 & sleep 30"
+                    // Half the jobs time out after a short wait; the others exit early (their wait is long, so
+                    // that a loaded machine cannot turn them into timeouts).
+                    let times_out = (t + job) % 2 == 0;
+                    let (script, timeout) = if times_out {
+                        ("sleep 30 & sleep 30", Duration::from_millis(50 + 20 * job))
                     } else {
-                        "sleep 30 & exit 0"
+                        ("sleep 30 & exit 0", LONG)
                     };
                     let mut child = sh(script).spawn_group().unwrap();
-                    let outcome = child
-                        .wait_timeout(Duration::from_millis(50 + 20 * job))
-                        .unwrap();
-                    assert_eq!(
-                        outcome.timed_out(),
-                        (t + job) % 2 == 0,
-                        "{script}: {outcome:?}"
-                    );
+                    let outcome = child.wait_timeout(timeout).unwrap();
+                    assert_eq!(outcome.timed_out(), times_out, "{script}: {outcome:?}");
                 }
             })
         })
