@@ -23,16 +23,20 @@ struct Opts {
     only: Option<Vec<u32>>,
     cli: Option<PathBuf>,
     variants: bool,
+    no_peers: bool,
+    scale: f64,
 }
 
 impl Opts {
     fn parse() -> Opts {
-        let mut o = Opts { quick: false, only: None, cli: None, variants: false };
+        let mut o = Opts { quick: false, only: None, cli: None, variants: false, no_peers: false, scale: 1.0 };
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {
             match a.as_str() {
                 "--quick" => o.quick = true,
                 "--variants" => o.variants = true,
+                "--no-peers" => o.no_peers = true,
+                "--scale" => o.scale = args.next().and_then(|v| v.parse().ok()).expect("--scale needs a number"),
                 "--only" => {
                     let v = args.next().expect("--only needs a list such as 1,2,4");
                     o.only = Some(v.split(',').map(|s| s.trim().parse().expect("row number")).collect());
@@ -40,12 +44,14 @@ impl Opts {
                 "--cli" => o.cli = Some(PathBuf::from(args.next().expect("--cli needs a path"))),
                 "-h" | "--help" => {
                     println!(
-                        "usage: grouptimeout-bench [--quick] [--only 1,2,...] [--cli PATH] [--variants]\n\
+                        "usage: grouptimeout-bench [--quick] [--only 1,2,...] [--cli PATH] [--variants] [--no-peers] [--scale F]\n\
                          rows: 1 spawn+wait, 2 exit latency, 3 wakeups/CPU, 4 deadline lateness, 5 1000-member \
                          teardown, 6 CLI, 7 capture (feature `capture`)\n\
                          --cli PATH  grouptimeout binary for row 6 (else $GROUPTIMEOUT_BIN, else \
                          ../target/release/grouptimeout)\n\
-                         --variants  add poll-schedule variants (simulated through try_wait) to rows 1-4"
+                         --variants  add poll-schedule variants (simulated through try_wait) to rows 1-4\n\
+                         --no-peers  rows 1-4 with std and grouptimeout (and variants) only\n\
+                         --scale F   multiply every sample count by F"
                     );
                     std::process::exit(0);
                 }
@@ -59,11 +65,8 @@ impl Opts {
     }
     /// Full count or quick count.
     fn n(&self, full: usize, quick: usize) -> usize {
-        if self.quick {
-            quick
-        } else {
-            full
-        }
+        let n = if self.quick { quick } else { full };
+        ((n as f64 * self.scale).round() as usize).max(1)
     }
 }
 
@@ -180,7 +183,10 @@ fn waiters(o: &Opts, with_std: bool) -> Vec<Who> {
     if with_std {
         v.push(Who::Std);
     }
-    v.extend([Who::Gt, Who::WaitTimeout, Who::ProcessControl, Who::Subprocess]);
+    v.push(Who::Gt);
+    if !o.no_peers {
+        v.extend([Who::WaitTimeout, Who::ProcessControl, Who::Subprocess]);
+    }
     if o.variants {
         v.extend((0..VARIANTS.len()).map(Who::Variant));
     }
@@ -208,18 +214,18 @@ const VARIANTS: &[(&str, Schedule)] = &[
         }
         step.min(Duration::from_millis(10))
     }),
-    ("spin 1ms, age/40 ≤ 10ms", |age| {
+    ("spin 1ms, age/25 ≤ 10ms", |age| {
         if age < Duration::from_millis(1) {
             Duration::ZERO
         } else {
-            (age / 40).min(Duration::from_millis(10))
+            (age / 25).min(Duration::from_millis(10))
         }
     }),
-    ("spin 1ms, age/20 ≤ 8ms", |age| {
+    ("spin 1ms, 0.25ms ≤ age/25 ≤ 10ms", |age| {
         if age < Duration::from_millis(1) {
             Duration::ZERO
         } else {
-            (age / 20).min(Duration::from_millis(8))
+            (age / 25).clamp(Duration::from_micros(250), Duration::from_millis(10))
         }
     }),
 ];
@@ -323,8 +329,15 @@ fn wait_with(who: Who, s: &mut Spawned, timeout: Duration) -> io::Result<(Option
             match variant_wait(c, *step, *since, deadline)? {
                 Some(st) => Ok((Some(st), false)),
                 None => {
+                    // The library reaps a killed leader with a blocking wait; the public API has only polling
+                    // waits, so spin on try_wait (yielding) to get the same promptness.
                     c.kill()?;
-                    Ok((Some(c.wait()?), true))
+                    loop {
+                        if let Some(st) = c.try_wait()? {
+                            return Ok((Some(st), true));
+                        }
+                        thread::yield_now();
+                    }
                 }
             }
         }
@@ -598,7 +611,7 @@ fn await_dead(pids: &[u32]) -> Option<Instant> {
 }
 
 fn row5(o: &Opts, tab: &mut Table) {
-    let rounds = o.n(3, 1);
+    let rounds = o.n(5, 1);
     eprintln!("row 5: teardown of a {MEMBERS}-member group, {rounds} per contender");
     let names = ["grouptimeout `wait_deadline`", "raw `kill(-pgid, SIGKILL)` + `wait()`"];
     let mut ret = [vec![], vec![]];
