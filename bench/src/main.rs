@@ -446,13 +446,16 @@ fn row2(o: &Opts, tab: &mut Table) {
         eprintln!("row 2: exit latency, `sleep {arg}`, {n} per contender");
         let mut lat = vec![vec![]; who.len()];
         let mut life = vec![];
+        let mut cpu = vec![vec![]; who.len()];
         alternate(who.len(), n, |k, _| {
+            let c0 = sys::rusage(libc::RUSAGE_SELF);
             let t0 = Instant::now();
             let mut s = spawn(who[k], "sleep", &[arg], false).unwrap();
             watcher.watch(s.pid());
             let (st, _) = wait_with(who[k], &mut s, LONG).unwrap();
             let ret = Instant::now();
             let exit = watcher.exited_at();
+            cpu[k].push(sys::rusage(libc::RUSAGE_SELF).cpu - c0.cpu);
             assert!(st.expect("exited").success());
             lat[k].push(diff(ret, exit));
             life.push(diff(exit, t0));
@@ -461,9 +464,9 @@ fn row2(o: &Opts, tab: &mut Table) {
         for (k, w) in who.iter().enumerate() {
             let m = median(&lat[k]);
             let note = if *w == Who::Gt || matches!(w, Who::Variant(_)) {
-                format!("n={n}; target added ≤ ~{}", t(target))
+                format!("n={n}; CPU per run {}; target added ≤ ~{}", t(median(&cpu[k])), t(target))
             } else {
-                format!("n={n}")
+                format!("n={n}; CPU per run {}", t(median(&cpu[k])))
             };
             tab.add(
                 "2",
