@@ -29,17 +29,33 @@ struct Opts {
 
 impl Opts {
     fn parse() -> Opts {
-        let mut o = Opts { quick: false, only: None, cli: None, variants: false, no_peers: false, scale: 1.0 };
+        let mut o = Opts {
+            quick: false,
+            only: None,
+            cli: None,
+            variants: false,
+            no_peers: false,
+            scale: 1.0,
+        };
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {
             match a.as_str() {
                 "--quick" => o.quick = true,
                 "--variants" => o.variants = true,
                 "--no-peers" => o.no_peers = true,
-                "--scale" => o.scale = args.next().and_then(|v| v.parse().ok()).expect("--scale needs a number"),
+                "--scale" => {
+                    o.scale = args
+                        .next()
+                        .and_then(|v| v.parse().ok())
+                        .expect("--scale needs a number")
+                }
                 "--only" => {
                     let v = args.next().expect("--only needs a list such as 1,2,4");
-                    o.only = Some(v.split(',').map(|s| s.trim().parse().expect("row number")).collect());
+                    o.only = Some(
+                        v.split(',')
+                            .map(|s| s.trim().parse().expect("row number"))
+                            .collect(),
+                    );
                 }
                 "--cli" => o.cli = Some(PathBuf::from(args.next().expect("--cli needs a path"))),
                 "-h" | "--help" => {
@@ -126,9 +142,20 @@ struct Table {
     rows: Vec<[String; 7]>,
 }
 impl Table {
-    fn add(&mut self, row: &str, what: &str, who: &str, med: String, p99: String, vs: String, note: String) {
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &mut self,
+        row: &str,
+        what: &str,
+        who: &str,
+        med: String,
+        p99: String,
+        vs: String,
+        note: String,
+    ) {
         eprintln!("  {row} {what} | {who}: {med} (p99 {p99}) {vs} {note}");
-        self.rows.push([row.into(), what.into(), who.into(), med, p99, vs, note]);
+        self.rows
+            .push([row.into(), what.into(), who.into(), med, p99, vs, note]);
     }
     fn render(&self) -> String {
         let mut s = String::new();
@@ -277,7 +304,12 @@ fn spawn(who: Who, prog: &str, args: &[&str], group: bool) -> io::Result<Spawned
 
 /// The poll loop of the library, rebuilt on public calls with another schedule (`try_wait` peeks, kills the
 /// leftovers and reaps, as the library's own loop does). Returns `None` at the deadline, before killing.
-fn variant_wait(c: &mut GroupChild, step: Schedule, since: Instant, deadline: Instant) -> io::Result<Option<ExitStatus>> {
+fn variant_wait(
+    c: &mut GroupChild,
+    step: Schedule,
+    since: Instant,
+    deadline: Instant,
+) -> io::Result<Option<ExitStatus>> {
     loop {
         let now = Instant::now();
         if let Some(s) = c.try_wait()? {
@@ -299,7 +331,11 @@ fn variant_wait(c: &mut GroupChild, step: Schedule, since: Instant, deadline: In
 /// Waits in the contender's way, with `timeout`. `Ok(None)`: the contender reported a timeout and the child is
 /// still unreaped (the caller kills its group and reaps it). For grouptimeout a timeout has already killed and
 /// reaped: `Ok(Some(status))` with `timed_out == true`.
-fn wait_with(who: Who, s: &mut Spawned, timeout: Duration) -> io::Result<(Option<ExitStatus>, bool)> {
+fn wait_with(
+    who: Who,
+    s: &mut Spawned,
+    timeout: Duration,
+) -> io::Result<(Option<ExitStatus>, bool)> {
     match (who, s) {
         (Who::Std, Spawned::Std(c)) => Ok((Some(c.wait()?), false)),
         (Who::Gt, Spawned::Gt(c)) => match c.wait_timeout(timeout)? {
@@ -400,7 +436,15 @@ fn row1(o: &Opts, tab: &mut Table) {
             t(m),
             t(pct(&times[k], 0.99)),
             format!("{:.2}×", m / base),
-            format!("n={n}; CPU of this process per run {}{}", t(median(&cpu[k])), if *w == Who::Gt { "; target ≤ 1.05×" } else { "" }),
+            format!(
+                "n={n}; CPU of this process per run {}{}",
+                t(median(&cpu[k])),
+                if *w == Who::Gt {
+                    "; target ≤ 1.05×"
+                } else {
+                    ""
+                }
+            ),
         );
     }
 }
@@ -427,10 +471,14 @@ impl ExitWatcher {
         ExitWatcher { tx, rx }
     }
     fn watch(&self, pid: u32) {
-        self.tx.send(sys::pidfd_open(pid).expect("pidfd_open")).unwrap();
+        self.tx
+            .send(sys::pidfd_open(pid).expect("pidfd_open"))
+            .unwrap();
     }
     fn exited_at(&self) -> Instant {
-        self.rx.recv_timeout(Duration::from_secs(30)).expect("exit watcher")
+        self.rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("exit watcher")
     }
 }
 
@@ -439,8 +487,8 @@ fn row2(o: &Opts, tab: &mut Table) {
     let watcher = ExitWatcher::new();
     let cases: [(&str, &str, usize, f64); 3] = [
         ("1 ms", "0.001", o.n(300, 40), 0.5e-3),
-        ("100 ms", "0.1", o.n(40, 8), 3e-3),
-        ("1 s", "1", o.n(15, 3), 6e-3),
+        ("100 ms", "0.1", o.n(60, 8), 3e-3),
+        ("1 s", "1", o.n(25, 3), 6e-3),
     ];
     for (label, arg, n, target) in cases {
         eprintln!("row 2: exit latency, `sleep {arg}`, {n} per contender");
@@ -464,17 +512,28 @@ fn row2(o: &Opts, tab: &mut Table) {
         for (k, w) in who.iter().enumerate() {
             let m = median(&lat[k]);
             let note = if *w == Who::Gt || matches!(w, Who::Variant(_)) {
-                format!("n={n}; CPU per run {}; target added ≤ ~{}", t(median(&cpu[k])), t(target))
+                format!(
+                    "n={n}; CPU per run {}; target added ≤ ~{}",
+                    t(median(&cpu[k])),
+                    t(target)
+                )
             } else {
                 format!("n={n}; CPU per run {}", t(median(&cpu[k])))
             };
             tab.add(
                 "2",
-                &format!("exit → wait returns, `sleep {arg}` ({label}; lives {})", t(median(&life))),
+                &format!(
+                    "exit → wait returns, `sleep {arg}` ({label}; lives {})",
+                    t(median(&life))
+                ),
                 &w.name(),
                 t(m),
                 t(pct(&lat[k], 0.99)),
-                if k == 0 { "(floor)".into() } else { format!("+{}", t(m - base)) },
+                if k == 0 {
+                    "(floor)".into()
+                } else {
+                    format!("+{}", t(m - base))
+                },
                 note,
             );
         }
@@ -500,7 +559,11 @@ fn row3(o: &Opts, tab: &mut Table) {
         wait_with(who[k], &mut s, LONG).unwrap();
         let wall = secs(t0.elapsed());
         let r1 = sys::rusage(libc::RUSAGE_SELF);
-        res[k].push(((r1.nvcsw - r0.nvcsw) as f64 / wall, (r1.cpu - r0.cpu) / wall * 100.0, (r1.nivcsw - r0.nivcsw) as f64 / wall));
+        res[k].push((
+            (r1.nvcsw - r0.nvcsw) as f64 / wall,
+            (r1.cpu - r0.cpu) / wall * 100.0,
+            (r1.nivcsw - r0.nivcsw) as f64 / wall,
+        ));
     });
     for (k, w) in who.iter().enumerate() {
         let wk = median(&res[k].iter().map(|r| r.0).collect::<Vec<_>>());
@@ -513,7 +576,14 @@ fn row3(o: &Opts, tab: &mut Table) {
             format!("{wk:.1} /s"),
             "–".into(),
             "–".into(),
-            format!("CPU {cpu:.3} % of a core; involuntary {inv:.1}/s{}", if *w == Who::Gt { "; target ≤ ~110/s, < 1 %" } else { "" }),
+            format!(
+                "CPU {cpu:.3} % of a core; involuntary {inv:.1}/s{}",
+                if *w == Who::Gt {
+                    "; target ≤ ~110/s, < 1 %"
+                } else {
+                    ""
+                }
+            ),
         );
     }
 }
@@ -616,14 +686,20 @@ fn await_dead(pids: &[u32]) -> Option<Instant> {
 fn row5(o: &Opts, tab: &mut Table) {
     let rounds = o.n(5, 1);
     eprintln!("row 5: teardown of a {MEMBERS}-member group, {rounds} per contender");
-    let names = ["grouptimeout `wait_deadline`", "raw `kill(-pgid, SIGKILL)` + `wait()`"];
+    let names = [
+        "grouptimeout `wait_deadline`",
+        "raw `kill(-pgid, SIGKILL)` + `wait()`",
+    ];
     let mut ret = [vec![], vec![]];
     let mut dead = [vec![], vec![]];
     let script = fan_out_script();
     alternate(2, rounds, |k, _| {
         let slack = Duration::from_millis(20);
         if k == 0 {
-            let mut c = Command::new("sh").args(["-c", &script]).spawn_group().unwrap();
+            let mut c = Command::new("sh")
+                .args(["-c", &script])
+                .spawn_group()
+                .unwrap();
             let Some(members) = await_members(c.id()) else {
                 let _ = c.kill();
                 let _ = c.wait();
@@ -638,7 +714,11 @@ fn row5(o: &Opts, tab: &mut Table) {
             dead[0].push(diff(d, deadline));
         } else {
             use std::os::unix::process::CommandExt as _;
-            let mut c = Command::new("sh").args(["-c", &script]).process_group(0).spawn().unwrap();
+            let mut c = Command::new("sh")
+                .args(["-c", &script])
+                .process_group(0)
+                .spawn()
+                .unwrap();
             let Some(members) = await_members(c.id()) else {
                 let _ = sys::kill_group(c.id(), libc::SIGKILL);
                 let _ = c.wait();
@@ -662,7 +742,10 @@ fn row5(o: &Opts, tab: &mut Table) {
             t(median(&ret[k])),
             "–".into(),
             "–".into(),
-            format!("n={rounds}; all: {}", ret[k].iter().map(|x| t(*x)).collect::<Vec<_>>().join(", ")),
+            format!(
+                "n={rounds}; all: {}",
+                ret[k].iter().map(|x| t(*x)).collect::<Vec<_>>().join(", ")
+            ),
         );
         tab.add(
             "5",
@@ -689,14 +772,19 @@ fn cli_path(o: &Opts) -> PathBuf {
     if let Some(p) = std::env::var_os("GROUPTIMEOUT_BIN") {
         return PathBuf::from(p);
     }
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target/release/grouptimeout"))
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../target/release/grouptimeout"
+    ))
 }
 
 fn row6(o: &Opts, tab: &mut Table) {
     let bin = cli_path(o);
     let gnu = PathBuf::from("/usr/bin/timeout");
-    let cases: [(&[&str], usize, Option<i32>); 2] =
-        [(&["10", "true"], o.n(200, 30), Some(0)), (&[".2", "sleep", "10"], o.n(30, 6), Some(124))];
+    let cases: [(&[&str], usize, Option<i32>); 2] = [
+        (&["10", "true"], o.n(200, 30), Some(0)),
+        (&[".2", "sleep", "10"], o.n(30, 6), Some(124)),
+    ];
     if !bin.is_file() {
         for (args, ..) in cases {
             tab.add(
@@ -752,7 +840,15 @@ fn row6(o: &Opts, tab: &mut Table) {
                 t(m),
                 t(pct(&times[k], 0.99)),
                 format!("{:.2}× GNU", m / base),
-                format!("n={n}; exit code {}{}", want.unwrap(), if left > 0 { format!("; {left} processes left in their groups!") } else { String::new() }),
+                format!(
+                    "n={n}; exit code {}{}",
+                    want.unwrap(),
+                    if left > 0 {
+                        format!("; {left} processes left in their groups!")
+                    } else {
+                        String::new()
+                    }
+                ),
             );
         }
     }
@@ -774,7 +870,8 @@ const CAPTURE_WHO: &[&str] = &[
 fn capture_child(who: &str) -> ! {
     let head = || {
         let mut c = Command::new("head");
-        c.args(["-c", &CAPTURE_BYTES.to_string(), "/dev/zero"]).stdin(Stdio::null());
+        c.args(["-c", &CAPTURE_BYTES.to_string(), "/dev/zero"])
+            .stdin(Stdio::null());
         c
     };
     let t0 = Instant::now();
@@ -782,7 +879,11 @@ fn capture_child(who: &str) -> ! {
         "std" => head().output().unwrap().stdout.len(),
         #[cfg(feature = "capture")]
         "grouptimeout" => {
-            let mut c = head().stdout(Stdio::piped()).stderr(Stdio::piped()).spawn_group().unwrap();
+            let mut c = head()
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn_group()
+                .unwrap();
             c.set_output_limit(2 * CAPTURE_BYTES);
             let cap = c.wait_with_output_timeout(LONG).unwrap();
             assert!(!cap.stdout_truncated && !cap.outcome.timed_out());
@@ -798,8 +899,18 @@ fn capture_child(who: &str) -> ! {
             .len(),
         "process_control" => {
             use process_control::{ChildExt as _, Control as _};
-            let c = head().stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-            c.controlled_with_output().time_limit(LONG).wait().unwrap().expect("no timeout").stdout.len()
+            let c = head()
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            c.controlled_with_output()
+                .time_limit(LONG)
+                .wait()
+                .unwrap()
+                .expect("no timeout")
+                .stdout
+                .len()
         }
         "baseline" => 0,
         other => panic!("unknown capture contender {other}"),
@@ -819,12 +930,20 @@ fn row7(o: &Opts, tab: &mut Table) {
     let mut time = vec![vec![]; who.len()];
     let mut rss = vec![vec![]; who.len()];
     alternate(who.len(), rounds, |k, _| {
-        let out = Command::new(&exe).args(["--capture-child", who[k]]).stderr(Stdio::inherit()).output().unwrap();
+        let out = Command::new(&exe)
+            .args(["--capture-child", who[k]])
+            .stderr(Stdio::inherit())
+            .output()
+            .unwrap();
         assert!(out.status.success(), "capture child {} failed", who[k]);
         let s = String::from_utf8_lossy(&out.stdout);
         let v: Vec<f64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
         if who[k] != "baseline" {
-            assert_eq!(v[2] as usize, CAPTURE_BYTES, "{} captured the wrong length", who[k]);
+            assert_eq!(
+                v[2] as usize, CAPTURE_BYTES,
+                "{} captured the wrong length",
+                who[k]
+            );
         }
         time[k].push(v[0]);
         rss[k].push(v[1] * 1024.0);
@@ -845,8 +964,15 @@ fn row7(o: &Opts, tab: &mut Table) {
             },
             if *w == "baseline" { "–".into() } else { t(m) },
             "–".into(),
-            if *w == "baseline" { "–".into() } else { format!("{:.2}×", m / base) },
-            format!("n={rounds}; peak RSS {:.1} MiB", median(&rss[k]) / (1 << 20) as f64),
+            if *w == "baseline" {
+                "–".into()
+            } else {
+                format!("{:.2}×", m / base)
+            },
+            format!(
+                "n={rounds}; peak RSS {:.1} MiB",
+                median(&rss[k]) / (1 << 20) as f64
+            ),
         );
     }
     if !cfg!(feature = "capture") {
@@ -873,19 +999,35 @@ fn machine_header(o: &Opts) -> String {
         .unwrap_or("?")
         .trim()
         .to_string();
-    let nproc = thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let nproc = thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
     let kernel = read("/proc/sys/kernel/osrelease").trim().to_string();
     let load = read("/proc/loadavg");
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     args.retain(|a| !a.is_empty());
-    let features = if cfg!(feature = "capture") { " --features capture" } else { "" };
-    let sep = if args.is_empty() { String::new() } else { format!(" -- {}", args.join(" ")) };
+    let features = if cfg!(feature = "capture") {
+        " --features capture"
+    } else {
+        ""
+    };
+    let sep = if args.is_empty() {
+        String::new()
+    } else {
+        format!(" -- {}", args.join(" "))
+    };
     let mut s = String::new();
-    let _ = writeln!(s, "Command: `cargo run --release --manifest-path bench/Cargo.toml{features}{sep}`  ");
+    let _ = writeln!(
+        s,
+        "Command: `cargo run --release --manifest-path bench/Cargo.toml{features}{sep}`  "
+    );
     let _ = writeln!(
         s,
         "Machine: {nproc} CPUs (nproc), {cpu}, Linux {kernel}; load average at start {}  ",
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     let _ = writeln!(s, "Mode: {}  ", if o.quick { "--quick" } else { "full" });
     s
@@ -923,6 +1065,9 @@ fn main() {
     if o.row(7) {
         row7(&o, &mut tab);
     }
-    println!("{header}Total run time: {:.0} s\n", t0.elapsed().as_secs_f64());
+    println!(
+        "{header}Total run time: {:.0} s\n",
+        t0.elapsed().as_secs_f64()
+    );
     print!("{}", tab.render());
 }

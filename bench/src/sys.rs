@@ -17,7 +17,12 @@ pub fn rusage(who: libc::c_int) -> Usage {
     let rc = unsafe { libc::getrusage(who, &mut r) };
     assert_eq!(rc, 0, "getrusage: {}", io::Error::last_os_error());
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    Usage { cpu: tv(r.ru_utime) + tv(r.ru_stime), nvcsw: r.ru_nvcsw, nivcsw: r.ru_nivcsw, maxrss_kib: r.ru_maxrss }
+    Usage {
+        cpu: tv(r.ru_utime) + tv(r.ru_stime),
+        nvcsw: r.ru_nvcsw,
+        nivcsw: r.ru_nivcsw,
+        maxrss_kib: r.ru_maxrss,
+    }
 }
 
 /// The one place the bench sends a signal to a group: refuses ids ≤ 1 and our own group.
@@ -26,7 +31,10 @@ pub fn kill_group(pgid: u32, sig: libc::c_int) -> io::Result<()> {
     // SAFETY: getpgrp has no preconditions.
     let own = unsafe { libc::getpgrp() };
     if p <= 1 || p == own {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("refusing kill(-{p}): not a group we made")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("refusing kill(-{p}): not a group we made"),
+        ));
     }
     // SAFETY: plain syscall; the id was checked above.
     if unsafe { libc::kill(-p, sig) } == -1 {
@@ -50,7 +58,11 @@ pub fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
 
 /// Blocks until `fd` is readable (a pidfd: the process exited).
 pub fn poll_in(fd: &OwnedFd) {
-    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
     loop {
         // SAFETY: one valid pollfd.
         let rc = unsafe { libc::poll(&mut p, 1, -1) };
@@ -76,9 +88,13 @@ fn stat(pid: u32) -> Option<(char, u32)> {
 /// Live (not zombie) processes whose process group is `pgid`.
 pub fn group_members(pgid: u32) -> Vec<u32> {
     let mut v = vec![];
-    let Ok(dir) = std::fs::read_dir("/proc") else { return v };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return v;
+    };
     for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
         if let Some((state, pgrp)) = stat(pid) {
             if pgrp == pgid && state != 'Z' && state != 'X' {
                 v.push(pid);
