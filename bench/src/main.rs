@@ -1065,9 +1065,15 @@ fn main() {
     if o.row(7) {
         row7(&o, &mut tab);
     }
+    let load_end = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "{header}Total run time: {:.0} s\n",
-        t0.elapsed().as_secs_f64()
+        "{header}Total run time: {:.0} s; load average at end {}  \n",
+        t0.elapsed().as_secs_f64(),
+        load_end
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     print!("{}", tab.render());
 }
