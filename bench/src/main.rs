@@ -190,6 +190,9 @@ enum Who {
     Subprocess,
     /// The poll loop rebuilt outside the library with another schedule (`--variants`).
     Variant(usize),
+    /// A prototype with no poll schedule at all (`--variants`): a pidfd opened right after `spawn_group` (the
+    /// leader is unreaped, so the pid is ours), `ppoll` on it with the time left, then `try_wait`.
+    Pidfd,
 }
 
 impl Who {
@@ -201,6 +204,7 @@ impl Who {
             Who::ProcessControl => "process_control 5".into(),
             Who::Subprocess => "subprocess 1".into(),
             Who::Variant(i) => format!("variant {}", VARIANTS[i].0),
+            Who::Pidfd => "prototype: pidfd + ppoll, then try_wait".into(),
         }
     }
 }
@@ -216,6 +220,7 @@ fn waiters(o: &Opts, with_std: bool) -> Vec<Who> {
     }
     if o.variants {
         v.extend((0..VARIANTS.len()).map(Who::Variant));
+        v.push(Who::Pidfd);
     }
     v
 }
@@ -263,13 +268,14 @@ enum Spawned {
     Gt(GroupChild),
     Sub(subprocess::Job),
     Var(GroupChild, Schedule, Instant),
+    Pidfd(GroupChild, std::os::fd::OwnedFd),
 }
 
 impl Spawned {
     fn pid(&self) -> u32 {
         match self {
             Spawned::Std(c) => c.id(),
-            Spawned::Gt(c) | Spawned::Var(c, ..) => c.id(),
+            Spawned::Gt(c) | Spawned::Var(c, ..) | Spawned::Pidfd(c, _) => c.id(),
             Spawned::Sub(j) => j.pid(),
         }
     }
@@ -281,6 +287,11 @@ fn spawn(who: Who, prog: &str, args: &[&str], group: bool) -> io::Result<Spawned
         Who::Variant(i) => {
             let c = Command::new(prog).args(args).spawn_group()?;
             Ok(Spawned::Var(c, VARIANTS[i].1, Instant::now()))
+        }
+        Who::Pidfd => {
+            let c = Command::new(prog).args(args).spawn_group()?;
+            let fd = sys::pidfd_open(c.id())?;
+            Ok(Spawned::Pidfd(c, fd))
         }
         Who::Subprocess => {
             let mut e = subprocess::Exec::cmd(prog).args(args);
@@ -377,6 +388,22 @@ fn wait_with(
                 }
             }
         }
+        (Who::Pidfd, Spawned::Pidfd(c, fd)) => {
+            let deadline = Instant::now() + timeout;
+            loop {
+                if let Some(st) = c.try_wait()? {
+                    return Ok((Some(st), false));
+                }
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    c.kill()?;
+                    sys::poll_in(fd);
+                    let st = c.try_wait()?.expect("pidfd readable, so the leader exited");
+                    return Ok((Some(st), true));
+                }
+                sys::ppoll_in(fd, left);
+            }
+        }
         _ => unreachable!("contender and child kind do not match"),
     }
 }
@@ -397,7 +424,7 @@ fn kill_and_reap(s: &mut Spawned) -> io::Result<()> {
     match s {
         Spawned::Std(c) => c.wait().map(drop),
         Spawned::Sub(j) => j.wait().map(drop),
-        Spawned::Gt(c) | Spawned::Var(c, ..) => c.wait().map(drop),
+        Spawned::Gt(c) | Spawned::Var(c, ..) | Spawned::Pidfd(c, _) => c.wait().map(drop),
     }
 }
 
@@ -511,7 +538,7 @@ fn row2(o: &Opts, tab: &mut Table) {
         let base = median(&lat[0]);
         for (k, w) in who.iter().enumerate() {
             let m = median(&lat[k]);
-            let note = if *w == Who::Gt || matches!(w, Who::Variant(_)) {
+            let note = if matches!(w, Who::Gt | Who::Variant(_) | Who::Pidfd) {
                 format!(
                     "n={n}; CPU per run {}; target added ≤ ~{}",
                     t(median(&cpu[k])),
@@ -635,7 +662,7 @@ fn row4(o: &Opts, tab: &mut Table) {
                 t(pct(&late[k], 1.0)),
                 match w {
                     Who::Gt => "; target p99 ≤ 2 ms, never early",
-                    Who::Variant(_) => "",
+                    Who::Variant(_) | Who::Pidfd => "",
                     _ => "; peer notices the deadline, the bench then sends kill(-pgid, SIGKILL) and reaps",
                 }
             ),

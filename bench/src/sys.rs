@@ -74,6 +74,25 @@ pub fn poll_in(fd: &OwnedFd) {
     }
 }
 
+/// Waits until `fd` is readable or `timeout` passed (`ppoll`, nanosecond timeout: never rounds down).
+pub fn ppoll_in(fd: &OwnedFd, timeout: std::time::Duration) {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: one valid pollfd and a valid timespec; no signal mask change (null sigmask).
+    let rc = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        assert_eq!(e.kind(), io::ErrorKind::Interrupted, "ppoll: {e}");
+    }
+}
+
 /// (state, pgrp) of a process from /proc/PID/stat, or None when it is gone.
 fn stat(pid: u32) -> Option<(char, u32)> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
