@@ -102,6 +102,17 @@ fn pct(v: &[f64], p: f64) -> f64 {
     let i = ((p * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1;
     s[i]
 }
+/// A distribution-free ~95 % confidence interval for the median: the order statistics n/2 ∓ 0.98·√n.
+fn median_ci(v: &[f64]) -> (f64, f64) {
+    let s = sorted(v);
+    let n = s.len() as f64;
+    if s.len() < 6 {
+        return (f64::NAN, f64::NAN);
+    }
+    let lo = (n / 2.0 - 0.98 * n.sqrt()).floor().max(0.0) as usize;
+    let hi = ((n / 2.0 + 0.98 * n.sqrt()).ceil() as usize).min(s.len() - 1);
+    (s[lo], s[hi])
+}
 fn median(v: &[f64]) -> f64 {
     if v.is_empty() {
         return f64::NAN;
@@ -339,17 +350,20 @@ fn variant_wait(
     }
 }
 
-/// Waits in the contender's way, with `timeout`. `Ok(None)`: the contender reported a timeout and the child is
+/// Waits in the contender's way until `deadline`: grouptimeout and the variants take the deadline itself, the peers
+/// (which only take a timeout) the time left when they are called, so their own deadline is never earlier.
+/// `Ok(None)`: the contender reported a timeout and the child is
 /// still unreaped (the caller kills its group and reaps it). For grouptimeout a timeout has already killed and
 /// reaped: `Ok(Some(status))` with `timed_out == true`.
 fn wait_with(
     who: Who,
     s: &mut Spawned,
-    timeout: Duration,
+    deadline: Instant,
 ) -> io::Result<(Option<ExitStatus>, bool)> {
+    let timeout = deadline.saturating_duration_since(Instant::now());
     match (who, s) {
         (Who::Std, Spawned::Std(c)) => Ok((Some(c.wait()?), false)),
-        (Who::Gt, Spawned::Gt(c)) => match c.wait_timeout(timeout)? {
+        (Who::Gt, Spawned::Gt(c)) => match c.wait_deadline(deadline)? {
             Outcome::Exited(st) => Ok((Some(st), false)),
             Outcome::TimedOut(st) => Ok((Some(st), true)),
         },
@@ -372,7 +386,6 @@ fn wait_with(
             Ok((st.map(|s| sub_status(&s)), false))
         }
         (Who::Variant(_), Spawned::Var(c, step, since)) => {
-            let deadline = Instant::now() + timeout;
             match variant_wait(c, *step, *since, deadline)? {
                 Some(st) => Ok((Some(st), false)),
                 None => {
@@ -388,22 +401,19 @@ fn wait_with(
                 }
             }
         }
-        (Who::Pidfd, Spawned::Pidfd(c, fd)) => {
-            let deadline = Instant::now() + timeout;
-            loop {
-                if let Some(st) = c.try_wait()? {
-                    return Ok((Some(st), false));
-                }
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    c.kill()?;
-                    sys::poll_in(fd);
-                    let st = c.try_wait()?.expect("pidfd readable, so the leader exited");
-                    return Ok((Some(st), true));
-                }
-                sys::ppoll_in(fd, left);
+        (Who::Pidfd, Spawned::Pidfd(c, fd)) => loop {
+            if let Some(st) = c.try_wait()? {
+                return Ok((Some(st), false));
             }
-        }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                c.kill()?;
+                sys::poll_in(fd);
+                let st = c.try_wait()?.expect("pidfd readable, so the leader exited");
+                return Ok((Some(st), true));
+            }
+            sys::ppoll_in(fd, left);
+        },
         _ => unreachable!("contender and child kind do not match"),
     }
 }
@@ -440,13 +450,13 @@ fn row1(o: &Opts, tab: &mut Table) {
     // warm-up
     for w in &who {
         let mut s = spawn(*w, "/bin/true", &[], false).unwrap();
-        wait_with(*w, &mut s, LONG).unwrap();
+        wait_with(*w, &mut s, Instant::now() + LONG).unwrap();
     }
     alternate(who.len(), n, |k, _| {
         let c0 = sys::rusage(libc::RUSAGE_SELF);
         let t0 = Instant::now();
         let mut s = spawn(who[k], "/bin/true", &[], false).unwrap();
-        let (st, _) = wait_with(who[k], &mut s, LONG).unwrap();
+        let (st, _) = wait_with(who[k], &mut s, Instant::now() + LONG).unwrap();
         let dt = t0.elapsed();
         let c1 = sys::rusage(libc::RUSAGE_SELF);
         assert!(st.expect("exited").success());
@@ -527,7 +537,7 @@ fn row2(o: &Opts, tab: &mut Table) {
             let t0 = Instant::now();
             let mut s = spawn(who[k], "sleep", &[arg], false).unwrap();
             watcher.watch(s.pid());
-            let (st, _) = wait_with(who[k], &mut s, LONG).unwrap();
+            let (st, _) = wait_with(who[k], &mut s, Instant::now() + LONG).unwrap();
             let ret = Instant::now();
             let exit = watcher.exited_at();
             cpu[k].push(sys::rusage(libc::RUSAGE_SELF).cpu - c0.cpu);
@@ -539,8 +549,14 @@ fn row2(o: &Opts, tab: &mut Table) {
         for (k, w) in who.iter().enumerate() {
             let m = median(&lat[k]);
             let note = if matches!(w, Who::Gt | Who::Variant(_) | Who::Pidfd) {
+                let (lo, hi) = median_ci(&lat[k]);
+                let ci = if lo.is_nan() {
+                    String::new()
+                } else {
+                    format!("; 95 % CI of the median [{}, {}]", t(lo), t(hi))
+                };
                 format!(
-                    "n={n}; CPU per run {}; target added ≤ ~{}",
+                    "n={n}{ci}; CPU per run {}; target added ≤ ~{}",
                     t(median(&cpu[k])),
                     t(target)
                 )
@@ -583,7 +599,7 @@ fn row3(o: &Opts, tab: &mut Table) {
         let mut s = spawn(who[k], "sleep", &[&arg], false).unwrap();
         let r0 = sys::rusage(libc::RUSAGE_SELF);
         let t0 = Instant::now();
-        wait_with(who[k], &mut s, LONG).unwrap();
+        wait_with(who[k], &mut s, Instant::now() + LONG).unwrap();
         let wall = secs(t0.elapsed());
         let r1 = sys::rusage(libc::RUSAGE_SELF);
         res[k].push((
@@ -635,7 +651,7 @@ fn row4(o: &Opts, tab: &mut Table) {
         let timeout = Duration::from_micros(5_000 + x % 40_000);
         let mut s = spawn(who[k], "sh", &["-c", STUBBORN], true).unwrap();
         let deadline = Instant::now() + timeout;
-        let (st, timed_out) = wait_with(who[k], &mut s, timeout).unwrap();
+        let (st, timed_out) = wait_with(who[k], &mut s, deadline).unwrap();
         match st {
             // grouptimeout (and the variants): killed the group and reaped the leader before returning.
             Some(_) => assert!(timed_out, "{} did not time out", who[k].name()),
