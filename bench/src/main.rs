@@ -905,6 +905,8 @@ const CAPTURE_WHO: &[&str] = &[
     "std",
     #[cfg(feature = "capture")]
     "grouptimeout",
+    #[cfg(feature = "capture")]
+    "grouptimeout-1MiB",
     "subprocess",
     "process_control",
 ];
@@ -930,6 +932,23 @@ fn capture_child(who: &str) -> ! {
             c.set_output_limit(2 * CAPTURE_BYTES);
             let cap = c.wait_with_output_timeout(LONG).unwrap();
             assert!(!cap.stdout_truncated && !cap.outcome.timed_out());
+            cap.stdout.len()
+        }
+        #[cfg(feature = "capture")]
+        "grouptimeout-1MiB" => {
+            let mut c = head()
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn_group()
+                .unwrap();
+            c.set_output_limit(1 << 20);
+            let cap = c.wait_with_output_timeout(LONG).unwrap();
+            assert!(cap.stdout_truncated && !cap.outcome.timed_out());
+            assert!(
+                cap.stdout.len() <= (1 << 20) + 4096,
+                "kept {} bytes",
+                cap.stdout.len()
+            );
             cap.stdout.len()
         }
         "subprocess" => subprocess::Exec::cmd("head")
@@ -965,7 +984,7 @@ fn capture_child(who: &str) -> ! {
 }
 
 fn row7(o: &Opts, tab: &mut Table) {
-    let rounds = o.n(5, 1);
+    let rounds = o.n(9, 2);
     let mut who: Vec<&str> = vec!["baseline"];
     who.extend(CAPTURE_WHO);
     eprintln!("row 7: capture 256 MiB, {rounds} per contender, each in a fresh process");
@@ -981,7 +1000,7 @@ fn row7(o: &Opts, tab: &mut Table) {
         assert!(out.status.success(), "capture child {} failed", who[k]);
         let s = String::from_utf8_lossy(&out.stdout);
         let v: Vec<f64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
-        if who[k] != "baseline" {
+        if who[k] != "baseline" && who[k] != "grouptimeout-1MiB" {
             assert_eq!(
                 v[2] as usize, CAPTURE_BYTES,
                 "{} captured the wrong length",
@@ -1001,6 +1020,9 @@ fn row7(o: &Opts, tab: &mut Table) {
                 "std" => "std `Command::output()`".to_string(),
                 "baseline" => "baseline (bench process, no capture)".to_string(),
                 "grouptimeout" => "grouptimeout `wait_with_output_timeout`".to_string(),
+                "grouptimeout-1MiB" => {
+                    "grouptimeout `wait_with_output_timeout`, 1 MiB limit".to_string()
+                }
                 "subprocess" => "subprocess 1 `capture()`".to_string(),
                 "process_control" => "process_control 5 `controlled_with_output`".to_string(),
                 x => x.to_string(),
@@ -1013,8 +1035,13 @@ fn row7(o: &Opts, tab: &mut Table) {
                 format!("{:.2}×", m / base)
             },
             format!(
-                "n={rounds}; peak RSS {:.1} MiB",
-                median(&rss[k]) / (1 << 20) as f64
+                "n={rounds}; peak RSS {:.1} MiB{}",
+                median(&rss[k]) / (1 << 20) as f64,
+                match *w {
+                    "grouptimeout" => "; target ≤ 1.1× std",
+                    "grouptimeout-1MiB" => "; target peak RSS < ~16 MiB",
+                    _ => "",
+                }
             ),
         );
     }
