@@ -1,0 +1,132 @@
+//! The bench's libc calls and /proc readers.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+pub struct Usage {
+    /// User + system CPU time, seconds.
+    pub cpu: f64,
+    pub nvcsw: i64,
+    pub nivcsw: i64,
+    pub maxrss_kib: i64,
+}
+
+pub fn rusage(who: libc::c_int) -> Usage {
+    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `r` is a valid, writable rusage.
+    let rc = unsafe { libc::getrusage(who, &mut r) };
+    assert_eq!(rc, 0, "getrusage: {}", io::Error::last_os_error());
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    Usage {
+        cpu: tv(r.ru_utime) + tv(r.ru_stime),
+        nvcsw: r.ru_nvcsw,
+        nivcsw: r.ru_nivcsw,
+        maxrss_kib: r.ru_maxrss,
+    }
+}
+
+/// The one place the bench sends a signal to a group: refuses ids ≤ 1 and our own group.
+pub fn kill_group(pgid: u32, sig: libc::c_int) -> io::Result<()> {
+    let p = libc::pid_t::try_from(pgid).map_err(|_| io::Error::other("pgid out of range"))?;
+    // SAFETY: getpgrp has no preconditions.
+    let own = unsafe { libc::getpgrp() };
+    if p <= 1 || p == own {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("refusing kill(-{p}): not a group we made"),
+        ));
+    }
+    // SAFETY: plain syscall; the id was checked above.
+    if unsafe { libc::kill(-p, sig) } == -1 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::ESRCH) {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+pub fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall with integer arguments.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Blocks until `fd` is readable (a pidfd: the process exited).
+pub fn poll_in(fd: &OwnedFd) {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd.
+        let rc = unsafe { libc::poll(&mut p, 1, -1) };
+        if rc > 0 {
+            return;
+        }
+        let e = io::Error::last_os_error();
+        assert_eq!(e.kind(), io::ErrorKind::Interrupted, "poll: {e}");
+    }
+}
+
+/// Waits until `fd` is readable or `timeout` passed (`ppoll`, nanosecond timeout: never rounds down).
+pub fn ppoll_in(fd: &OwnedFd, timeout: std::time::Duration) {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: one valid pollfd and a valid timespec; no signal mask change (null sigmask).
+    let rc = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        assert_eq!(e.kind(), io::ErrorKind::Interrupted, "ppoll: {e}");
+    }
+}
+
+/// (state, pgrp) of a process from /proc/PID/stat, or None when it is gone.
+fn stat(pid: u32) -> Option<(char, u32)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let mut f = rest.split(' ');
+    let state = f.next()?.chars().next()?;
+    let _ppid = f.next()?;
+    let pgrp = f.next()?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+/// Live (not zombie) processes whose process group is `pgid`.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    let mut v = vec![];
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return v;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some((state, pgrp)) = stat(pid) {
+            if pgrp == pgid && state != 'Z' && state != 'X' {
+                v.push(pid);
+            }
+        }
+    }
+    v
+}
+
+/// Dead: /proc entry gone, or state zombie / dead.
+pub fn is_dead(pid: u32) -> bool {
+    match stat(pid) {
+        None => true,
+        Some((s, _)) => s == 'Z' || s == 'X',
+    }
+}
