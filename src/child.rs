@@ -96,7 +96,9 @@ pub struct GroupChild {
     /// The child's standard error, if it was piped.
     pub stderr: Option<ChildStderr>,
     child: Child,
-    started: Instant,
+    /// Where the poll schedule counts from: the spawn, or the last signal sent to the group (after which the
+    /// leader's exit is likely soon, whatever its age).
+    poll_from: Instant,
     grace: Option<(i32, Duration)>,
     kill_leftovers: bool,
     /// The most bytes of each output stream kept by the capturing waits (see `capture.rs`).
@@ -127,7 +129,7 @@ impl GroupChild {
             stdout: child.stdout.take(),
             stderr: child.stderr.take(),
             child,
-            started: Instant::now(),
+            poll_from: Instant::now(),
             grace: None,
             kill_leftovers: true,
             output_limit: crate::capture::DEFAULT_OUTPUT_LIMIT,
@@ -261,7 +263,7 @@ impl GroupChild {
         if let Some(outcome) = self.outcome {
             return Ok(outcome);
         }
-        if self.wait_for_exit(deadline, self.started, &mut pause)? {
+        if self.wait_for_exit(deadline, &mut pause)? {
             return self.finish(false, self.kill_leftovers);
         }
         let mut sent = Ok(());
@@ -270,7 +272,7 @@ impl GroupChild {
                 .signal_group(signal)
                 .and_then(|()| self.signal_group(libc::SIGCONT));
             if sent.is_ok() {
-                self.wait_for_exit(Instant::now().checked_add(grace), self.started, &mut pause)?;
+                self.wait_for_exit(Instant::now().checked_add(grace), &mut pause)?;
             }
         }
         let outcome = self.finish(true, true)?;
@@ -279,13 +281,12 @@ impl GroupChild {
 
     /// Waits until the leader has exited (`true`) or `deadline` passes (`false`), without reaping or signalling.
     ///
-    /// The pause between checks follows [`poll_step`] for a leader running since `since`, and is taken by calling
+    /// The pause between checks follows [`poll_step`] for the time since `poll_from`, and is taken by calling
     /// `pause` with its length: zero means "yield the CPU once"; otherwise it is never longer than the time left
     /// before `deadline`. `pause` may return early (the loop checks again), but must not take longer than asked.
     fn wait_for_exit(
         &mut self,
         deadline: Option<Instant>,
-        since: Instant,
         mut pause: impl FnMut(Duration) -> io::Result<()>,
     ) -> io::Result<bool> {
         loop {
@@ -297,7 +298,7 @@ impl GroupChild {
                 Some(Duration::ZERO) => return Ok(false),
                 left => left,
             };
-            let step = poll_step(now.saturating_duration_since(since));
+            let step = poll_step(now.saturating_duration_since(self.poll_from));
             pause(left.map_or(step, |left| left.min(step)))?;
         }
     }
@@ -320,7 +321,8 @@ impl GroupChild {
     }
 
     /// Signals the group; the caller makes sure the leader is not reaped yet.
-    fn signal_group(&self, signal: i32) -> io::Result<()> {
+    fn signal_group(&mut self, signal: i32) -> io::Result<()> {
+        self.poll_from = Instant::now();
         match sys::signal_group(self.id(), signal) {
             // macOS answers EPERM for a group of zombies: once the leader has exited, that means "gone".
             Err(e) if e.raw_os_error() == Some(libc::EPERM) && self.leader_exited()? => Ok(()),
@@ -365,11 +367,7 @@ impl Drop for GroupChild {
             return;
         }
         let _ = self.signal_group(libc::SIGKILL);
-        let reapable = self.wait_for_exit(
-            Instant::now().checked_add(DROP_REAP_LIMIT),
-            Instant::now(),
-            sleep_pause,
-        );
+        let reapable = self.wait_for_exit(Instant::now().checked_add(DROP_REAP_LIMIT), sleep_pause);
         if matches!(reapable, Ok(true)) {
             let _ = self.child.wait();
         }
@@ -386,7 +384,8 @@ pub(crate) fn sleep_pause(pause: Duration) -> io::Result<()> {
     Ok(())
 }
 
-/// The pause before the next check of a leader that has been running for `age`; zero means "yield the CPU once".
+/// The pause before the next check of a leader that has been running (or was last signalled) `age` ago; zero
+/// means "yield the CPU once".
 ///
 /// Checking right away for the first millisecond catches short commands as soon as a blocking `wait` would. After
 /// that, a pause of 1/20 of the age keeps the added latency near 2.5 % of the child's run time, and the cap keeps a

@@ -77,7 +77,8 @@
 //! programs such as the `grouptimeout` tool that ask for it by name): a wait checks the leader with
 //! `waitid(…, WNOWAIT)`, which notices an exit without reaping, and sleeps between checks. It checks without
 //! sleeping for the leader's first millisecond, then sleeps 1/20 of the leader's age, at most 10 ms, and never
-//! past the deadline. A capturing wait spends those pauses in `poll(2)` on the output pipes instead of sleeping,
+//! past the deadline. After the group was sent a signal (a grace signal, [`GroupChild::kill`], a drop), the
+//! schedule starts over from that moment, so a leader that exits on the signal is noticed at once. A capturing wait spends those pauses in `poll(2)` on the output pipes instead of sleeping,
 //! reading whatever arrives.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
