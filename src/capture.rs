@@ -29,8 +29,9 @@ pub(crate) const DRAIN_LIMIT: Duration = Duration::from_millis(100);
 const READ_SIZE: usize = 64 << 10;
 
 /// Reads from one pipe per readiness at most this many times, so that a writer that keeps a pipe full cannot starve
-/// the other pipe or the leader checks.
-const READS_PER_ROUND: usize = 8;
+/// the other pipe or the leader checks: with the default 64 KiB pipe that is at most 1 MiB, about a millisecond of
+/// copying.
+const READS_PER_ROUND: usize = 16;
 
 /// The longest marker [`Kept::finish`] inserts (a `u64` has at most 20 digits).
 const MARKER_MAX: usize = 64;
@@ -266,34 +267,33 @@ impl Pipes {
 }
 
 impl Stream {
-    /// Reads a ready pipe until it is empty, at end of file, or [`READS_PER_ROUND`] reads were made.
+    /// Reads a ready pipe until it is empty (`EAGAIN`), at end of file, or [`READS_PER_ROUND`] reads were made.
     fn read_ready(&mut self, scratch: &mut Vec<u8>) -> io::Result<()> {
         for _ in 0..READS_PER_ROUND {
             let read = if self.kept.is_cut() {
                 // Past the limit: read into the shared buffer, keep only the tail.
                 scratch.resize(READ_SIZE, 0);
-                match self.pipe.read(scratch) {
-                    Ok(n) => {
-                        self.kept.push_tail(&scratch[..n]);
-                        Ok((n, READ_SIZE))
-                    }
-                    Err(e) => Err(e),
+                let read = self.pipe.read(scratch);
+                if let Ok(n) = read {
+                    self.kept.push_tail(&scratch[..n]);
                 }
+                read
             } else {
                 // Below the limit: read straight into the kept bytes.
                 let asked = self.kept.reserve();
-                sys::read_append(self.pipe.as_fd(), &mut self.kept.data, asked).map(|n| {
+                let read = sys::read_append(self.pipe.as_fd(), &mut self.kept.data, asked);
+                if let Ok(n) = read {
                     self.kept.appended(n);
-                    (n, asked)
-                })
+                }
+                read
             };
             match read {
-                Ok((0, _)) => {
+                Ok(0) => {
                     self.eof = true;
                     return Ok(());
                 }
-                // A short read emptied the pipe: save the read that would answer EAGAIN.
-                Ok((n, asked)) if n < asked => return Ok(()),
+                // Read again even after a short read: the writer may have refilled the pipe meanwhile, and going
+                // back to `poll` on an empty pipe puts this thread to sleep and costs a wake-up per write.
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
