@@ -4,14 +4,15 @@
 //! The wait loop of [`GroupChild`] pauses between checks of the leader; while capturing, that pause is a `poll(2)`
 //! on the output pipes (set non-blocking) with the pause as its timeout, and every readable pipe is read at once.
 //! So the pipes are drained while the command runs (it never blocks on a full pipe), the leader is checked on the
-//! same schedule as in [`GroupChild::wait_deadline`], and the deadline is handled by the very same code.
+//! same schedule as in [`GroupChild::wait_deadline`] (and once every pipe reached end of file, on that schedule
+//! restarted, since the leader is most likely exiting), and the deadline is handled by the very same code.
 
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use crate::child::{sleep_pause, GroupChild, Outcome};
+use crate::child::{poll_step, sleep_pause, GroupChild, Outcome};
 use crate::sys;
 
 /// The default for [`GroupChild::set_output_limit`]: 16 MiB per stream.
@@ -106,7 +107,9 @@ impl GroupChild {
     ///   command reading it sees end of file.
     /// - Both pipes are read together in the calling thread with `poll(2)`, whose timeout is the wait's pause
     ///   between checks of the leader: no thread, no busy loop past the leader's first millisecond (which checks and
-    ///   yields, as every wait does), and the command never blocks on a full pipe.
+    ///   yields, as every wait does), and the command never blocks on a full pipe. Once every pipe reached end of
+    ///   file, which usually means the leader is exiting, the checks start over from that moment (checking and
+    ///   yielding for a millisecond, then pauses of 1/20 of the time since), so the exit is seen at once.
     /// - At the deadline the group is killed and the leader reaped, as by [`wait_deadline`](GroupChild::wait_deadline)
     ///   (with [`set_grace`](GroupChild::set_grace)'s signal first, if set; the pipes are read during the grace
     ///   period too). When the leader exits first, the leftovers of its group are killed (see
@@ -157,6 +160,8 @@ struct Pipes {
     streams: [Option<Stream>; 2],
     /// The read buffer for streams past their limit, reused for every read.
     scratch: Vec<u8>,
+    /// When [`Pipes::pause`] first found every pipe at end of file.
+    closed: Option<Instant>,
 }
 
 struct Stream {
@@ -181,6 +186,7 @@ impl Pipes {
         Ok(Pipes {
             streams,
             scratch: Vec::new(),
+            closed: None,
         })
     }
 
@@ -190,11 +196,18 @@ impl Pipes {
 
     /// The wait loop's pause: reads the pipes as they become readable for up to `pause`. Returns early when a pipe
     /// reaches end of file (often a sign that the leader exited). With no pipe left open this is the plain waits'
-    /// pause.
+    /// pause, shortened to [`poll_step`] of the time since the pipes closed.
     fn pause(&mut self, pause: Duration) -> io::Result<()> {
         let open = self.open_count();
         if open == 0 {
-            return sleep_pause(pause);
+            if self.streams.iter().all(Option::is_none) {
+                return sleep_pause(pause);
+            }
+            // Every pipe reached end of file, usually because the leader is exiting (`exit` closes its files a
+            // moment before the leader can be waited for): check it as if it had started when the pipes closed, so
+            // that its exit is seen at once instead of after a whole step (up to 10 ms).
+            let since = self.closed.get_or_insert_with(Instant::now).elapsed();
+            return sleep_pause(pause.min(poll_step(since)));
         }
         if pause.is_zero() {
             // Take what is there, then yield as the plain waits do: spinning on `poll` alone would keep a child that
