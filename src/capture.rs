@@ -29,10 +29,15 @@ pub(crate) const DRAIN_LIMIT: Duration = Duration::from_millis(100);
 /// Bytes asked for by one `read(2)`, at least. A pipe holds 64 KiB unless resized, so one read usually empties it.
 const READ_SIZE: usize = 64 << 10;
 
-/// Reads from one pipe per readiness at most this many times, so that a writer that keeps a pipe full cannot starve
-/// the other pipe or the leader checks: with the default 64 KiB pipe that is at most 1 MiB, about a millisecond of
-/// copying.
-const READS_PER_ROUND: usize = 16;
+/// Reads from one pipe per readiness until about this many bytes were read, so that a writer that keeps a pipe full
+/// cannot starve the other pipe or the leader checks: about a millisecond of copying.
+///
+/// Bytes, not reads, because a reader that keeps up with its writer gets one small read per `write(2)` (4 KiB from
+/// `head -c`, say): a bound on the count of reads would send it back to `poll` every few dozen KiB.
+const BYTES_PER_ROUND: usize = 1 << 20;
+
+/// ... and at most this many reads, for a writer that trickles a few bytes per `write(2)`: about as long.
+const READS_PER_ROUND: usize = 256;
 
 /// The longest marker [`Kept::finish`] inserts (a `u64` has at most 20 digits).
 const MARKER_MAX: usize = 64;
@@ -280,8 +285,10 @@ impl Pipes {
 }
 
 impl Stream {
-    /// Reads a ready pipe until it is empty (`EAGAIN`), at end of file, or [`READS_PER_ROUND`] reads were made.
+    /// Reads a ready pipe until it is empty (`EAGAIN`), at end of file, or [`BYTES_PER_ROUND`] bytes or
+    /// [`READS_PER_ROUND`] reads were taken.
     fn read_ready(&mut self, scratch: &mut Vec<u8>) -> io::Result<()> {
+        let mut bytes = 0;
         for _ in 0..READS_PER_ROUND {
             let read = if self.kept.is_cut() {
                 // Past the limit: read into the shared buffer, keep only the tail.
@@ -307,7 +314,12 @@ impl Stream {
                 }
                 // Read again even after a short read: the writer may have refilled the pipe meanwhile, and going
                 // back to `poll` on an empty pipe puts this thread to sleep and costs a wake-up per write.
-                Ok(_) => {}
+                Ok(n) => {
+                    bytes += n;
+                    if bytes >= BYTES_PER_ROUND {
+                        return Ok(());
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
