@@ -4,14 +4,15 @@
 //! The wait loop of [`GroupChild`] pauses between checks of the leader; while capturing, that pause is a `poll(2)`
 //! on the output pipes (set non-blocking) with the pause as its timeout, and every readable pipe is read at once.
 //! So the pipes are drained while the command runs (it never blocks on a full pipe), the leader is checked on the
-//! same schedule as in [`GroupChild::wait_deadline`], and the deadline is handled by the very same code.
+//! same schedule as in [`GroupChild::wait_deadline`] (and once every pipe reached end of file, on that schedule
+//! restarted, since the leader is most likely exiting), and the deadline is handled by the very same code.
 
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use crate::child::{sleep_pause, GroupChild, Outcome};
+use crate::child::{poll_step, sleep_pause, GroupChild, Outcome};
 use crate::sys;
 
 /// The default for [`GroupChild::set_output_limit`]: 16 MiB per stream.
@@ -28,9 +29,15 @@ pub(crate) const DRAIN_LIMIT: Duration = Duration::from_millis(100);
 /// Bytes asked for by one `read(2)`, at least. A pipe holds 64 KiB unless resized, so one read usually empties it.
 const READ_SIZE: usize = 64 << 10;
 
-/// Reads from one pipe per readiness at most this many times, so that a writer that keeps a pipe full cannot starve
-/// the other pipe or the leader checks.
-const READS_PER_ROUND: usize = 8;
+/// Reads from one pipe per readiness until about this many bytes were read, so that a writer that keeps a pipe full
+/// cannot starve the other pipe or the leader checks: about a millisecond of copying.
+///
+/// Bytes, not reads, because a reader that keeps up with its writer gets one small read per `write(2)` (4 KiB from
+/// `head -c`, say): a bound on the count of reads would send it back to `poll` every few dozen KiB.
+const BYTES_PER_ROUND: usize = 1 << 20;
+
+/// ... and at most this many reads, for a writer that trickles a few bytes per `write(2)`: about as long.
+const READS_PER_ROUND: usize = 256;
 
 /// The longest marker [`Kept::finish`] inserts (a `u64` has at most 20 digits).
 const MARKER_MAX: usize = 64;
@@ -105,7 +112,9 @@ impl GroupChild {
     ///   command reading it sees end of file.
     /// - Both pipes are read together in the calling thread with `poll(2)`, whose timeout is the wait's pause
     ///   between checks of the leader: no thread, no busy loop past the leader's first millisecond (which checks and
-    ///   yields, as every wait does), and the command never blocks on a full pipe.
+    ///   yields, as every wait does), and the command never blocks on a full pipe. Once every pipe reached end of
+    ///   file, which usually means the leader is exiting, the checks start over from that moment (checking and
+    ///   yielding for a millisecond, then pauses of 1/20 of the time since), so the exit is seen at once.
     /// - At the deadline the group is killed and the leader reaped, as by [`wait_deadline`](GroupChild::wait_deadline)
     ///   (with [`set_grace`](GroupChild::set_grace)'s signal first, if set; the pipes are read during the grace
     ///   period too). When the leader exits first, the leftovers of its group are killed (see
@@ -156,6 +165,8 @@ struct Pipes {
     streams: [Option<Stream>; 2],
     /// The read buffer for streams past their limit, reused for every read.
     scratch: Vec<u8>,
+    /// When [`Pipes::pause`] first found every pipe at end of file.
+    closed: Option<Instant>,
 }
 
 struct Stream {
@@ -180,6 +191,7 @@ impl Pipes {
         Ok(Pipes {
             streams,
             scratch: Vec::new(),
+            closed: None,
         })
     }
 
@@ -189,11 +201,18 @@ impl Pipes {
 
     /// The wait loop's pause: reads the pipes as they become readable for up to `pause`. Returns early when a pipe
     /// reaches end of file (often a sign that the leader exited). With no pipe left open this is the plain waits'
-    /// pause.
+    /// pause, shortened to [`poll_step`] of the time since the pipes closed.
     fn pause(&mut self, pause: Duration) -> io::Result<()> {
         let open = self.open_count();
         if open == 0 {
-            return sleep_pause(pause);
+            if self.streams.iter().all(Option::is_none) {
+                return sleep_pause(pause);
+            }
+            // Every pipe reached end of file, usually because the leader is exiting (`exit` closes its files a
+            // moment before the leader can be waited for): check it as if it had started when the pipes closed, so
+            // that its exit is seen at once instead of after a whole step (up to 10 ms).
+            let since = self.closed.get_or_insert_with(Instant::now).elapsed();
+            return sleep_pause(pause.min(poll_step(since)));
         }
         if pause.is_zero() {
             // Take what is there, then yield as the plain waits do: spinning on `poll` alone would keep a child that
@@ -266,35 +285,41 @@ impl Pipes {
 }
 
 impl Stream {
-    /// Reads a ready pipe until it is empty, at end of file, or [`READS_PER_ROUND`] reads were made.
+    /// Reads a ready pipe until it is empty (`EAGAIN`), at end of file, or [`BYTES_PER_ROUND`] bytes or
+    /// [`READS_PER_ROUND`] reads were taken.
     fn read_ready(&mut self, scratch: &mut Vec<u8>) -> io::Result<()> {
+        let mut bytes = 0;
         for _ in 0..READS_PER_ROUND {
             let read = if self.kept.is_cut() {
                 // Past the limit: read into the shared buffer, keep only the tail.
                 scratch.resize(READ_SIZE, 0);
-                match self.pipe.read(scratch) {
-                    Ok(n) => {
-                        self.kept.push_tail(&scratch[..n]);
-                        Ok((n, READ_SIZE))
-                    }
-                    Err(e) => Err(e),
+                let read = self.pipe.read(scratch);
+                if let Ok(n) = read {
+                    self.kept.push_tail(&scratch[..n]);
                 }
+                read
             } else {
                 // Below the limit: read straight into the kept bytes.
                 let asked = self.kept.reserve();
-                sys::read_append(self.pipe.as_fd(), &mut self.kept.data, asked).map(|n| {
+                let read = sys::read_append(self.pipe.as_fd(), &mut self.kept.data, asked);
+                if let Ok(n) = read {
                     self.kept.appended(n);
-                    (n, asked)
-                })
+                }
+                read
             };
             match read {
-                Ok((0, _)) => {
+                Ok(0) => {
                     self.eof = true;
                     return Ok(());
                 }
-                // A short read emptied the pipe: save the read that would answer EAGAIN.
-                Ok((n, asked)) if n < asked => return Ok(()),
-                Ok(_) => {}
+                // Read again even after a short read: the writer may have refilled the pipe meanwhile, and going
+                // back to `poll` on an empty pipe puts this thread to sleep and costs a wake-up per write.
+                Ok(n) => {
+                    bytes += n;
+                    if bytes >= BYTES_PER_ROUND {
+                        return Ok(());
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),

@@ -390,7 +390,7 @@ pub(crate) fn sleep_pause(pause: Duration) -> io::Result<()> {
 /// Checking right away for the first millisecond catches short commands as soon as a blocking `wait` would. After
 /// that, a pause of 1/20 of the age keeps the added latency near 2.5 % of the child's run time, and the cap keeps a
 /// long wait at about 100 wake-ups a second. `bench/` measures the effect of each constant.
-fn poll_step(age: Duration) -> Duration {
+pub(crate) fn poll_step(age: Duration) -> Duration {
     const SPIN: Duration = Duration::from_millis(1);
     const MAX: Duration = Duration::from_millis(10);
     if age < SPIN {

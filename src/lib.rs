@@ -78,8 +78,9 @@
 //! `waitid(…, WNOWAIT)`, which notices an exit without reaping, and sleeps between checks. It checks without
 //! sleeping for the leader's first millisecond, then sleeps 1/20 of the leader's age, at most 10 ms, and never
 //! past the deadline. After the group was sent a signal (a grace signal, [`GroupChild::kill`], a drop), the
-//! schedule starts over from that moment, so a leader that exits on the signal is noticed at once. A capturing wait spends those pauses in `poll(2)` on the output pipes instead of sleeping,
-//! reading whatever arrives.
+//! schedule starts over from that moment, so a leader that exits on the signal is noticed at once. A capturing
+//! wait spends those pauses in `poll(2)` on the output pipes instead of sleeping, reading whatever arrives; once
+//! every pipe reached end of file it restarts the schedule too, since the leader is then most likely exiting.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(missing_docs)]

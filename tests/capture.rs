@@ -242,6 +242,40 @@ fn both_streams_at_once_do_not_deadlock() {
 }
 
 #[test]
+fn a_flooded_pipe_starves_neither_the_other_nor_the_deadline() {
+    let marked = Marked::new("flood");
+    let script = "(while :; do echo tick >&2; sleep 0.05; done) & exec cat /dev/zero";
+    let mut child = piped(marked.sh(script)).spawn_group().unwrap();
+    child.set_output_limit(1 << 20);
+    let start = Instant::now();
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(1))
+        .unwrap();
+    let took = start.elapsed();
+    assert!(captured.outcome.timed_out(), "{:?}", captured.outcome);
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_secs(15),
+        "took {took:?}"
+    );
+    assert!(captured.stdout_truncated);
+    let ticks = captured
+        .stderr
+        .split(|&b| b == b'\n')
+        .filter(|l| *l == b"tick")
+        .count();
+    assert!(
+        ticks >= 3,
+        "stderr while stdout was flooded: {:?}",
+        captured.stderr
+    );
+    let left = marked.wait_all_dead(Duration::from_secs(10));
+    assert!(
+        left.is_empty(),
+        "group members alive after the timeout: {left:?}"
+    );
+}
+
+#[test]
 fn timeout_returns_what_was_written_before() {
     let marked = Marked::new("timeout");
     let child = piped(marked.sh("echo start; echo oops >&2; sleep 30 & sleep 30; echo never"))
