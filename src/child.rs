@@ -219,8 +219,10 @@ impl GroupChild {
     ///
     /// # Errors
     ///
-    /// As for [`try_wait`](GroupChild::try_wait); and an invalid grace signal. In both cases the group was killed
-    /// (unless its leader was reaped by someone else) and the leader reaped, and a later wait returns the outcome.
+    /// As for [`try_wait`](GroupChild::try_wait); and an invalid grace signal, after which the group was killed and
+    /// the leader reaped (a later wait returns the outcome). If the group kill at the deadline fails and the leader
+    /// still runs (it switched to a user this process may not signal), the error returns at once without a reap,
+    /// rather than waiting as long as the leader lives; a later wait, or the drop, tries again.
     pub fn wait_deadline(&mut self, deadline: Instant) -> io::Result<Outcome> {
         self.wait_until(Some(deadline))
     }
@@ -246,6 +248,8 @@ impl GroupChild {
         if self.outcome.is_some() {
             return Ok(());
         }
+        // Refuses (ECHILD) if someone else reaped the leader: its id may name another group by now.
+        self.leader_exited()?;
         self.signal_group(signal)
     }
 
@@ -338,21 +342,30 @@ impl GroupChild {
         }
     }
 
-    /// Kills the group if asked, then reaps the leader (also when the kill failed) and records the outcome.
+    /// Kills the group if asked, then reaps the leader and records the outcome.
+    ///
+    /// A failed kill still reaps a leader that has exited (and then reports the error). A leader that is still
+    /// running after a failed kill (it switched to a user we may not signal) is not waited for, since that could
+    /// last as long as it runs: the error returns at once, and a later wait or the drop tries again.
     fn finish(&mut self, timed_out: bool, kill_group: bool) -> io::Result<Outcome> {
         let killed = if kill_group {
             self.signal_group(libc::SIGKILL)
         } else {
             Ok(())
         };
-        let status = self.child.wait()?;
-        let outcome = if timed_out {
-            Outcome::TimedOut(status)
-        } else {
-            Outcome::Exited(status)
-        };
-        self.outcome = Some(outcome);
-        killed.map(|()| outcome)
+        match killed {
+            Err(e) if !self.leader_exited()? => Err(e),
+            killed => {
+                let status = self.child.wait()?;
+                let outcome = if timed_out {
+                    Outcome::TimedOut(status)
+                } else {
+                    Outcome::Exited(status)
+                };
+                self.outcome = Some(outcome);
+                killed.map(|()| outcome)
+            }
+        }
     }
 }
 

@@ -49,9 +49,10 @@ use crate::sys;
 ///   write one byte to a just-closed, reused descriptor. Single-threaded supervisors are not affected.
 #[derive(Debug)]
 pub struct SignalPipe {
-    read: OwnedFd,
-    /// Closed only after the handlers were restored (fields drop after `Drop::drop`).
+    /// Closed only after the handlers were restored (fields drop after `Drop::drop`), and before `read`, so that a
+    /// late handler never writes into a pipe without a reader (which would raise `SIGPIPE`).
     _write: OwnedFd,
+    read: OwnedFd,
     saved: Vec<(i32, sys::SavedAction)>,
     mask: Option<sys::SavedMask>,
 }

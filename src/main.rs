@@ -116,9 +116,13 @@ impl Leader {
             // Drop kills the group and reaps the leader, waiting at most about a second.
             Leader::Group(child) => drop(child),
             Leader::Foreground(mut child) => {
-                // Not `Child::kill`: it would signal the pid even if someone else had reaped it.
+                // Not `Child::kill`: it would signal the pid even if someone else had reaped it. The reap is bounded
+                // as the library's drop is: a command stuck in uninterruptible sleep must not hang the tool.
                 if host::signal_child(&mut child, libc::SIGKILL).is_ok() {
-                    let _ = child.wait();
+                    let end = Instant::now() + Duration::from_secs(1);
+                    while matches!(child.try_wait(), Ok(None)) && Instant::now() < end {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
                 }
             }
         }

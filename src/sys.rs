@@ -126,8 +126,9 @@ extern "C" fn on_signal(signal: libc::c_int) {
     // SAFETY: `errno` points to this thread's errno, valid for the thread's lifetime.
     let saved = unsafe { *errno };
     let byte = signal as u8;
-    // SAFETY: writes one byte from a live local to a descriptor; a failure (pipe full, fd closed) is harmless:
-    // a full pipe already wakes the reader.
+    // SAFETY: writes one byte from a live local to a descriptor: no memory is touched but `byte`. A full pipe fails
+    // with EAGAIN and loses the byte (the reader is awake anyway). In a multi-threaded host, a handler racing the
+    // drop of `host::SignalPipe` may write to a descriptor number reused meanwhile (documented there).
     unsafe { libc::write(fd, (&byte as *const u8).cast(), 1) };
     // SAFETY: as above.
     unsafe { *errno = saved };

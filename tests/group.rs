@@ -494,3 +494,20 @@ fn scenarios_for_strace() {
     leftovers.signal(libc::SIGTERM).unwrap();
     drop(sh("sleep 30 & sleep 30").spawn_group().unwrap());
 }
+
+#[test]
+fn a_leader_reaped_by_someone_else_is_never_signalled() {
+    let mut child = Command::new("true").spawn_group().unwrap();
+    let pid = child.id();
+    // Someone else (here: the test itself) reaps the leader, as a `waitpid(-1)` elsewhere in a program would.
+    let mut status = 0;
+    // SAFETY: `status` is a live int; `pid` is our unreaped child, which nothing else in this test waits for.
+    let reaped = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
+    assert_eq!(reaped, pid as libc::pid_t);
+    for result in [child.kill(), child.signal(libc::SIGTERM)] {
+        let err = result.unwrap_err();
+        assert!(err.to_string().contains("reaped by someone else"), "{err}");
+    }
+    let err = child.wait_timeout(Duration::ZERO).unwrap_err();
+    assert!(err.to_string().contains("was not signalled"), "{err}");
+}
