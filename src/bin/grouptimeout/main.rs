@@ -7,7 +7,9 @@
 //! is done, kills and reaps every process it adopted ([`host::sweep_children`]).
 #![forbid(unsafe_code)]
 
-mod cli;
+mod args;
+mod duration;
+mod signals;
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -15,7 +17,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
-use cli::{Options, Parsed, UsageError, PROGRAM};
+use args::{Options, Parsed, UsageError, PROGRAM};
 use grouptimeout::host::{self, SignalPipe};
 use grouptimeout::{CommandExt, GroupChild};
 
@@ -57,9 +59,9 @@ const SWEEP_LIMIT: Duration = Duration::from_secs(2);
 
 fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let code = match cli::parse_args(&args) {
+    let code = match args::parse_args(&args) {
         Ok(Parsed::Run(opts)) => run(&opts),
-        Ok(Parsed::Help) => print_stdout(cli::HELP),
+        Ok(Parsed::Help) => print_stdout(args::HELP),
         Ok(Parsed::Version) => print_stdout(&format!("{PROGRAM} {}\n", env!("CARGO_PKG_VERSION"))),
         Err(UsageError(message)) => {
             say!("{PROGRAM}: {message}");
@@ -179,7 +181,7 @@ fn run(opts: &Options) -> i32 {
             return EXIT_CANCELED;
         }
     };
-    let name = cli::quote(opts.command[0].as_encoded_bytes());
+    let name = args::quote(opts.command[0].as_encoded_bytes());
     let mut command = Command::new(&opts.command[0]);
     command.args(&opts.command[1..]);
     let spawned = if opts.foreground {
@@ -313,7 +315,7 @@ fn cleanup(opts: &Options, name: &str, leader: &mut Leader, state: &mut State, m
     if opts.verbose {
         say!(
             "{PROGRAM}: sending signal {} to command {name}",
-            cli::signal_name(signal)
+            signals::signal_name(signal)
         );
     }
     state.signalled = true;

@@ -1,0 +1,358 @@
+//! The `grouptimeout` command line: options, by hand, GNU `getopt_long` style.
+//!
+//! Pure functions, no process state: everything here is unit-tested below.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::time::Duration;
+
+use crate::duration::parse_duration;
+use crate::signals::parse_signal;
+
+/// The name used in messages.
+pub const PROGRAM: &str = "grouptimeout";
+
+/// What to run and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Signal sent at the timeout (`-s`); default `SIGTERM`.
+    pub signal: i32,
+    /// `-k`: send `SIGKILL` this long after the first signal; `None` for never (absent or 0).
+    pub kill_after: Option<Duration>,
+    /// `-p`/`--preserve-status`.
+    pub preserve_status: bool,
+    /// `-f`/`--foreground`.
+    pub foreground: bool,
+    /// `-v`/`--verbose`.
+    pub verbose: bool,
+    /// `--leave-running`: do not kill what the command leaves running when it exits by itself.
+    pub leave_running: bool,
+    /// The timeout; `None` for none (0, or too large to represent).
+    pub duration: Option<Duration>,
+    /// The command and its arguments; never empty.
+    pub command: Vec<OsString>,
+}
+
+/// The result of parsing the arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed {
+    /// Run a command.
+    Run(Options),
+    /// `--help`.
+    Help,
+    /// `--version`.
+    Version,
+}
+
+/// A usage error: the message (without the program name) to print before the "Try --help" line; exit 125.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+/// The `--help` text.
+pub const HELP: &str = "\
+Usage: grouptimeout [OPTION]... DURATION COMMAND [ARG]...
+Run COMMAND as the leader of a new process group; if it still runs after
+DURATION, send it SIGNAL. On exit, nothing COMMAND started is left running.
+
+  -s, --signal=SIGNAL      signal to send on timeout (default TERM): a name
+                             like HUP, SIGTERM or RTMIN+2, or a number
+  -k, --kill-after=DURATION  send KILL to the group if it still runs this long
+                             after the first signal was sent
+  -p, --preserve-status    exit with COMMAND's status even after a timeout
+  -f, --foreground         keep COMMAND in this process group, so it can read
+                             the terminal and get its signals; SIGNAL and KILL
+                             then reach COMMAND only (on Linux the rest is
+                             killed once COMMAND exits)
+  -v, --verbose            report every signal sent, on stderr
+      --leave-running      when COMMAND exits by itself, leave the processes
+                             it started running (default: kill them)
+      --help               display this help and exit
+      --version            output version information and exit
+
+DURATION is a floating-point number with an optional suffix: s (seconds, the
+default), m (minutes), h (hours) or d (days). 0 means no timeout.
+
+Signals TERM, INT, HUP, QUIT, USR1 and USR2 sent to grouptimeout are passed on
+to the group (and start the --kill-after countdown), unless grouptimeout was
+started with them ignored (nohup): then COMMAND inherits them ignored.
+ALRM sent to grouptimeout means: time is up.
+
+Exit status:
+  124  COMMAND timed out (and --preserve-status was not given)
+  125  grouptimeout itself failed (bad option, duration or signal)
+  126  COMMAND was found but could not be run
+  127  COMMAND was not found
+  137  KILL had to be sent (128+9)
+  -    otherwise COMMAND's status; if it died of a signal, grouptimeout
+       ends with the same signal (core dumps off)
+";
+
+/// A long option: its name and whether it takes an argument.
+const LONG_OPTIONS: &[(&str, bool)] = &[
+    ("kill-after", true),
+    ("signal", true),
+    ("verbose", false),
+    ("foreground", false),
+    ("preserve-status", false),
+    ("leave-running", false),
+    ("help", false),
+    ("version", false),
+];
+
+/// Quotes an argument for a message: `'text'` (invalid UTF-8 shown lossily).
+pub fn quote(arg: &[u8]) -> String {
+    format!("'{}'", String::from_utf8_lossy(arg))
+}
+
+/// Parses the arguments after the program name, GNU `getopt_long` style with `+` (options end at the first
+/// operand): short options may be clustered (`-vk1`), long ones abbreviated to any unambiguous prefix.
+///
+/// # Errors
+///
+/// A usage error with GNU's wording.
+pub fn parse_args(args: &[OsString]) -> Result<Parsed, UsageError> {
+    let mut opts = Options {
+        signal: libc::SIGTERM,
+        kill_after: None,
+        preserve_status: false,
+        foreground: false,
+        verbose: false,
+        leave_running: false,
+        duration: None,
+        command: Vec::new(),
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i].as_bytes();
+        i += 1;
+        if arg == b"--" {
+            break;
+        }
+        if let Some(body) = arg.strip_prefix(b"--") {
+            let (name, value) = match body.iter().position(|&b| b == b'=') {
+                Some(eq) => (&body[..eq], Some(&body[eq + 1..])),
+                None => (body, None),
+            };
+            let (long, takes_arg) = match_long(name, arg)?;
+            let value = match (takes_arg, value) {
+                (true, Some(v)) => Some(v),
+                (true, None) => match args.get(i) {
+                    Some(next) => {
+                        i += 1;
+                        Some(next.as_bytes())
+                    }
+                    None => {
+                        return Err(UsageError(format!(
+                            "option '--{long}' requires an argument"
+                        )))
+                    }
+                },
+                (false, Some(_)) => {
+                    return Err(UsageError(format!(
+                        "option '--{long}' doesn't allow an argument"
+                    )))
+                }
+                (false, None) => None,
+            };
+            match long {
+                "kill-after" => opts.kill_after = option_duration(value.unwrap_or_default())?,
+                "signal" => opts.signal = option_signal(value.unwrap_or_default())?,
+                "verbose" => opts.verbose = true,
+                "foreground" => opts.foreground = true,
+                "preserve-status" => opts.preserve_status = true,
+                "leave-running" => opts.leave_running = true,
+                "help" => return Ok(Parsed::Help),
+                _ => return Ok(Parsed::Version),
+            }
+        } else if arg.len() > 1 && arg[0] == b'-' {
+            let mut j = 1;
+            while j < arg.len() {
+                let c = arg[j];
+                j += 1;
+                match c {
+                    b'v' => opts.verbose = true,
+                    b'f' => opts.foreground = true,
+                    b'p' => opts.preserve_status = true,
+                    b'k' | b's' => {
+                        let value = if j < arg.len() {
+                            &arg[j..]
+                        } else if let Some(next) = args.get(i) {
+                            i += 1;
+                            next.as_bytes()
+                        } else {
+                            return Err(UsageError(format!(
+                                "option requires an argument -- '{}'",
+                                c as char
+                            )));
+                        };
+                        if c == b'k' {
+                            opts.kill_after = option_duration(value)?;
+                        } else {
+                            opts.signal = option_signal(value)?;
+                        }
+                        break;
+                    }
+                    _ => {
+                        let shown = String::from_utf8_lossy(&arg[j - 1..j]).into_owned();
+                        return Err(UsageError(format!("invalid option -- '{shown}'")));
+                    }
+                }
+            }
+        } else {
+            i -= 1;
+            break;
+        }
+    }
+    let operands = &args[i..];
+    if operands.len() < 2 {
+        return Err(UsageError(if operands.is_empty() {
+            "missing operand".to_string()
+        } else {
+            format!("missing command after {}", quote(operands[0].as_bytes()))
+        }));
+    }
+    opts.duration = option_duration(operands[0].as_bytes())?;
+    opts.command = operands[1..].to_vec();
+    Ok(Parsed::Run(opts))
+}
+
+/// Finds the long option `name` stands for: an exact name, or the only one it is a prefix of.
+fn match_long(name: &[u8], arg: &[u8]) -> Result<(&'static str, bool), UsageError> {
+    if let Some(&(long, takes)) = LONG_OPTIONS.iter().find(|(l, _)| l.as_bytes() == name) {
+        return Ok((long, takes));
+    }
+    let candidates: Vec<_> = LONG_OPTIONS
+        .iter()
+        .filter(|(l, _)| !name.is_empty() && l.as_bytes().starts_with(name))
+        .collect();
+    match candidates[..] {
+        [&(long, takes)] => Ok((long, takes)),
+        [] => Err(UsageError(format!("unrecognized option {}", quote(arg)))),
+        _ => {
+            let list: Vec<String> = candidates.iter().map(|(l, _)| format!("'--{l}'")).collect();
+            Err(UsageError(format!(
+                "option '--{}' is ambiguous; possibilities: {}",
+                String::from_utf8_lossy(name),
+                list.join(" ")
+            )))
+        }
+    }
+}
+
+fn option_duration(arg: &[u8]) -> Result<Option<Duration>, UsageError> {
+    parse_duration(arg).ok_or_else(|| UsageError(format!("invalid time interval {}", quote(arg))))
+}
+
+fn option_signal(arg: &[u8]) -> Result<i32, UsageError> {
+    parse_signal(arg).ok_or_else(|| UsageError(format!("{}: invalid signal", quote(arg))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_panic_on_random_bytes() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let alphabet = b"0123456789abcdefxXpPeE.+- \t()infatyINFsmhd\xff\xc3";
+        for _ in 0..20_000 {
+            let mut s = Vec::new();
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            for k in 0..(x % 12) {
+                s.push(alphabet[((x >> (4 * k)) % alphabet.len() as u64) as usize]);
+            }
+            let _ = parse_duration(&s);
+            let _ = parse_signal(&s);
+            let arg: OsString = std::os::unix::ffi::OsStringExt::from_vec(s);
+            let _ = parse_args(&[arg.clone(), arg]);
+        }
+    }
+
+    fn args(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    fn run(list: &[&str]) -> Options {
+        match parse_args(&args(list)) {
+            Ok(Parsed::Run(o)) => o,
+            other => panic!("{list:?}: {other:?}"),
+        }
+    }
+
+    fn err(list: &[&str]) -> String {
+        match parse_args(&args(list)) {
+            Err(UsageError(m)) => m,
+            other => panic!("{list:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn options() {
+        let o = run(&["1", "true"]);
+        assert_eq!(
+            (o.signal, o.kill_after, o.duration),
+            (libc::SIGTERM, None, Some(Duration::from_secs(1)))
+        );
+        assert_eq!(o.command, args(&["true"]));
+        let o = run(&["-vpf", "-sKILL", "-k", "2", "--leave", "3", "cmd", "-v"]);
+        assert!(o.verbose && o.preserve_status && o.foreground && o.leave_running);
+        assert_eq!(
+            (o.signal, o.kill_after),
+            (libc::SIGKILL, Some(Duration::from_secs(2)))
+        );
+        assert_eq!(o.command, args(&["cmd", "-v"]));
+        let o = run(&[
+            "--sig=HUP",
+            "--kill=1",
+            "--pres",
+            "--verb",
+            "--fore",
+            "--signal",
+            "INT",
+            "0",
+            "x",
+        ]);
+        assert_eq!(
+            (o.signal, o.kill_after, o.duration),
+            (libc::SIGINT, Some(Duration::from_secs(1)), None)
+        );
+        assert!(o.preserve_status && o.verbose && o.foreground);
+        let o = run(&["-k0", "--", "-0", "x"]);
+        assert_eq!((o.kill_after, o.duration), (None, None));
+        // Options end at the first operand.
+        assert_eq!(run(&["1", "-v", "true"]).command, args(&["-v", "true"]));
+        assert!(!run(&["1", "-v", "true"]).verbose);
+        assert_eq!(parse_args(&args(&["--help", "--bogus"])), Ok(Parsed::Help));
+        assert_eq!(parse_args(&args(&["--vers"])), Ok(Parsed::Version));
+    }
+
+    #[test]
+    fn usage_errors() {
+        assert_eq!(
+            err(&["--ver"]),
+            "option '--ver' is ambiguous; possibilities: '--verbose' '--version'"
+        );
+        assert_eq!(err(&["-x"]), "invalid option -- 'x'");
+        assert_eq!(err(&["--foo=1"]), "unrecognized option '--foo=1'");
+        assert_eq!(err(&["--signal"]), "option '--signal' requires an argument");
+        assert_eq!(err(&["-s"]), "option requires an argument -- 's'");
+        assert_eq!(
+            err(&["--verbose=1"]),
+            "option '--verbose' doesn't allow an argument"
+        );
+        assert_eq!(err(&["-s", "FOO", "1", "x"]), "'FOO': invalid signal");
+        assert_eq!(err(&["abc", "true"]), "invalid time interval 'abc'");
+        assert_eq!(
+            err(&["-k", "-1", "1", "true"]),
+            "invalid time interval '-1'"
+        );
+        assert_eq!(err(&[]), "missing operand");
+        assert_eq!(err(&["1"]), "missing command after '1'");
+        assert_eq!(err(&["-5", "true"]), "invalid option -- '5'");
+        assert_eq!(err(&["--", "-5", "true"]), "invalid time interval '-5'");
+        assert_eq!(err(&["-", "true"]), "invalid time interval '-'");
+        assert_eq!(err(&["--=1"]), "unrecognized option '--=1'");
+    }
+}
