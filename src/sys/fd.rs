@@ -1,0 +1,127 @@
+//! Pipes, `poll(2)` and reads.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+use super::{cvt, retry_eintr};
+
+/// Creates a pipe whose ends are both non-blocking and close-on-exec: `(read, write)`.
+pub(crate) fn nonblocking_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [-1 as libc::c_int; 2];
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        // SAFETY: `fds` is a live array of two ints, as pipe2 requires.
+        cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) })?;
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        // SAFETY: `fds` is a live array of two ints, as pipe requires.
+        cvt(unsafe { libc::pipe(fds.as_mut_ptr()) })?;
+    }
+    // SAFETY: the kernel just gave us these two descriptors; nothing else owns them.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    for fd in [&read, &write] {
+        // SAFETY: fcntl on a descriptor we own, with integer arguments only.
+        cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) })?;
+        // SAFETY: as above.
+        cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) })?;
+    }
+    Ok((read, write))
+}
+
+/// Reads one byte from the non-blocking `fd`: `Ok(None)` when there is none yet.
+pub(crate) fn read_byte(fd: &OwnedFd) -> io::Result<Option<u8>> {
+    retry_eintr(|| {
+        let mut byte = 0u8;
+        // SAFETY: reads at most one byte into a live local.
+        let n = unsafe { libc::read(fd.as_raw_fd(), (&mut byte as *mut u8).cast(), 1) };
+        match n {
+            1 => Ok(Some(byte)),
+            0 => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "signal pipe closed",
+            )),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::WouldBlock {
+                    Ok(None)
+                } else {
+                    Err(e)
+                }
+            }
+        }
+    })
+}
+
+/// Puts `fd` into non-blocking mode (`O_NONBLOCK` on its open file description).
+///
+/// Used on the read ends of the child's output pipes, which only this process holds.
+pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
+    let fd = fd.as_raw_fd();
+    // SAFETY: F_GETFL takes no pointer argument; `fd` is borrowed, so it stays open across the call.
+    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    if flags & libc::O_NONBLOCK == 0 {
+        // SAFETY: F_SETFL takes an int argument and no pointer; `fd` is borrowed, so it stays open.
+        cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) })?;
+    }
+    Ok(())
+}
+
+/// Waits up to `timeout` for an event on `fds` (`ppoll` on Linux and Android, so sub-millisecond timeouts are
+/// honoured; `poll` with the timeout rounded up to whole milliseconds elsewhere), and returns how many entries
+/// have events.
+///
+/// An interrupted wait (`EINTR`) returns `Ok(0)`, like a timeout: callers loop on their own clock, so retrying
+/// here with the same timeout could only wait longer than they asked.
+pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io::Result<usize> {
+    let nfds = libc::nfds_t::try_from(fds.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "too many fds to poll"))?;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let ret = {
+        let ts = libc::timespec {
+            tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
+            tv_nsec: timeout.subsec_nanos() as _,
+        };
+        // SAFETY: `fds` is a valid, exclusively borrowed array of `nfds` pollfd entries and `ts` a valid timespec,
+        // both living across the call; a null sigmask leaves the signal mask unchanged.
+        unsafe { libc::ppoll(fds.as_mut_ptr(), nfds, &ts, std::ptr::null()) }
+    };
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let ret = {
+        // Round up, so that a sub-millisecond pause does not turn into a busy loop.
+        let ms = timeout.as_nanos().div_ceil(1_000_000);
+        let ms = libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX);
+        // SAFETY: `fds` is a valid, exclusively borrowed array of `nfds` pollfd entries living across the call.
+        unsafe { libc::poll(fds.as_mut_ptr(), nfds, ms) }
+    };
+    match cvt(ret) {
+        Ok(n) => Ok(n as usize),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads once from `fd` into the spare capacity of `buf` (at most `max` bytes), appends what was read and returns
+/// its length; 0 means end of file. Retries `EINTR`; a non-blocking `fd` with nothing to read gives `WouldBlock`.
+///
+/// Reading straight into the vector saves copying every byte through a separate buffer.
+pub(crate) fn read_append(fd: BorrowedFd<'_>, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+    let spare = buf.spare_capacity_mut();
+    let len = spare.len().min(max).min(isize::MAX as usize);
+    let n = retry_eintr(|| {
+        // SAFETY: `spare` is writable memory of at least `len` bytes owned by `buf`, which is exclusively borrowed
+        // across the call; read writes at most `len` bytes into it; `fd` is borrowed, so it stays open.
+        let ret = unsafe { libc::read(fd.as_raw_fd(), spare.as_mut_ptr().cast(), len) };
+        if ret < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(ret as usize)
+        }
+    })?;
+    let new_len = buf.len() + n;
+    // SAFETY: read initialised the first `n <= len` bytes of the spare capacity, which directly follow the
+    // initialised `buf.len()` bytes, so the first `new_len <= capacity` bytes are initialised.
+    unsafe { buf.set_len(new_len) };
+    Ok(n)
+}

@@ -1,0 +1,56 @@
+//! The crate's only `unsafe`: thin, safe wrappers over the libc calls it needs.
+//!
+//! - `process`: waiting for and signalling processes and groups;
+//! - `signal`: dispositions, masks and the self-pipe handler (used by the opt-in `host` module);
+//! - `fd`: pipes, `poll` and reads;
+//! - `linux`: Linux-only process controls.
+//!
+//! Each wrapper checks its arguments, retries `EINTR` where the call can be interrupted, and turns
+//! a failure into `io::Error::last_os_error()` through [`cvt`].
+
+use std::io;
+
+/// Turns the C convention "-1 and `errno`" into an `io::Error`.
+fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Runs `f` again while it fails with `EINTR`.
+fn retry_eintr<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    loop {
+        match f() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}
+
+/// Converts a process or group id to `pid_t`, refusing 0, 1 and anything that does not fit.
+///
+/// This is the one guard against `kill(0, …)`, `kill(-1, …)` and `kill(-0, …)`, which would signal our own
+/// group, every process we may signal, or init's group.
+fn checked_pid(id: u32) -> io::Result<libc::pid_t> {
+    match libc::pid_t::try_from(id) {
+        Ok(pid) if pid > 1 => Ok(pid),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("refusing to signal process or group id {id}: ids 0 and 1 (and ids above i32::MAX) are never a group we started"),
+        )),
+    }
+}
+
+mod fd;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod linux;
+mod process;
+mod signal;
+
+pub(crate) use fd::*;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) use linux::*;
+pub(crate) use process::*;
+pub(crate) use signal::*;
