@@ -237,8 +237,9 @@ impl GroupChild {
         self.signal(libc::SIGKILL)
     }
 
-    /// Sends `signal` to every process in the group. Once the leader was reaped, sends nothing and returns `Ok(())`:
-    /// the group id may then name someone else's group.
+    /// Sends `signal` to every process in the group, and to the leader by its pid if it moved itself out of the
+    /// group (every group signal of this crate does that, the deadline's and the drop's included). Once the leader
+    /// was reaped, sends nothing and returns `Ok(())`: the group id may then name someone else's group.
     ///
     /// # Errors
     ///

@@ -511,3 +511,61 @@ fn a_leader_reaped_by_someone_else_is_never_signalled() {
     let err = child.wait_timeout(Duration::ZERO).unwrap_err();
     assert!(err.to_string().contains("was not signalled"), "{err}");
 }
+
+/// A leader that moves itself into its parent's process group (ours), prints its pid and sleeps 20 s: a group kill
+/// alone would hit an empty group and leave it running.
+fn spawn_leader_that_leaves_its_group() -> (GroupChild, KillOnDrop) {
+    let mut child = Command::new("perl")
+        .args([
+            "-e",
+            "$| = 1; setpgrp(0, getpgrp(getppid())) or die; print \"$$\\n\"; sleep 20",
+        ])
+        .stdout(Stdio::piped())
+        .spawn_group()
+        .expect("spawn perl");
+    let leader = read_pid(child.stdout.take().unwrap());
+    assert_eq!(leader, child.id());
+    assert_eq!(
+        state_and_group(leader).map(|(_, g)| g),
+        Some(common::own_group())
+    );
+    (child, KillOnDrop(vec![leader]))
+}
+
+#[test]
+fn a_leader_that_left_its_group_is_killed_at_the_deadline() {
+    let (mut child, _cleanup) = spawn_leader_that_leaves_its_group();
+    let started = Instant::now();
+    let outcome = child.wait_timeout(Duration::from_millis(300)).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the wait lasted the leader's life"
+    );
+    assert_eq!(outcome, Outcome::TimedOut(outcome.status()));
+    assert_eq!(outcome.status().signal(), Some(libc::SIGKILL));
+}
+
+#[test]
+fn a_leader_that_left_its_group_gets_the_grace_signal() {
+    let (mut child, _cleanup) = spawn_leader_that_leaves_its_group();
+    child.set_grace(libc::SIGTERM, Duration::from_secs(30));
+    let outcome = child.wait_timeout(Duration::from_millis(300)).unwrap();
+    assert_eq!(outcome, Outcome::TimedOut(outcome.status()));
+    assert_eq!(
+        outcome.status().signal(),
+        Some(libc::SIGTERM),
+        "the leader did not get the grace signal"
+    );
+}
+
+#[test]
+fn a_leader_that_left_its_group_is_killed_by_drop() {
+    let (child, _cleanup) = spawn_leader_that_leaves_its_group();
+    let leader = child.id();
+    drop(child);
+    assert_ne!(
+        parent_of(leader),
+        Some(std::process::id()),
+        "the leader is still running (or left as our zombie) after the drop"
+    );
+}

@@ -30,13 +30,33 @@ pub(crate) fn has_exited(pid: u32) -> io::Result<bool> {
     })
 }
 
-/// Sends `signal` to every process in group `pgid`. A group with no process left (`ESRCH`) counts as success.
+/// Sends `signal` to every process in group `pgid` and to the group's leader, whose pid is `pgid`, even if the
+/// leader has moved itself to another group (`setpgid`). A group with no process left (`ESRCH`) counts as success.
 ///
-/// The caller must hold the group's leader unreaped: that is what keeps `pgid` from naming someone else's group.
+/// `SIGKILL` goes to the leader by pid every time (a second `SIGKILL` changes nothing). Any other signal goes to
+/// the leader by pid only when it is no longer in its group, so that a leader that handles the signal sees it once.
+/// (A leader that leaves and rejoins its group between the two calls may then miss that signal; it cannot miss a
+/// `SIGKILL`.)
+///
+/// The caller must hold the group's leader unreaped: that is what keeps `pgid` from naming someone else's group or
+/// process.
 pub(crate) fn signal_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
     let pgid = checked_pid(pgid)?;
     // SAFETY: kill has no memory-safety preconditions; checked_pid ruled out the ids with special meanings.
-    match cvt(unsafe { libc::kill(-pgid, signal) }) {
+    let group = gone_is_ok(cvt(unsafe { libc::kill(-pgid, signal) }));
+    // SAFETY: getpgid has no memory-safety preconditions.
+    let moved = signal == libc::SIGKILL || unsafe { libc::getpgid(pgid) } != pgid;
+    if !moved {
+        return group;
+    }
+    // SAFETY: as above; a positive pid signals the one leader.
+    let leader = gone_is_ok(cvt(unsafe { libc::kill(pgid, signal) }));
+    group.and(leader)
+}
+
+/// `ESRCH` (no such process or group) means "already gone": success.
+fn gone_is_ok(result: io::Result<libc::c_int>) -> io::Result<()> {
+    match result {
         Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(()),
         other => other.map(drop),
     }

@@ -122,3 +122,10 @@ pub fn temp_path(name: &str) -> PathBuf {
     let _ = fs::remove_file(&path);
     path
 }
+
+/// The process group of this test process.
+pub fn own_group() -> u32 {
+    state_and_group(std::process::id())
+        .expect("/proc/self/stat")
+        .1
+}
