@@ -9,9 +9,6 @@ use std::time::Duration;
 use crate::duration::parse_duration;
 use crate::signals::parse_signal;
 
-/// The name used in messages.
-pub const PROGRAM: &str = "grouptimeout";
-
 /// What to run and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {

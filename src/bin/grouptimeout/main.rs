@@ -15,17 +15,36 @@ use std::ffi::OsString;
 use std::io::{self, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use args::{Options, Parsed, UsageError, PROGRAM};
+use args::{Options, Parsed, UsageError};
 use grouptimeout::host::{self, SignalPipe};
 use grouptimeout::{CommandExt, GroupChild};
 
-/// Writes a line to stderr, ignoring failure (`eprintln!` would panic on a closed pipe).
+/// Writes `NAME: message` to stderr, `NAME` being the name the tool was run as (see [`program`]), ignoring failure
+/// (`eprintln!` would panic on a closed pipe).
 macro_rules! say {
     ($($arg:tt)*) => {{
-        let _ = writeln!(io::stderr(), $($arg)*);
+        let _ = writeln!(io::stderr(), "{}: {}", program(), format_args!($($arg)*));
     }};
+}
+
+/// The name the tool was run as (the last component of `argv[0]`), for messages: `timeout` when installed under
+/// that name, as GNU does; `grouptimeout` when `argv[0]` is missing.
+fn program() -> &'static str {
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(|| {
+        std::env::args_os()
+            .next()
+            .map(|arg0| {
+                let bytes = arg0.as_encoded_bytes();
+                let base = bytes.rsplit(|&b| b == b'/').next().unwrap_or(bytes);
+                String::from_utf8_lossy(base).into_owned()
+            })
+            .filter(|name| !name.is_empty())
+            .unwrap_or_else(|| "grouptimeout".to_string())
+    })
 }
 
 const EXIT_TIMEDOUT: i32 = 124;
@@ -62,10 +81,16 @@ fn main() {
     let code = match args::parse_args(&args) {
         Ok(Parsed::Run(opts)) => run(&opts),
         Ok(Parsed::Help) => print_stdout(args::HELP),
-        Ok(Parsed::Version) => print_stdout(&format!("{PROGRAM} {}\n", env!("CARGO_PKG_VERSION"))),
+        Ok(Parsed::Version) => {
+            print_stdout(&format!("{} {}\n", program(), env!("CARGO_PKG_VERSION")))
+        }
         Err(UsageError(message)) => {
-            say!("{PROGRAM}: {message}");
-            say!("Try '{PROGRAM} --help' for more information.");
+            say!("{message}");
+            let _ = writeln!(
+                io::stderr(),
+                "Try '{} --help' for more information.",
+                program()
+            );
             EXIT_CANCELED
         }
     };
@@ -77,7 +102,7 @@ fn print_stdout(text: &str) -> i32 {
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => 0,
         Err(e) => {
-            say!("{PROGRAM}: write error: {e}");
+            say!("write error: {e}");
             EXIT_CANCELED
         }
     }
@@ -177,7 +202,7 @@ fn run(opts: &Options) -> i32 {
     let mut signals = match SignalPipe::install(&handled) {
         Ok(signals) => signals,
         Err(e) => {
-            say!("{PROGRAM}: cannot install signal handlers: {e}");
+            say!("cannot install signal handlers: {e}");
             return EXIT_CANCELED;
         }
     };
@@ -193,7 +218,7 @@ fn run(opts: &Options) -> i32 {
         Ok(leader) => leader,
         Err(e) => {
             // The library's message names the program and keeps the OS error: `cannot run "x": No such file…`.
-            say!("{PROGRAM}: {e}");
+            say!("{e}");
             return if e.kind() == io::ErrorKind::NotFound {
                 EXIT_ENOENT
             } else {
@@ -220,17 +245,17 @@ fn run(opts: &Options) -> i32 {
     if sweep && !leave {
         match host::sweep_children(&[], SWEEP_LIMIT) {
             Ok(done) if !done.left.is_empty() => {
-                say!("{PROGRAM}: could not kill processes {:?}", done.left)
+                say!("could not kill processes {:?}", done.left)
             }
             Ok(_) => {}
-            Err(e) => say!("{PROGRAM}: cannot kill the processes left behind: {e}"),
+            Err(e) => say!("cannot kill the processes left behind: {e}"),
         }
     }
     drop(signals);
     let status = match waited {
         Ok(status) => status,
         Err(e) => {
-            say!("{PROGRAM}: {e}");
+            say!("{e}");
             return EXIT_CANCELED;
         }
     };
@@ -246,7 +271,7 @@ fn become_subreaper(verbose: bool) -> bool {
         Ok(()) => true,
         Err(e) => {
             if verbose {
-                say!("{PROGRAM}: warning: cannot become a child subreaper: {e}");
+                say!("warning: cannot become a child subreaper: {e}");
             }
             false
         }
@@ -271,7 +296,7 @@ fn supervise(
             // the next call returns its status.
             Err(e) => match leader.try_wait() {
                 Ok(Some(status)) => {
-                    say!("{PROGRAM}: {e}");
+                    say!("{e}");
                     Some(status)
                 }
                 _ => return Err(e),
@@ -314,7 +339,7 @@ fn cleanup(opts: &Options, name: &str, leader: &mut Leader, state: &mut State, m
     }
     if opts.verbose {
         say!(
-            "{PROGRAM}: sending signal {} to command {name}",
+            "sending signal {} to command {name}",
             signals::signal_name(signal)
         );
     }
@@ -323,7 +348,7 @@ fn cleanup(opts: &Options, name: &str, leader: &mut Leader, state: &mut State, m
     leader.set_kill_leftovers(true);
     if let Err(e) = leader.signal(signal) {
         if opts.verbose {
-            say!("{PROGRAM}: {e}");
+            say!("{e}");
         }
     }
 }
@@ -332,7 +357,7 @@ fn cleanup(opts: &Options, name: &str, leader: &mut Leader, state: &mut State, m
 fn exit_code(opts: &Options, state: &State, status: ExitStatus) -> i32 {
     if let Some(signal) = status.signal() {
         if status.core_dumped() {
-            say!("{PROGRAM}: the monitored command dumped core");
+            say!("the monitored command dumped core");
         }
         if state.sent_kill || (state.timed_out && signal == libc::SIGKILL) {
             return EXIT_KILLED;
