@@ -71,6 +71,12 @@
 //!   elsewhere in the program that calls `waitpid(-1)` breaks it too; a wait that notices reports an error and
 //!   signals nothing.
 //!
+//! # Platforms
+//!
+//! Unix only: process groups are a Unix concept, and on other targets the crate stops with a `compile_error!` that
+//! says so. Tested on Linux; also checked to build for macOS and FreeBSD. The [`host`] functions that need Linux
+//! say so, and fail elsewhere.
+//!
 //! # How it waits
 //!
 //! No threads, no signal handlers, no process-wide state (the opt-in [`host`] module is the one exception, for
@@ -85,10 +91,23 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(missing_docs)]
 
+// One clear error instead of a flood: everything below is gated on `unix`, so this is all a Windows build reports.
+#[cfg(not(unix))]
+compile_error!(
+    "grouptimeout supports Unix only: it is built on process groups (setpgid, kill(-pgid, sig), waitid), which \
+     are a Unix concept; Windows has job objects instead, which this crate does not use"
+);
+
+#[cfg(unix)]
 mod capture;
+#[cfg(unix)]
 mod child;
+#[cfg(unix)]
 pub mod host;
+#[cfg(unix)]
 mod sys;
 
+#[cfg(unix)]
 pub use capture::Captured;
+#[cfg(unix)]
 pub use child::{CommandExt, GroupChild, Outcome};
