@@ -64,6 +64,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// The leader's exit status.
+    #[must_use]
     pub fn status(&self) -> ExitStatus {
         match *self {
             Outcome::Exited(status) | Outcome::TimedOut(status) => status,
@@ -71,6 +72,7 @@ impl Outcome {
     }
 
     /// Whether the deadline passed before the leader exited.
+    #[must_use]
     pub fn timed_out(&self) -> bool {
         matches!(self, Outcome::TimedOut(_))
     }
@@ -88,6 +90,7 @@ impl Outcome {
 /// A group kill reaches the processes in the group when the signal is sent. A descendant that moved to another
 /// group or session (`setsid`, `setpgid`, a double-forking daemon) is not reached; neither is a member this process
 /// has no permission to signal (one that changed its user id). For a hard boundary use cgroups or a container.
+#[must_use = "dropping a GroupChild kills its process group at once"]
 pub struct GroupChild {
     /// The child's standard input, if it was piped.
     pub stdin: Option<ChildStdin>,

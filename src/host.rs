@@ -49,6 +49,7 @@ use crate::sys;
 ///   other threads (still reported), and a handler running on another thread while the value is dropped could
 ///   write one byte to a just-closed, reused descriptor. Single-threaded supervisors are not affected.
 #[derive(Debug)]
+#[must_use = "dropping a SignalPipe restores the previous signal handlers at once"]
 pub struct SignalPipe {
     /// Closed only after the handlers were restored (fields drop after `Drop::drop`), and before `read`, so that a
     /// late handler never writes into a pipe without a reader (which would raise `SIGPIPE`).
@@ -188,6 +189,7 @@ pub fn become_child_subreaper() -> io::Result<()> {
 
 /// What [`sweep_children`] did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Sweep {
     /// How many child processes were reaped (killed ones and ones that had already exited).
     pub reaped: usize,
