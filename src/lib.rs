@@ -70,6 +70,12 @@
 //!   lets the kernel reap children at once: [`spawn_group`](CommandExt::spawn_group) refuses to run there. Code
 //!   elsewhere in the program that calls `waitpid(-1)` breaks it too; a wait that notices reports an error and
 //!   signals nothing.
+//! - Promise 4 needs the drop to run. A panic runs it only with `panic = "unwind"` (the default); with
+//!   `panic = "abort"`, and when this process is killed (`SIGKILL`, the OOM killer, a Ctrl-C it does not handle),
+//!   aborts or calls [`std::process::exit`], no destructor runs and the group keeps running. Making the group die
+//!   with this process is what the opt-in `die_with_parent` is for.
+//! - The command's group is not the terminal's foreground group: the command cannot read the terminal, and Ctrl-C
+//!   does not reach it. The section "The terminal" of [`spawn_group`](CommandExt::spawn_group) says what to do.
 //!
 //! # Platforms
 //!
