@@ -117,3 +117,9 @@ mod sys;
 pub use capture::Captured;
 #[cfg(unix)]
 pub use child::{CommandExt, GroupChild, Outcome};
+
+/// The README's Rust examples, compiled (and run, unless marked `no_run`) by `cargo test` so that they cannot drift
+/// from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
