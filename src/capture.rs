@@ -59,6 +59,7 @@ const MARKER_MAX: usize = 64;
 /// A stream that was not piped ([`std::process::Stdio::piped`]), or that the caller took out of the
 /// [`GroupChild`] before the wait, is returned empty and not truncated.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Captured {
     /// How the wait ended, with the leader's exit status.
     pub outcome: Outcome,

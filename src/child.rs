@@ -18,6 +18,24 @@ pub trait CommandExt {
     /// keeps its fast `posix_spawn` path. When this returns, the child already leads its own group, whose id is
     /// the child's pid ([`GroupChild::id`]).
     ///
+    /// # The terminal
+    ///
+    /// The new group is not the terminal's foreground process group, so the command is out of the terminal's job
+    /// control. If it reads from the controlling terminal, the kernel stops it with `SIGTTIN` (or fails the read with
+    /// `EIO` once its group is orphaned), and the wait runs into its deadline. Ctrl-C, Ctrl-Z and Ctrl-\\ signal the
+    /// terminal's foreground group, which holds this process and not the command. Writing to the terminal works
+    /// (unless `stty tostop` is set).
+    ///
+    /// - A command that needs no input: give it [`Stdio::null()`](std::process::Stdio::null) or a pipe as its
+    ///   standard input, and it never touches the terminal for reading.
+    /// - A command that must read the terminal: run it in this process's group with plain [`Command::spawn`], as
+    ///   the `grouptimeout` tool's `--foreground` does (there is then no group of its own to kill); or make its group
+    ///   the terminal's foreground group with `tcsetpgrp(3)` after the spawn and take the terminal back after the
+    ///   wait, with `SIGTTOU` blocked, as shells do.
+    /// - Ctrl-C ends this process by default without running any destructor, so the command's group keeps running:
+    ///   catch `SIGINT` and pass it on with [`GroupChild::signal`] (a supervisor program can use
+    ///   [`host::SignalPipe`](crate::host::SignalPipe)).
+    ///
     /// # Errors
     ///
     /// - The spawn failed: the error keeps std's [`ErrorKind`](io::ErrorKind) (`NotFound` for a missing program,
@@ -64,6 +82,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// The leader's exit status.
+    #[must_use]
     pub fn status(&self) -> ExitStatus {
         match *self {
             Outcome::Exited(status) | Outcome::TimedOut(status) => status,
@@ -71,6 +90,7 @@ impl Outcome {
     }
 
     /// Whether the deadline passed before the leader exited.
+    #[must_use]
     pub fn timed_out(&self) -> bool {
         matches!(self, Outcome::TimedOut(_))
     }
@@ -81,13 +101,15 @@ impl Outcome {
 /// Every wait returns only after the group was dealt with: at the deadline the whole group is killed and the
 /// leader reaped; when the leader exits first, the rest of its group is killed (unless
 /// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers)). Dropping the handle without a wait kills the
-/// group too.
+/// group too, also when a panic unwinds; but with `panic = "abort"`, or when this process is killed, no drop runs
+/// (see `die_with_parent`).
 ///
 /// # What is not reached
 ///
 /// A group kill reaches the processes in the group when the signal is sent. A descendant that moved to another
 /// group or session (`setsid`, `setpgid`, a double-forking daemon) is not reached; neither is a member this process
 /// has no permission to signal (one that changed its user id). For a hard boundary use cgroups or a container.
+#[must_use = "dropping a GroupChild kills its process group at once"]
 pub struct GroupChild {
     /// The child's standard input, if it was piped.
     pub stdin: Option<ChildStdin>,

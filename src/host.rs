@@ -8,7 +8,8 @@
 //! - [`SignalPipe`]: receive signals synchronously through a self-pipe, without blocking them; and
 //!   [`signal_is_ignored`] to leave alone what the parent chose to ignore.
 //! - [`become_child_subreaper`], [`sweep_children`] and [`reap_exited_children`]: catch descendants that left the
-//!   command's process group, and reap the orphans adopted meanwhile.
+//!   command's process group, and reap the orphans adopted meanwhile. Linux only (Android included): they exist
+//!   on every Unix so that a program builds everywhere, but elsewhere they fail.
 //! - [`signal_child`]: signal one unreaped child of a [`std::process::Child`] by pid.
 //! - [`exit_as_signaled`]: end this process the way a command that died of a signal ended.
 
@@ -48,6 +49,7 @@ use crate::sys;
 ///   other threads (still reported), and a handler running on another thread while the value is dropped could
 ///   write one byte to a just-closed, reused descriptor. Single-threaded supervisors are not affected.
 #[derive(Debug)]
+#[must_use = "dropping a SignalPipe restores the previous signal handlers at once"]
 pub struct SignalPipe {
     /// Closed only after the handlers were restored (fields drop after `Drop::drop`), and before `read`, so that a
     /// late handler never writes into a pipe without a reader (which would raise `SIGPIPE`).
@@ -162,7 +164,8 @@ pub fn signal_is_ignored(signal: i32) -> io::Result<bool> {
 }
 
 /// Makes this process a *child subreaper* (Linux `prctl(PR_SET_CHILD_SUBREAPER)`): a descendant whose parent dies
-/// is re-parented to this process instead of to init, so that [`sweep_children`] can find it.
+/// is re-parented to this process instead of to init, so that [`sweep_children`] can find it. Linux only (Android
+/// included): elsewhere it fails.
 ///
 /// Process-wide and, for processes already adopted, irreversible. Adopted processes become children of this
 /// process: when they exit they stay zombies until reaped, for instance by [`sweep_children`].
@@ -186,6 +189,7 @@ pub fn become_child_subreaper() -> io::Result<()> {
 
 /// What [`sweep_children`] did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Sweep {
     /// How many child processes were reaped (killed ones and ones that had already exited).
     pub reaped: usize,
@@ -195,7 +199,7 @@ pub struct Sweep {
 }
 
 /// Sends `SIGKILL` to every child process of this process, except the pids in `keep`, reaps them, and repeats with
-/// the children this adopts meanwhile, until none is left or `limit` has passed (Linux).
+/// the children this adopts meanwhile, until none is left or `limit` has passed. Linux only: elsewhere it fails.
 ///
 /// The children are listed in `/proc/self/task/*/children`: the ones this process spawned and, after
 /// [`become_child_subreaper`], the orphans it adopted. Pass in `keep` the pid of every child that other code still
@@ -255,7 +259,7 @@ pub fn sweep_children(keep: &[u32], limit: Duration) -> io::Result<Sweep> {
 }
 
 /// Reaps every child process of this process that has already exited, except the pids in `keep`, without
-/// signalling anything (Linux); returns how many were reaped.
+/// signalling anything; returns how many were reaped. Linux only: elsewhere it fails.
 ///
 /// For a long-running [child subreaper](become_child_subreaper): adopted orphans that exit stay zombies until
 /// reaped, and a command that keeps starting short-lived daemons would otherwise pile them up. Call it when

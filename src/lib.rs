@@ -70,6 +70,18 @@
 //!   lets the kernel reap children at once: [`spawn_group`](CommandExt::spawn_group) refuses to run there. Code
 //!   elsewhere in the program that calls `waitpid(-1)` breaks it too; a wait that notices reports an error and
 //!   signals nothing.
+//! - Promise 4 needs the drop to run. A panic runs it only with `panic = "unwind"` (the default); with
+//!   `panic = "abort"`, and when this process is killed (`SIGKILL`, the OOM killer, a Ctrl-C it does not handle),
+//!   aborts or calls [`std::process::exit`], no destructor runs and the group keeps running. Making the group die
+//!   with this process is what the opt-in `die_with_parent` is for.
+//! - The command's group is not the terminal's foreground group: the command cannot read the terminal, and Ctrl-C
+//!   does not reach it. The section "The terminal" of [`spawn_group`](CommandExt::spawn_group) says what to do.
+//!
+//! # Platforms
+//!
+//! Unix only: process groups are a Unix concept, and on other targets the crate stops with a `compile_error!` that
+//! says so. Tested on Linux; also checked to build for macOS and FreeBSD. The [`host`] functions that need Linux
+//! say so, and fail elsewhere.
 //!
 //! # How it waits
 //!
@@ -85,10 +97,29 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(missing_docs)]
 
+// One clear error instead of a flood: everything below is gated on `unix`, so this is all a Windows build reports.
+#[cfg(not(unix))]
+compile_error!(
+    "grouptimeout supports Unix only: it is built on process groups (setpgid, kill(-pgid, sig), waitid), which \
+     are a Unix concept; Windows has job objects instead, which this crate does not use"
+);
+
+#[cfg(unix)]
 mod capture;
+#[cfg(unix)]
 mod child;
+#[cfg(unix)]
 pub mod host;
+#[cfg(unix)]
 mod sys;
 
+#[cfg(unix)]
 pub use capture::Captured;
+#[cfg(unix)]
 pub use child::{CommandExt, GroupChild, Outcome};
+
+/// The README's Rust examples, compiled (and run, unless marked `no_run`) by `cargo test` so that they cannot drift
+/// from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -588,7 +588,10 @@ fn known_difference(duration: &str) -> bool {
 fn durations_accepted_and_rejected_like_gnu() {
     let gnu = "/usr/bin/timeout";
     if !Path::new(gnu).exists() {
-        eprintln!("note: {gnu} is absent; skipping the differential duration test");
+        common::skip_or_fail_in_ci(
+            "durations_accepted_and_rejected_like_gnu",
+            &format!("{gnu} (GNU coreutils) is absent"),
+        );
         return;
     }
     let mut cases: Vec<String> = [

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use std::fs;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::Command;
 use std::thread;
@@ -128,4 +128,16 @@ pub fn own_group() -> u32 {
     state_and_group(std::process::id())
         .expect("/proc/self/stat")
         .1
+}
+
+/// For a test that cannot run here because a tool it needs is missing; the test then returns without checking.
+///
+/// In CI (`CI` set, and not to `false` or `0`) this panics instead: `.ci/run` installs every tool the tests need,
+/// so a missing one is a broken CI, not a reason to pass. Elsewhere it writes a `SKIPPED` line straight to the
+/// process's standard error, which libtest does not capture (it captures only `print!`/`eprint!` and friends), so
+/// that the skip shows in the output of `cargo test` although the test is counted as passed.
+pub fn skip_or_fail_in_ci(test: &str, why: &str) {
+    let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0");
+    assert!(!in_ci, "{test}: {why}; CI must install it (see .ci/run)");
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }
