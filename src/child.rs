@@ -40,6 +40,9 @@ pub trait CommandExt {
     ///
     /// - The spawn failed: the error keeps std's [`ErrorKind`](io::ErrorKind) (`NotFound` for a missing program,
     ///   `PermissionDenied` for one that is not executable or is a directory) and its message names the program.
+    ///   Its [`source()`](std::error::Error::source), reached through [`io::Error::get_ref`], is std's own
+    ///   `io::Error`, which holds the OS error number (`raw_os_error`), for instance `ENOEXEC` for a script without
+    ///   `#!` (no `/bin/sh` fallback is tried) or `EAGAIN` when no process could be created.
     /// - This process ignores `SIGCHLD` (`SIG_IGN`, or a handler with `SA_NOCLDWAIT`): the kernel would reap the
     ///   leader the moment it exits, nothing would keep its group id from being reused, and a later group kill
     ///   could hit an unrelated process. Nothing is spawned; restore the default disposition to use this crate.
@@ -59,13 +62,35 @@ impl CommandExt for Command {
                 ),
             ));
         }
-        let child = self.process_group(0).spawn().map_err(|e| {
+        let child = self.process_group(0).spawn().map_err(|error| {
             io::Error::new(
-                e.kind(),
-                format!("cannot run {:?}: {e}", self.get_program()),
+                error.kind(),
+                SpawnError {
+                    program: self.get_program().to_owned(),
+                    error,
+                },
             )
         })?;
         Ok(GroupChild::new(child))
+    }
+}
+
+/// A failed spawn: names the program, and keeps std's error as its `source()`.
+#[derive(Debug)]
+struct SpawnError {
+    program: std::ffi::OsString,
+    error: io::Error,
+}
+
+impl fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot run {:?}: {}", self.program, self.error)
+    }
+}
+
+impl std::error::Error for SpawnError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
     }
 }
 

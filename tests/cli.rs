@@ -7,7 +7,7 @@
 
 use std::ffi::OsStr;
 use std::fs;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt as _, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -87,12 +87,17 @@ struct Running {
 }
 
 impl Running {
+    /// The tool itself runs with `argv[0]` `grouptimeout`, the name its messages then start with.
     fn start<S: AsRef<OsStr>>(program: &str, args: &[S]) -> Running {
         let scratch = Scratch::new();
         let out = fs::File::create(scratch.path("stdout")).unwrap();
         let err = fs::File::create(scratch.path("stderr")).unwrap();
         let started = Instant::now();
-        let child = Command::new(program)
+        let mut command = Command::new(program);
+        if program == BIN {
+            command.arg0("grouptimeout");
+        }
+        let child = command
             .args(args)
             .stdin(Stdio::null())
             .stdout(out)

@@ -295,6 +295,16 @@ fn spawn_errors_name_the_program_and_keep_the_kind() {
         .unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::NotFound);
     assert!(err.to_string().contains("grouptimeout-nope"), "{err}");
+    // std's own error, with the OS error number, is the source.
+    let source = err
+        .get_ref()
+        .and_then(|e| e.source())
+        .and_then(|e| e.downcast_ref::<io::Error>());
+    assert_eq!(
+        source.and_then(io::Error::raw_os_error),
+        Some(libc::ENOENT),
+        "{err:?}"
+    );
 
     let file = temp_path("not-executable");
     fs::write(&file, "#!/bin/sh\n").unwrap();

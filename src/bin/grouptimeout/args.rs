@@ -42,8 +42,22 @@ pub enum Parsed {
 }
 
 /// A usage error: the message (without the program name) to print before the "Try --help" line; exit 125.
+///
+/// Bytes, not text: like GNU's `getopt_long`, the messages about options show the option as given, invalid UTF-8
+/// included.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UsageError(pub String);
+pub struct UsageError(pub Vec<u8>);
+
+impl UsageError {
+    fn new(message: impl Into<Vec<u8>>) -> UsageError {
+        UsageError(message.into())
+    }
+
+    /// `prefix'arg'suffix`, `arg` as given (GNU's `getopt_long` does not escape it).
+    fn raw(prefix: &str, arg: &[u8], suffix: &str) -> UsageError {
+        UsageError([prefix.as_bytes(), b"'", arg, b"'", suffix.as_bytes()].concat())
+    }
+}
 
 /// The `--help` text.
 pub const HELP: &str = "\
@@ -96,9 +110,37 @@ const LONG_OPTIONS: &[(&str, bool)] = &[
     ("version", false),
 ];
 
-/// Quotes an argument for a message: `'text'` (invalid UTF-8 shown lossily).
+/// Quotes a name or an argument for a message as GNU's `quote()` does in the C locale: between single quotes, with
+/// `'` and `\` escaped by a backslash, `\a \b \f \n \r \t \v` for those control characters, and every other byte
+/// outside printable ASCII as a backslash and three octal digits (`é` in UTF-8 is `\303\251`). The result is ASCII
+/// and unambiguous: `a'b` is `'a\'b'`.
 pub fn quote(arg: &[u8]) -> String {
-    format!("'{}'", String::from_utf8_lossy(arg))
+    let mut quoted = String::with_capacity(arg.len() + 2);
+    quoted.push('\'');
+    for &byte in arg {
+        let letter = match byte {
+            b'\\' | b'\'' => byte,
+            0x07 => b'a',
+            0x08 => b'b',
+            0x0c => b'f',
+            b'\n' => b'n',
+            b'\r' => b'r',
+            b'\t' => b't',
+            0x0b => b'v',
+            b' '..=b'~' => {
+                quoted.push(char::from(byte));
+                continue;
+            }
+            _ => {
+                quoted.push_str(&format!("\\{byte:03o}"));
+                continue;
+            }
+        };
+        quoted.push('\\');
+        quoted.push(char::from(letter));
+    }
+    quoted.push('\'');
+    quoted
 }
 
 /// Parses the arguments after the program name, GNU `getopt_long` style with `+` (options end at the first
@@ -139,13 +181,13 @@ pub fn parse_args(args: &[OsString]) -> Result<Parsed, UsageError> {
                         Some(next.as_bytes())
                     }
                     None => {
-                        return Err(UsageError(format!(
+                        return Err(UsageError::new(format!(
                             "option '--{long}' requires an argument"
                         )))
                     }
                 },
                 (false, Some(_)) => {
-                    return Err(UsageError(format!(
+                    return Err(UsageError::new(format!(
                         "option '--{long}' doesn't allow an argument"
                     )))
                 }
@@ -177,10 +219,11 @@ pub fn parse_args(args: &[OsString]) -> Result<Parsed, UsageError> {
                             i += 1;
                             next.as_bytes()
                         } else {
-                            return Err(UsageError(format!(
-                                "option requires an argument -- '{}'",
-                                c as char
-                            )));
+                            return Err(UsageError::raw(
+                                "option requires an argument -- ",
+                                &[c],
+                                "",
+                            ));
                         };
                         if c == b'k' {
                             opts.kill_after = option_duration(value)?;
@@ -189,10 +232,7 @@ pub fn parse_args(args: &[OsString]) -> Result<Parsed, UsageError> {
                         }
                         break;
                     }
-                    _ => {
-                        let shown = String::from_utf8_lossy(&arg[j - 1..j]).into_owned();
-                        return Err(UsageError(format!("invalid option -- '{shown}'")));
-                    }
+                    _ => return Err(UsageError::raw("invalid option -- ", &[c], "")),
                 }
             }
         } else {
@@ -202,7 +242,7 @@ pub fn parse_args(args: &[OsString]) -> Result<Parsed, UsageError> {
     }
     let operands = &args[i..];
     if operands.len() < 2 {
-        return Err(UsageError(if operands.is_empty() {
+        return Err(UsageError::new(if operands.is_empty() {
             "missing operand".to_string()
         } else {
             format!("missing command after {}", quote(operands[0].as_bytes()))
@@ -224,24 +264,26 @@ fn match_long(name: &[u8], arg: &[u8]) -> Result<(&'static str, bool), UsageErro
         .collect();
     match candidates[..] {
         [&(long, takes)] => Ok((long, takes)),
-        [] => Err(UsageError(format!("unrecognized option {}", quote(arg)))),
+        [] => Err(UsageError::raw("unrecognized option ", arg, "")),
         _ => {
             let list: Vec<String> = candidates.iter().map(|(l, _)| format!("'--{l}'")).collect();
-            Err(UsageError(format!(
-                "option '--{}' is ambiguous; possibilities: {}",
-                String::from_utf8_lossy(name),
-                list.join(" ")
-            )))
+            let name = [b"--", name].concat();
+            Err(UsageError::raw(
+                "option ",
+                &name,
+                &format!(" is ambiguous; possibilities: {}", list.join(" ")),
+            ))
         }
     }
 }
 
 fn option_duration(arg: &[u8]) -> Result<Option<Duration>, UsageError> {
-    parse_duration(arg).ok_or_else(|| UsageError(format!("invalid time interval {}", quote(arg))))
+    parse_duration(arg)
+        .ok_or_else(|| UsageError::new(format!("invalid time interval {}", quote(arg))))
 }
 
 fn option_signal(arg: &[u8]) -> Result<i32, UsageError> {
-    parse_signal(arg).ok_or_else(|| UsageError(format!("{}: invalid signal", quote(arg))))
+    parse_signal(arg).ok_or_else(|| UsageError::new(format!("{}: invalid signal", quote(arg))))
 }
 
 #[cfg(test)]
@@ -280,7 +322,7 @@ mod tests {
 
     fn err(list: &[&str]) -> String {
         match parse_args(&args(list)) {
-            Err(UsageError(m)) => m,
+            Err(UsageError(m)) => String::from_utf8(m).unwrap(),
             other => panic!("{list:?}: {other:?}"),
         }
     }
@@ -323,6 +365,45 @@ mod tests {
         assert!(!run(&["1", "-v", "true"]).verbose);
         assert_eq!(parse_args(&args(&["--help", "--bogus"])), Ok(Parsed::Help));
         assert_eq!(parse_args(&args(&["--vers"])), Ok(Parsed::Version));
+    }
+
+    #[test]
+    fn quotes_like_gnu_in_the_c_locale() {
+        for (arg, quoted) in [
+            (&b"abc"[..], "'abc'"),
+            (b"", "''"),
+            (b"a'b", r"'a\'b'"),
+            (b"''", r"'\'\''"),
+            (b"a b", "'a b'"),
+            (b"a\\b", r"'a\\b'"),
+            (b"a\"$`~#?*", "'a\"$`~#?*'"),
+            (b"\x07\x08\x0c\n\r\t\x0b", r"'\a\b\f\n\r\t\v'"),
+            (b"\x01\x1b\x7f\x80\xff", r"'\001\033\177\200\377'"),
+            ("é".as_bytes(), r"'\303\251'"),
+        ] {
+            assert_eq!(quote(arg), quoted, "{arg:?}");
+        }
+    }
+
+    #[test]
+    fn option_errors_show_the_option_as_given() {
+        use std::os::unix::ffi::OsStringExt;
+        let bytes = |list: &[&[u8]]| -> Vec<OsString> {
+            list.iter()
+                .map(|a| OsString::from_vec(a.to_vec()))
+                .collect()
+        };
+        let usage = |list: &[&[u8]]| match parse_args(&bytes(list)) {
+            Err(UsageError(message)) => message,
+            other => panic!("{list:?}: {other:?}"),
+        };
+        assert_eq!(usage(&[b"-\xff"]), b"invalid option -- '\xff'");
+        assert_eq!(usage(&[b"--a'\xff"]), b"unrecognized option '--a'\xff'");
+        assert_eq!(usage(&[b"1\xff", b"x"]), b"invalid time interval '1\\377'");
+        assert_eq!(
+            usage(&[b"-s", b"a'", b"1", b"x"]),
+            b"'a\\'': invalid signal"
+        );
     }
 
     #[test]

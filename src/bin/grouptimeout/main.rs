@@ -9,42 +9,26 @@
 
 mod args;
 mod duration;
+mod messages;
 mod signals;
+mod spawn;
 
 use std::ffi::OsString;
 use std::io::{self, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use args::{Options, Parsed, UsageError};
 use grouptimeout::host::{self, SignalPipe};
 use grouptimeout::{CommandExt, GroupChild};
 
-/// Writes `NAME: message` to stderr, `NAME` being the name the tool was run as (see [`program`]), ignoring failure
-/// (`eprintln!` would panic on a closed pipe).
+/// Writes `NAME: message` to stderr, `NAME` being the name the tool was run as ([`messages::program`]), ignoring
+/// failure (`eprintln!` would panic on a closed pipe).
 macro_rules! say {
-    ($($arg:tt)*) => {{
-        let _ = writeln!(io::stderr(), "{}: {}", program(), format_args!($($arg)*));
-    }};
-}
-
-/// The name the tool was run as (the last component of `argv[0]`), for messages: `timeout` when installed under
-/// that name, as GNU does; `grouptimeout` when `argv[0]` is missing.
-fn program() -> &'static str {
-    static NAME: OnceLock<String> = OnceLock::new();
-    NAME.get_or_init(|| {
-        std::env::args_os()
-            .next()
-            .map(|arg0| {
-                let bytes = arg0.as_encoded_bytes();
-                let base = bytes.rsplit(|&b| b == b'/').next().unwrap_or(bytes);
-                String::from_utf8_lossy(base).into_owned()
-            })
-            .filter(|name| !name.is_empty())
-            .unwrap_or_else(|| "grouptimeout".to_string())
-    })
+    ($($arg:tt)*) => {
+        messages::say(format!($($arg)*).as_bytes())
+    };
 }
 
 const EXIT_TIMEDOUT: i32 = 124;
@@ -82,15 +66,10 @@ fn main() {
         Ok(Parsed::Run(opts)) => run(&opts),
         Ok(Parsed::Help) => print_stdout(args::HELP),
         Ok(Parsed::Version) => {
-            print_stdout(&format!("{} {}\n", program(), env!("CARGO_PKG_VERSION")))
+            print_stdout(concat!("grouptimeout ", env!("CARGO_PKG_VERSION"), "\n"))
         }
         Err(UsageError(message)) => {
-            say!("{message}");
-            let _ = writeln!(
-                io::stderr(),
-                "Try '{} --help' for more information.",
-                program()
-            );
+            messages::usage_error(&message);
             EXIT_CANCELED
         }
     };
@@ -207,23 +186,26 @@ fn run(opts: &Options) -> i32 {
         }
     };
     let name = args::quote(opts.command[0].as_encoded_bytes());
-    let mut command = Command::new(&opts.command[0]);
-    command.args(&opts.command[1..]);
-    let spawned = if opts.foreground {
-        command.spawn().map(Leader::Foreground)
-    } else {
-        command.spawn_group().map(Leader::Group)
-    };
+    // GNU's command inherits an ignored SIGPIPE; std would reset it (at the cost of fork + exec, so only then).
+    let keep_sigpipe = host::sigpipe_was_ignored_at_start();
+    let spawned = spawn::like_execvp(&opts.command, |program, args| {
+        let mut command = Command::new(program);
+        command.args(args);
+        if keep_sigpipe {
+            host::keep_sigpipe_ignored(&mut command);
+        }
+        if opts.foreground {
+            command.spawn().map(Leader::Foreground)
+        } else {
+            command.spawn_group().map(Leader::Group)
+        }
+    });
     let mut leader = match spawned {
         Ok(leader) => leader,
         Err(e) => {
-            // The library's message names the program and keeps the OS error: `cannot run "x": No such file…`.
-            say!("{e}");
-            return if e.kind() == io::ErrorKind::NotFound {
-                EXIT_ENOENT
-            } else {
-                EXIT_CANNOT_INVOKE
-            };
+            let (message, code) = messages::spawn_failure(&opts.command[0], &e);
+            say!("{message}");
+            return code;
         }
     };
     leader.set_kill_leftovers(!opts.leave_running);

@@ -1,0 +1,162 @@
+//! The tool's messages on standard error, worded as GNU `timeout` 9.1 words them in the C locale.
+
+use std::ffi::OsStr;
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::OnceLock;
+
+use crate::args::quote;
+use crate::{EXIT_CANCELED, EXIT_CANNOT_INVOKE, EXIT_ENOENT};
+
+/// The name the tool was run as, for messages: `argv[0]` exactly as given, as GNU's `program_name` is (`timeout`,
+/// `/usr/bin/timeout`, `./timeout`, even empty); `grouptimeout` when there is no `argv[0]` at all.
+pub fn program() -> &'static OsStr {
+    static NAME: OnceLock<std::ffi::OsString> = OnceLock::new();
+    NAME.get_or_init(|| {
+        std::env::args_os()
+            .next()
+            .unwrap_or_else(|| "grouptimeout".into())
+    })
+}
+
+/// Writes `NAME: message` and a newline to standard error in one write, `NAME` being [`program`]; a failed write
+/// is ignored (`eprintln!` would panic on a closed pipe). Every ` (os error N)` that std's `io::Error` adds to the
+/// system's text is left out, here and in errors from the library nested in the message, so that errors read as
+/// C's `strerror` does (`No such file or directory`).
+pub fn say(message: &[u8]) {
+    let line = [
+        program().as_bytes(),
+        b": ",
+        &without_os_error_numbers(message),
+        b"\n",
+    ]
+    .concat();
+    let _ = io::stderr().write_all(&line);
+}
+
+/// `message` without the ` (os error N)` parts.
+fn without_os_error_numbers(message: &[u8]) -> Vec<u8> {
+    const MARK: &[u8] = b" (os error ";
+    let mut out = Vec::with_capacity(message.len());
+    let mut i = 0;
+    while i < message.len() {
+        if message[i..].starts_with(MARK) {
+            let after = &message[i + MARK.len()..];
+            let digits = after.iter().take_while(|b| b.is_ascii_digit()).count();
+            if digits > 0 && after.get(digits) == Some(&b')') {
+                i += MARK.len() + digits + 1;
+                continue;
+            }
+        }
+        out.push(message[i]);
+        i += 1;
+    }
+    out
+}
+
+/// A usage error: the message, then GNU's pointer to `--help`.
+pub fn usage_error(message: &[u8]) {
+    say(message);
+    let hint = [
+        b"Try '",
+        program().as_bytes(),
+        b" --help' for more information.\n",
+    ]
+    .concat();
+    let _ = io::stderr().write_all(&hint);
+}
+
+/// The innermost `io::Error` behind `e`: the library's spawn error keeps std's (with its OS error number) as its
+/// `source()`.
+fn innermost(e: &io::Error) -> &io::Error {
+    let mut inner = e;
+    while let Some(next) = inner
+        .get_ref()
+        .and_then(|custom| custom.source())
+        .and_then(|source| source.downcast_ref::<io::Error>())
+    {
+        inner = next;
+    }
+    inner
+}
+
+/// The OS error number behind `e`, if any (see [`innermost`]).
+pub fn os_error(e: &io::Error) -> Option<i32> {
+    innermost(e).raw_os_error()
+}
+
+/// GNU's message and exit status for a command that could not be started: `failed to run command 'x': No such file
+/// or directory` (127 for `ENOENT`, else 126), or, when the process could not be created (`EAGAIN`: a process limit
+/// such as `RLIMIT_NPROC`), `fork system call failed: Resource temporarily unavailable` (125).
+pub fn spawn_failure(command: &OsStr, e: &io::Error) -> (String, i32) {
+    let why = innermost(e).to_string();
+    match os_error(e) {
+        Some(libc::EAGAIN) => (format!("fork system call failed: {why}"), EXIT_CANCELED),
+        code => (
+            format!("failed to run command {}: {why}", quote(command.as_bytes())),
+            if code == Some(libc::ENOENT) {
+                EXIT_ENOENT
+            } else {
+                EXIT_CANNOT_INVOKE
+            },
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn os_errors_read_as_strerror() {
+        let enoent = io::Error::from_raw_os_error(libc::ENOENT);
+        assert_eq!(
+            without_os_error_numbers(
+                b"a: No such file or directory (os error 2); b (os error x) (os error 12)"
+            ),
+            b"a: No such file or directory; b (os error x)"
+        );
+        let wrapped = io::Error::new(io::ErrorKind::NotFound, Wrapped(enoent));
+        assert_eq!(os_error(&wrapped), Some(libc::ENOENT));
+        assert_eq!(
+            spawn_failure(OsStr::new("a'b"), &wrapped),
+            (
+                r"failed to run command 'a\'b': No such file or directory (os error 2)".to_string(),
+                EXIT_ENOENT
+            )
+        );
+        let eagain = io::Error::from_raw_os_error(libc::EAGAIN);
+        assert_eq!(
+            spawn_failure(OsStr::new("x"), &eagain),
+            (
+                "fork system call failed: Resource temporarily unavailable (os error 11)"
+                    .to_string(),
+                EXIT_CANCELED
+            )
+        );
+        let custom = io::Error::new(io::ErrorKind::Unsupported, "no way");
+        assert_eq!(
+            spawn_failure(OsStr::new("x"), &custom),
+            (
+                "failed to run command 'x': no way".to_string(),
+                EXIT_CANNOT_INVOKE
+            )
+        );
+    }
+
+    /// An error that keeps an `io::Error` as its source, as the library's spawn error does.
+    #[derive(Debug)]
+    struct Wrapped(io::Error);
+
+    impl std::fmt::Display for Wrapped {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "wrapped: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Wrapped {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+}
