@@ -708,3 +708,207 @@ fn durations_accepted_and_rejected_like_gnu() {
         mismatches.join("\n")
     );
 }
+
+/// How a tool ended, and what it wrote, escaped as by `escape_ascii` (stderr with the program's path, when it shows,
+/// replaced by `timeout`).
+#[derive(Debug, PartialEq, Eq)]
+struct Ending {
+    code: Option<i32>,
+    signal: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// One case of the comparison with GNU: the arguments, and how to run them.
+struct Case {
+    args: Vec<Vec<u8>>,
+    /// `argv[0]` of the tool (the path itself under a `wrapper`).
+    arg0: &'static str,
+    /// A command line that runs the tool (given by path as its last word), such as `setpriv … prlimit …`.
+    wrapper: Vec<String>,
+    /// `PATH` for the tool, if not the test's.
+    path: Option<String>,
+    /// GNU's standard error deliberately differs (README's differences): compare the status and stdout only.
+    stderr_differs: bool,
+}
+
+fn case(args: &[&[u8]]) -> Case {
+    Case {
+        args: args.iter().map(|a| a.to_vec()).collect(),
+        arg0: "timeout",
+        wrapper: Vec::new(),
+        path: None,
+        stderr_differs: false,
+    }
+}
+
+/// Runs `program` (GNU's or ours) on `case` in `dir`, in the C locale, bounded by `RUN_LIMIT`.
+fn ending(program: &str, case: &Case, dir: &Scratch) -> Ending {
+    use std::os::unix::ffi::OsStrExt;
+    let out = fs::File::create(dir.path("stdout")).unwrap();
+    let err = fs::File::create(dir.path("stderr")).unwrap();
+    let mut command = match case.wrapper.split_first() {
+        Some((first, rest)) => {
+            let mut command = Command::new(first);
+            command.args(rest).arg(program);
+            command
+        }
+        None => {
+            let mut command = Command::new(program);
+            command.arg0(case.arg0);
+            command
+        }
+    };
+    command
+        .args(case.args.iter().map(|a| OsStr::from_bytes(a)))
+        .env("LC_ALL", "C")
+        .current_dir(&dir.0)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    if let Some(path) = &case.path {
+        command.env("PATH", path);
+    }
+    let mut child = command.spawn_group().unwrap();
+    let outcome = child.wait_timeout(RUN_LIMIT).unwrap();
+    assert!(!outcome.timed_out(), "{program} {:?} hung", case.args);
+    let status = outcome.status();
+    // Escaped, so that a raw byte and its replacement character differ.
+    let text = |name| fs::read(dir.path(name)).unwrap().escape_ascii().to_string();
+    Ending {
+        code: status.code(),
+        signal: status.signal(),
+        stdout: text("stdout"),
+        stderr: text("stderr").replace(program, "timeout"),
+    }
+}
+
+#[test]
+fn messages_and_statuses_match_gnu() {
+    use std::os::unix::fs::PermissionsExt;
+    let gnu = "/usr/bin/timeout";
+    if !Path::new(gnu).exists() {
+        common::skip_or_fail_in_ci(
+            "messages_and_statuses_match_gnu",
+            &format!("{gnu} (GNU coreutils) is absent"),
+        );
+        return;
+    }
+    let dir = Scratch::new();
+    // Executables without `#!`, found directly and through a PATH search that skips a file that is not
+    // executable and a directory of the same name.
+    let script = "echo \"$0\" \"$@\"; exit 3\n";
+    for sub in ["plain", "bin", "dir/noshebang"] {
+        fs::create_dir_all(dir.path(sub)).unwrap();
+    }
+    for (file, mode) in [
+        ("noshebang", 0o755),
+        ("bin/noshebang", 0o755),
+        ("plain/noshebang", 0o644),
+    ] {
+        fs::write(dir.path(file), script).unwrap();
+        fs::set_permissions(dir.path(file), fs::Permissions::from_mode(0o600 | mode)).unwrap();
+    }
+    std::os::unix::fs::symlink("/bin/sleep", dir.path("sl'eep")).unwrap();
+    let search = format!(
+        "{}:{}:{}:/usr/bin:/bin",
+        dir.file("plain"),
+        dir.file("dir"),
+        dir.file("bin")
+    );
+
+    let mut cases = vec![
+        // Commands that cannot be run: the name quoted as GNU's quote() does in the C locale.
+        case(&[b"1", b"nosuch'cmd"]),
+        case(&[b"1", b""]),
+        case(&[b"1", b"a b\n\x01\x7f\xff\\\"\xc3\xa9'"]),
+        case(&[b"1", b"/etc"]),
+        case(&[b"1", b"/etc/passwd"]),
+        case(&[b"--foreground", b"1", b"nosuchcmd"]),
+        // An executable without `#!` runs with /bin/sh, as execvp runs it.
+        case(&[b"1", b"./noshebang", b"a", b"b c"]),
+        Case {
+            path: Some(search.clone()),
+            ..case(&[b"1", b"noshebang", b"x"])
+        },
+        Case {
+            path: Some(search),
+            ..case(&[b"--foreground", b"1", b"noshebang"])
+        },
+        // Usage errors: GNU's wording, getopt's messages with the option as given.
+        case(&[b"a'b", b"true"]),
+        case(&[b"1\xff", b"true"]),
+        case(&[b"-k", b"1\n", b"1", b"true"]),
+        case(&[b"-s", b"a'b", b"1", b"true"]),
+        case(&[b"--signal=\x01", b"1", b"true"]),
+        case(&[b"--fo'o", b"1", b"true"]),
+        case(&[b"--\xff", b"1", b"true"]),
+        case(&[b"-\xff", b"1", b"true"]),
+        case(&[b"-x", b"1", b"true"]),
+        case(&[b"--ver"]),
+        case(&[b"--verbose=x", b"1", b"true"]),
+        case(&[b"--signal"]),
+        case(&[b"-s"]),
+        case(&[b"-k"]),
+        // The name the tool was run as, exactly.
+        Case {
+            arg0: "/some/where/timeout",
+            ..case(&[b"x", b"true"])
+        },
+        Case {
+            arg0: "",
+            ..case(&[b"1", b"nosuch"])
+        },
+        // Timeouts and statuses, with --verbose.
+        case(&[b"-v", b".1", b"./sl'eep", b"10"]),
+        case(&[b"-v", b"-s", b"INT", b".1", b"sleep", b"10"]),
+        case(&[b"--preserve-status", b".1", b"sleep", b"10"]),
+        case(&[b"1", b"sh", b"-c", b"exit 3"]),
+        case(&[b"1", b"sh", b"-c", b"echo out; echo err >&2; kill -USR1 $$"]),
+        // Missing operands: GNU prints only its "Try" line; we say what is missing.
+        Case {
+            stderr_differs: true,
+            ..case(&[])
+        },
+        Case {
+            stderr_differs: true,
+            ..case(&[b"1"])
+        },
+    ];
+    // A process limit that leaves no room for the command: the fork fails (root is exempt from RLIMIT_NPROC).
+    let tools = ["setpriv", "prlimit"];
+    if tools.iter().all(|t| Path::new("/usr/bin").join(t).exists()) {
+        let wrapper = "setpriv --reuid=nobody --regid=nogroup --clear-groups prlimit --nproc=1";
+        cases.push(Case {
+            wrapper: wrapper.split(' ').map(String::from).collect(),
+            ..case(&[b"1", b"true"])
+        });
+    } else {
+        common::skip_or_fail_in_ci(
+            "messages_and_statuses_match_gnu (process limit)",
+            "setpriv or prlimit (util-linux) is absent",
+        );
+    }
+
+    let mut mismatches = Vec::new();
+    for case in &cases {
+        let (theirs, mut ours) = (ending(gnu, case, &dir), ending(BIN, case, &dir));
+        if case.stderr_differs {
+            ours.stderr.clone_from(&theirs.stderr);
+        }
+        if theirs != ours {
+            mismatches.push(format!(
+                "{:?}:\n  GNU  {theirs:?}\n  ours {ours:?}",
+                case.args
+                    .iter()
+                    .map(|a| String::from_utf8_lossy(a))
+                    .collect::<Vec<_>>()
+            ));
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "differs from GNU:\n{}",
+        mismatches.join("\n")
+    );
+}
