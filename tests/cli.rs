@@ -785,7 +785,6 @@ fn ending(program: &str, case: &Case, dir: &Scratch) -> Ending {
 
 #[test]
 fn messages_and_statuses_match_gnu() {
-    use std::os::unix::fs::PermissionsExt;
     let gnu = "/usr/bin/timeout";
     if !Path::new(gnu).exists() {
         common::skip_or_fail_in_ci(
@@ -796,19 +795,24 @@ fn messages_and_statuses_match_gnu() {
     }
     let dir = Scratch::new();
     // Executables without `#!`, found directly and through a PATH search that skips a file that is not
-    // executable and a directory of the same name.
-    let script = "echo \"$0\" \"$@\"; exit 3\n";
-    for sub in ["plain", "bin", "dir/noshebang"] {
-        fs::create_dir_all(dir.path(sub)).unwrap();
-    }
-    for (file, mode) in [
-        ("noshebang", 0o755),
-        ("bin/noshebang", 0o755),
-        ("plain/noshebang", 0o644),
-    ] {
-        fs::write(dir.path(file), script).unwrap();
-        fs::set_permissions(dir.path(file), fs::Permissions::from_mode(0o600 | mode)).unwrap();
-    }
+    // executable and a directory of the same name. A shell writes them: a descriptor open for writing in this
+    // process could leak into a child that another test spawns meanwhile, and executing the file would then fail
+    // with ETXTBSY.
+    let write = [
+        "mkdir -p plain bin dir/noshebang || exit",
+        "for f in noshebang bin/noshebang plain/noshebang; do",
+        "  printf '%s\\n' 'echo \"$0\" \"$@\"; exit 3' > $f || exit",
+        "done",
+        "chmod 755 noshebang bin/noshebang && chmod 644 plain/noshebang",
+    ]
+    .join("\n");
+    let mut writer = Command::new("sh")
+        .args(["-c", &write])
+        .current_dir(&dir.0)
+        .spawn_group()
+        .unwrap();
+    let status = writer.wait_timeout(RUN_LIMIT).unwrap();
+    assert_eq!(status.status().code(), Some(0), "{status:?}");
     std::os::unix::fs::symlink("/bin/sleep", dir.path("sl'eep")).unwrap();
     let search = format!(
         "{}:{}:{}:/usr/bin:/bin",
