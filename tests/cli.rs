@@ -821,28 +821,29 @@ fn messages_and_statuses_match_gnu() {
         dir.file("bin")
     );
 
+    // Durations that must not run out are long: the machine may be loaded.
     let mut cases = vec![
         // Commands that cannot be run: the name quoted as GNU's quote() does in the C locale.
-        case(&[b"1", b"nosuch'cmd"]),
-        case(&[b"1", b""]),
-        case(&[b"1", b"a b\n\x01\x7f\xff\\\"\xc3\xa9'"]),
-        case(&[b"1", b"/etc"]),
-        case(&[b"1", b"/etc/passwd"]),
-        case(&[b"--foreground", b"1", b"nosuchcmd"]),
+        case(&[b"10", b"nosuch'cmd"]),
+        case(&[b"10", b""]),
+        case(&[b"10", b"a b\n\x01\x7f\xff\\\"\xc3\xa9'"]),
+        case(&[b"10", b"/etc"]),
+        case(&[b"10", b"/etc/passwd"]),
+        case(&[b"--foreground", b"10", b"nosuchcmd"]),
         // An executable without `#!` runs with /bin/sh, as execvp runs it.
-        case(&[b"1", b"./noshebang", b"a", b"b c"]),
+        case(&[b"10", b"./noshebang", b"a", b"b c"]),
         Case {
             path: Some(search.clone()),
-            ..case(&[b"1", b"noshebang", b"x"])
+            ..case(&[b"10", b"noshebang", b"x"])
         },
         Case {
             path: Some(search),
-            ..case(&[b"--foreground", b"1", b"noshebang"])
+            ..case(&[b"--foreground", b"10", b"noshebang"])
         },
         // Usage errors: GNU's wording, getopt's messages with the option as given.
         case(&[b"a'b", b"true"]),
         case(&[b"1\xff", b"true"]),
-        case(&[b"-k", b"1\n", b"1", b"true"]),
+        case(&[b"-k", b"1\n", b"10", b"true"]),
         case(&[b"-s", b"a'b", b"1", b"true"]),
         case(&[b"--signal=\x01", b"1", b"true"]),
         case(&[b"--fo'o", b"1", b"true"]),
@@ -861,14 +862,19 @@ fn messages_and_statuses_match_gnu() {
         },
         Case {
             arg0: "",
-            ..case(&[b"1", b"nosuch"])
+            ..case(&[b"10", b"nosuch"])
         },
         // Timeouts and statuses, with --verbose.
         case(&[b"-v", b".1", b"./sl'eep", b"10"]),
         case(&[b"-v", b"-s", b"INT", b".1", b"sleep", b"10"]),
         case(&[b"--preserve-status", b".1", b"sleep", b"10"]),
-        case(&[b"1", b"sh", b"-c", b"exit 3"]),
-        case(&[b"1", b"sh", b"-c", b"echo out; echo err >&2; kill -USR1 $$"]),
+        case(&[b"10", b"sh", b"-c", b"exit 3"]),
+        case(&[
+            b"10",
+            b"sh",
+            b"-c",
+            b"echo out; echo err >&2; kill -USR1 $$",
+        ]),
         // Missing operands: GNU prints only its "Try" line; we say what is missing.
         Case {
             stderr_differs: true,
@@ -889,7 +895,7 @@ fn messages_and_statuses_match_gnu() {
         let wrapper = "setpriv --reuid=nobody --regid=nogroup --clear-groups prlimit --nproc=1";
         cases.push(Case {
             wrapper: wrapper.split(' ').map(String::from).collect(),
-            ..case(&[b"1", b"true"])
+            ..case(&[b"10", b"true"])
         });
     } else {
         common::skip_or_fail_in_ci(
