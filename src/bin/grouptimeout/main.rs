@@ -188,7 +188,8 @@ fn run(opts: &Options) -> i32 {
     let name = args::quote(opts.command[0].as_encoded_bytes());
     // GNU's command inherits an ignored SIGPIPE; std would reset it (at the cost of fork + exec, so only then).
     let keep_sigpipe = host::sigpipe_was_ignored_at_start();
-    let spawned = spawn::like_execvp(&opts.command, |program, args| {
+    let path = std::env::var_os("PATH");
+    let spawned = spawn::like_execvp(&opts.command, path.as_deref(), |program, args| {
         let mut command = Command::new(program);
         command.args(args);
         if keep_sigpipe {
