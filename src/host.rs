@@ -5,58 +5,62 @@
 //! signal handlers, the signal mask, the child-subreaper flag, reaping children, resource limits, exiting.
 //! A library that merely runs commands should not call any of it.
 //!
-//! - [`SignalPipe`]: receive signals synchronously through a self-pipe, without blocking them; and
-//!   [`signal_is_ignored`] to leave alone what the parent chose to ignore.
+//! - [`Signals`]: receive signals synchronously (blocked, and taken with `sigtimedwait`), without a descriptor;
+//!   [`signal_is_ignored`] to leave alone what the parent chose to ignore, and [`stop_ignoring`] for the one
+//!   signal that must work (the timeout's).
 //! - [`sigpipe_was_ignored_at_start`] and [`keep_sigpipe_ignored`]: pass an ignored `SIGPIPE` on to the command, as
 //!   a program that does not reset it would.
-//! - [`become_child_subreaper`], [`sweep_children`] and [`reap_exited_children`]: catch descendants that left the
-//!   command's process group, and reap the orphans adopted meanwhile. Linux only (Android included): they exist
-//!   on every Unix so that a program builds everywhere, but elsewhere they fail.
+//! - [`Subreaper`]: catch descendants that left the command's process group, reap the orphans adopted meanwhile,
+//!   and leave alone the children this process had before. Linux only (Android included): it exists on every Unix
+//!   so that a program builds everywhere, but elsewhere it fails.
 //! - [`signal_child`]: signal one unreaped child of a [`std::process::Child`] by pid.
 //! - [`exit_as_signaled`]: end this process the way a command that died of a signal ended.
 
-use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::sys;
 
-/// Signal handlers that turn signals into bytes on a pipe, read synchronously with [`wait`](SignalPipe::wait).
+/// Signals received synchronously: blocked, and taken one at a time by [`wait`](Signals::wait).
 ///
-/// [`install`](SignalPipe::install) sets, for each signal given, a handler that only writes the signal number to a
-/// non-blocking, close-on-exec pipe (one `write(2)`, which is async-signal-safe), and unblocks those signals in the
-/// calling thread. Dropping the value restores the previous dispositions and signal mask.
+/// [`install`](Signals::install) sets, for each signal given, a handler that only notes that the signal arrived,
+/// and blocks those signals in the calling thread. A blocked signal stays pending until [`wait`](Signals::wait)
+/// takes it (`sigtimedwait(2)`); the handler runs only while the signals are unblocked, inside
+/// [`unblocked`](Signals::unblocked), and what it notes is reported by the next `wait`. Dropping the value unblocks
+/// the signals (a signal still pending then goes to the handler and is dropped) and restores the previous
+/// dispositions and mask. Uses no file descriptor.
 ///
 /// # What is guaranteed
 ///
 /// - A signal that arrives after `install` returned is reported by a later `wait` (several deliveries of the same
-///   signal may be reported once or several times; the kernel itself merges pending standard signals).
-/// - Handlers revert to the default disposition across `exec`, so a command spawned while the pipe is installed
-///   starts with default dispositions for these signals, including any that this process had ignored (an
-///   inherited `SIG_IGN`, such as `SIGCHLD` ignored by a careless parent, is replaced). The pipe's descriptors are
-///   close-on-exec and never reach the command.
-/// - `SIGCHLD` may be in the set: its handler uses `SA_NOCLDSTOP` and never `SA_NOCLDWAIT`, so children stay
-///   waitable; this is what lets [`CommandExt::spawn_group`](crate::CommandExt::spawn_group) run in a process
-///   started with `SIGCHLD` ignored.
+///   signal may be reported once: the kernel merges pending standard signals).
+/// - While the value lives, none of these signals can end the process or interrupt it: a program that keeps it
+///   until it exits (calling [`std::process::exit`] or [`exit_as_signaled`] without dropping it) cannot be killed
+///   by one of them while it computes its exit status.
+/// - Handlers revert to the default disposition across `exec`, so a command spawned while the value lives starts
+///   with default dispositions for these signals, including any that this process had ignored (an inherited
+///   `SIG_IGN`, such as `SIGCHLD` ignored by a careless parent, is replaced).
+/// - `SIGCHLD` may be in the set: it is never installed with `SA_NOCLDWAIT`, so children stay waitable (this is
+///   what lets [`CommandExt::spawn_group`](crate::CommandExt::spawn_group) run in a process started with
+///   `SIGCHLD` ignored). It is reported when a child stops or continues too, not only when one exits.
 ///
 /// # What is not guaranteed
 ///
-/// - The handled signals are unblocked in the calling thread, and a command spawned meanwhile inherits that mask
-///   (std does not reset the mask of a spawned command): it starts with those signals unblocked, whatever this
-///   process's own mask was. Other blocked signals stay blocked for the command too.
-/// - Process-wide: one `SignalPipe` at a time per process (a second `install` fails), and other code installing
-///   handlers for the same signals replaces ours. In a multi-threaded program the signals may also be delivered to
-///   other threads (still reported), and a handler running on another thread while the value is dropped could
-///   write one byte to a just-closed, reused descriptor. Single-threaded supervisors are not affected.
+/// - A spawned command inherits the signal mask of the moment (std does not reset it): spawn it inside
+///   [`unblocked`](Signals::unblocked), or it starts with these signals blocked. Other signals this process had
+///   blocked stay blocked for the command either way.
+/// - Process-wide: one `Signals` at a time per process (a second `install` fails), and other code installing
+///   handlers for the same signals replaces ours. The mask is the calling thread's: in a multi-threaded program,
+///   other threads must block these signals too, or the kernel may deliver them there (then they are noted and
+///   reported, but do not wake a `wait` in progress).
+/// - Signal numbers up to 64 only.
 #[derive(Debug)]
-#[must_use = "dropping a SignalPipe restores the previous signal handlers at once"]
-pub struct SignalPipe {
-    /// Closed only after the handlers were restored (fields drop after `Drop::drop`), and before `read`, so that a
-    /// late handler never writes into a pipe without a reader (which would raise `SIGPIPE`).
-    _write: OwnedFd,
-    read: OwnedFd,
+#[must_use = "dropping a Signals restores the previous signal handlers and mask at once"]
+pub struct Signals {
+    set: Vec<i32>,
     saved: Vec<(i32, sys::SavedAction)>,
     mask: Option<sys::SavedMask>,
 }
@@ -73,81 +77,105 @@ impl std::fmt::Debug for sys::SavedMask {
     }
 }
 
-impl SignalPipe {
-    /// Installs the pipe-writing handler for each of `signals`, then unblocks them in the calling thread.
+/// Whether a `Signals` is installed in this process.
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+impl Signals {
+    /// Installs the recording handler for each of `signals`, then blocks them in the calling thread.
     ///
-    /// Install it *before* spawning the command you supervise: from then on no handled signal can end this process
-    /// and leave the command running unsupervised.
+    /// Install it *before* spawning the command you supervise (and spawn it inside
+    /// [`unblocked`](Signals::unblocked)): from then on no handled signal can end this process and leave the command
+    /// running unsupervised.
     ///
     /// # Errors
     ///
-    /// Another `SignalPipe` is installed (`AlreadyExists`); a signal cannot be caught (`SIGKILL`, `SIGSTOP`) or is
-    /// not a valid number (`InvalidInput`); the pipe cannot be created. On error every disposition changed so far
-    /// is restored.
-    pub fn install(signals: &[i32]) -> io::Result<SignalPipe> {
-        let (read, write) = sys::nonblocking_pipe()?;
-        sys::register_signal_pipe(&write)?;
-        let mut pipe = SignalPipe {
-            read,
-            _write: write,
+    /// Another `Signals` is installed (`AlreadyExists`); a signal cannot be caught (`SIGKILL`, `SIGSTOP`) or is not
+    /// a valid number below 65 (`InvalidInput`). On error every disposition changed so far is restored.
+    pub fn install(signals: &[i32]) -> io::Result<Signals> {
+        if INSTALLED.swap(true, Ordering::SeqCst) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "a grouptimeout::host::Signals is already installed in this process",
+            ));
+        }
+        let mut installed = Signals {
+            set: signals.to_vec(),
             saved: Vec::with_capacity(signals.len()),
             mask: None,
         };
+        sys::clear_recorded(signals);
         for &signal in signals {
-            let saved = sys::install_pipe_handler(signal).map_err(|e| {
+            let saved = sys::install_recording_handler(signal, true).map_err(|e| {
                 io::Error::new(
                     e.kind(),
                     format!("cannot install a handler for signal {signal}: {e}"),
                 )
             })?;
-            pipe.saved.push((signal, saved));
+            installed.saved.push((signal, saved));
         }
-        pipe.mask = Some(sys::unblock(signals)?);
-        Ok(pipe)
+        installed.mask = Some(sys::block(signals)?);
+        Ok(installed)
     }
 
     /// Waits until a handled signal arrives, at most `timeout` (`None`: no limit), and returns its number, or
     /// `None` when the time is up. `Some(Duration::ZERO)` only checks.
     ///
-    /// Signals are returned in the order they arrived, one per call. The wait is a `poll(2)` on the pipe (`ppoll`
-    /// on Linux); it never returns `None` before `timeout` has passed.
+    /// One signal per call; signals noted by the handler (inside [`unblocked`](Signals::unblocked)) come first,
+    /// lowest number first. It never returns `None` before `timeout` has passed. On Linux, FreeBSD and NetBSD the
+    /// wait is one `sigtimedwait(2)`; elsewhere (macOS) it checks the pending signals every 10 ms.
     ///
     /// # Errors
     ///
-    /// Reading or polling the pipe failed, which does not happen in practice.
+    /// The wait failed, which does not happen in practice.
     pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<Option<i32>> {
         let deadline = timeout.map(|t| Instant::now().checked_add(t));
         loop {
-            if let Some(byte) = sys::read_byte(&self.read)? {
-                return Ok(Some(i32::from(byte)));
+            if let Some(signal) = sys::take_recorded(&self.set) {
+                return Ok(Some(signal));
             }
             let left = match deadline {
-                // No limit: poll for a day at a time.
+                // No limit: wait a day at a time.
                 None | Some(None) => Duration::from_secs(86_400),
-                Some(Some(deadline)) => match deadline.saturating_duration_since(Instant::now()) {
-                    Duration::ZERO => return Ok(None),
-                    left => left,
-                },
+                Some(Some(deadline)) => deadline.saturating_duration_since(Instant::now()),
             };
-            let mut readable = [libc::pollfd {
-                fd: self.read.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            }];
-            sys::poll(&mut readable, left)?;
+            if let Some(signal) = sys::wait_blocked(&self.set, left)? {
+                return Ok(Some(signal));
+            }
+            if left.is_zero() {
+                return Ok(None);
+            }
         }
+    }
+
+    /// Runs `f` with the handled signals unblocked (as they were before [`install`](Signals::install) blocked them,
+    /// whatever else the mask holds), then blocks them again. Signals that arrive meanwhile are noted by the handler
+    /// and reported by the next [`wait`](Signals::wait).
+    ///
+    /// Spawn the supervised command in here, so that it does not inherit the handled signals blocked.
+    ///
+    /// # Errors
+    ///
+    /// Changing the signal mask failed (invalid arguments only; `f` did not run).
+    pub fn unblocked<T>(&mut self, f: impl FnOnce() -> T) -> io::Result<T> {
+        let _previous = sys::unblock(&self.set)?;
+        let result = f();
+        sys::block(&self.set)?;
+        Ok(result)
     }
 }
 
-impl Drop for SignalPipe {
+impl Drop for Signals {
     fn drop(&mut self) {
+        // Unblock first: a pending signal goes to the recording handler rather than to a restored default action.
+        if let Some(mask) = &self.mask {
+            let _ = sys::unblock(&self.set);
+            let _ = sys::set_mask(mask);
+        }
         for (signal, saved) in self.saved.iter().rev() {
             let _ = sys::restore_action(*signal, saved);
         }
-        if let Some(mask) = &self.mask {
-            let _ = sys::set_mask(mask);
-        }
-        sys::unregister_signal_pipe();
+        sys::clear_recorded(&self.set);
+        INSTALLED.store(false, Ordering::SeqCst);
     }
 }
 
@@ -155,7 +183,7 @@ impl Drop for SignalPipe {
 /// under `nohup` (`SIGHUP`) or as a background job of a non-interactive shell (`SIGINT`, `SIGQUIT`).
 ///
 /// An ignored signal stays ignored across `exec`, so a command spawned now inherits it; a handler installed by
-/// [`SignalPipe::install`] would replace that with the default disposition in the command. A supervisor that
+/// [`Signals::install`] would replace that with the default disposition in the command. A supervisor that
 /// wants to leave such choices of its parent intact checks this first and does not handle those signals.
 ///
 /// # Errors
@@ -200,31 +228,233 @@ pub fn keep_sigpipe_ignored(command: &mut Command) -> &mut Command {
     command
 }
 
-/// Makes this process a *child subreaper* (Linux `prctl(PR_SET_CHILD_SUBREAPER)`): a descendant whose parent dies
-/// is re-parented to this process instead of to init, so that [`sweep_children`] can find it. Linux only (Android
-/// included): elsewhere it fails.
+/// Resets `signal` to its default disposition if this process ignores it (`SIG_IGN`), and says whether it did.
 ///
-/// Process-wide and, for processes already adopted, irreversible. Adopted processes become children of this
-/// process: when they exit they stay zombies until reaped, for instance by [`sweep_children`].
+/// For the signal a supervisor sends at its timeout: started as a background job of a script (`SIGINT` ignored) or
+/// under `trap '' TERM`, a command spawned now would inherit that signal ignored and the timeout would do nothing.
+/// A signal that is handled or already at its default disposition is left as it is.
 ///
 /// # Errors
 ///
-/// The `prctl` call failed; on systems other than Linux and Android this always fails with `Unsupported`.
-pub fn become_child_subreaper() -> io::Result<()> {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
-        sys::set_child_subreaper()
+/// `signal` is not a valid signal number, or its disposition cannot be changed (`SIGKILL` and `SIGSTOP` are never
+/// ignored, so they are left alone without error).
+pub fn stop_ignoring(signal: i32) -> io::Result<bool> {
+    sys::stop_ignoring(signal)
+}
+
+/// The Linux *child subreaper* role (`prctl(PR_SET_CHILD_SUBREAPER)`), with the bookkeeping that makes it safe:
+/// descendants whose parent dies are re-parented to this process instead of to init, and
+/// [`reap_exited`](Subreaper::reap_exited) and [`sweep`](Subreaper::sweep) reap and kill them. Linux only (Android
+/// included): elsewhere [`new`](Subreaper::new) fails.
+///
+/// # What is guaranteed
+///
+/// - Children this process already had when [`new`](Subreaper::new) ran (a shell's `sleep 9 & exec supervisor …`,
+///   or the `gzip` of `exec > >(gzip)`) are never signalled nor reaped: they are not the supervised command's.
+/// - A pid is signalled only while it is listed as an unreaped child of this process, in a `/proc` shown to be
+///   this process's own (`/proc/self` names our pid), so it cannot name a stranger. Children are reaped by pid,
+///   never with `waitpid(-1)`, and the pids given as `owned` are never reaped.
+/// - Uses one descriptor (the open `/proc/self/task/PID/children`), taken in `new`: it works with every other
+///   descriptor in use.
+///
+/// # What is not guaranteed
+///
+/// - Process-wide, and irreversible for processes already adopted. Adopted processes are children of this
+///   process: when they exit they stay zombies until reaped.
+/// - Only the children of the thread that called `new` are listed (adopted orphans go to that thread as long as it
+///   lives): use it from a single-threaded supervisor, or spawn from that thread.
+/// - An orphan of one of the children this process already had is adopted too, and treated like the command's.
+#[derive(Debug)]
+pub struct Subreaper {
+    /// `/proc/self/task/PID/children`, kept open.
+    children: std::fs::File,
+    /// The children this process had before it became a subreaper.
+    before: Vec<u32>,
+}
+
+impl Subreaper {
+    /// Checks that `/proc` is this process's, records the children this process already has, keeps a descriptor
+    /// on its children list, and makes this process a child subreaper, in that order.
+    ///
+    /// # Errors
+    ///
+    /// Each names what is missing, and nothing was changed: `/proc` is missing (`NotFound`) or belongs to another
+    /// PID namespace (`/proc/self` is not our pid: `Unsupported`); the children list cannot be opened or read
+    /// (a kernel without `CONFIG_PROC_CHILDREN`, or no descriptor left); `SIGCHLD` is ignored (`Unsupported`: the
+    /// kernel would reap children at once and their pids could be reused before they are signalled); the `prctl`
+    /// call failed. On systems other than Linux and Android this always fails with `Unsupported`.
+    pub fn new() -> io::Result<Subreaper> {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            auto_reaped_is_unsupported()?;
+            let pid = std::process::id();
+            match std::fs::read_link("/proc/self") {
+                Ok(link) if link.as_os_str() == pid.to_string().as_str() => {}
+                Ok(link) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        format!(
+                            "/proc is not this process's (/proc/self is {}, not {pid}: a /proc of another PID \
+                             namespace), so the processes it lists cannot be told apart from strangers",
+                            link.display()
+                        ),
+                    ))
+                }
+                Err(e) => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("/proc is missing or unusable (cannot read /proc/self: {e}), so child processes cannot be listed"),
+                    ))
+                }
+            }
+            let path = format!("/proc/{pid}/task/{pid}/children");
+            let children = std::fs::File::open(&path)
+                .map_err(|e| io::Error::new(e.kind(), format!("cannot open {path}: {e}")))?;
+            let mut subreaper = Subreaper {
+                children,
+                before: Vec::new(),
+            };
+            subreaper.before = subreaper.list()?;
+            sys::set_child_subreaper()?;
+            Ok(subreaper)
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        {
+            Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "child subreapers exist only on Linux",
+            ))
+        }
     }
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "child subreapers exist only on Linux",
-        ))
+
+    /// The children this process had before [`new`](Subreaper::new): never signalled nor reaped.
+    pub fn preexisting(&self) -> &[u32] {
+        &self.before
+    }
+
+    /// Reaps the children that have exited, except the pids in `owned` and the [preexisting](Subreaper::preexisting)
+    /// ones, without signalling anything; returns how many were reaped.
+    ///
+    /// Call it on each `SIGCHLD`, so that adopted orphans that exit do not pile up as zombies in a long run. Its cost
+    /// follows the number of children that exited: it asks the kernel for one exited child (`waitid` with
+    /// `WNOWAIT`) and reaps it by pid, until none is left. Only when the exited child the kernel names is one it must
+    /// not reap (an `owned` or preexisting one that exited) does it read the list of all children, and reap by pid
+    /// each listed one that exited.
+    ///
+    /// # Errors
+    ///
+    /// `SIGCHLD` is ignored in this process (`Unsupported`); the children list cannot be read; reaping failed.
+    pub fn reap_exited(&mut self, owned: &[u32]) -> io::Result<usize> {
+        auto_reaped_is_unsupported()?;
+        let mut reaped = 0;
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        while let Some(pid) = sys::peek_exited_child()? {
+            if self.keeps(owned, pid) {
+                for pid in self.list()? {
+                    if !self.keeps(owned, pid) && sys::reap_if_exited(pid)? {
+                        reaped += 1;
+                    }
+                }
+                break;
+            }
+            if sys::reap_if_exited(pid)? {
+                reaped += 1;
+            }
+        }
+        Ok(reaped)
+    }
+
+    /// Sends `SIGKILL` to every child of this process except the pids in `owned` and the
+    /// [preexisting](Subreaper::preexisting) ones, reaps them, and repeats with the children this adopts meanwhile,
+    /// until none is left or `limit` has passed.
+    ///
+    /// Pass in `owned` the pid of every child that other code still owns and will wait for (a
+    /// [`std::process::Child`] not yet waited for): it is neither signalled nor reaped. Each listed child is
+    /// signalled by its pid (never a group, never -1) while it is an unreaped child of this process, and reaped by
+    /// its pid (never `waitpid(-1)`).
+    ///
+    /// Every round kills what it lists and reaps what has died; a killed child's own children are adopted and listed
+    /// in the next round. Between rounds without progress it sleeps briefly (50 µs, doubling to 10 ms). A child that
+    /// does not die (stuck in uninterruptible sleep, or owned by another user) cannot hang the sweep: it ends after
+    /// `limit` and reports what is left.
+    ///
+    /// # Errors
+    ///
+    /// `SIGCHLD` is ignored in this process (`Unsupported`); the children list cannot be read; reaping failed.
+    pub fn sweep(&mut self, owned: &[u32], limit: Duration) -> io::Result<Sweep> {
+        auto_reaped_is_unsupported()?;
+        let deadline = Instant::now().checked_add(limit);
+        let mut sweep = Sweep::default();
+        let mut pause = Duration::from_micros(50);
+        loop {
+            let pids: Vec<u32> = self
+                .list()?
+                .into_iter()
+                .filter(|&pid| !self.keeps(owned, pid))
+                .collect();
+            if pids.is_empty() {
+                return Ok(sweep);
+            }
+            for &pid in &pids {
+                // EPERM (another user's process) is reported through `left` when the time runs out.
+                let _ = sys::signal_process(pid, libc::SIGKILL);
+            }
+            let before = sweep.reaped;
+            for &pid in &pids {
+                if sys::reap_if_exited(pid)? {
+                    sweep.reaped += 1;
+                }
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                sweep.left = pids;
+                return Ok(sweep);
+            }
+            if sweep.reaped == before {
+                thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(10));
+            } else {
+                pause = Duration::from_micros(50);
+            }
+        }
+    }
+
+    /// Whether `pid` is one this must neither signal nor reap.
+    fn keeps(&self, owned: &[u32], pid: u32) -> bool {
+        owned.contains(&pid) || self.before.contains(&pid)
+    }
+
+    /// The pids in the children list, read again from its start.
+    fn list(&mut self) -> io::Result<Vec<u32>> {
+        let mut text = String::new();
+        self.children
+            .seek(SeekFrom::Start(0))
+            .and_then(|_| self.children.read_to_string(&mut text))
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("cannot read this process's children list in /proc: {e}"),
+                )
+            })?;
+        Ok(text
+            .split_ascii_whitespace()
+            .filter_map(|s| s.parse().ok())
+            .collect())
     }
 }
 
-/// What [`sweep_children`] did.
+/// Fails when `SIGCHLD` is ignored in this process: the kernel then reaps children itself.
+fn auto_reaped_is_unsupported() -> io::Result<()> {
+    if sys::children_are_auto_reaped()? {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "SIGCHLD is ignored, so the kernel reaps children at once and their pids could be reused before they are \
+             signalled",
+        ));
+    }
+    Ok(())
+}
+
+/// What [`Subreaper::sweep`] did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Sweep {
@@ -233,119 +463,6 @@ pub struct Sweep {
     /// Children still listed when the time limit ran out: stuck in uninterruptible sleep, or not ours to signal
     /// (`EPERM`). Empty when the sweep finished.
     pub left: Vec<u32>,
-}
-
-/// Sends `SIGKILL` to every child process of this process, except the pids in `keep`, reaps them, and repeats with
-/// the children this adopts meanwhile, until none is left or `limit` has passed. Linux only: elsewhere it fails.
-///
-/// The children are listed in `/proc/self/task/*/children`: the ones this process spawned and, after
-/// [`become_child_subreaper`], the orphans it adopted. Pass in `keep` the pid of every child that other code still
-/// owns and will wait for (a [`std::process::Child`] not yet waited for): it is neither signalled nor reaped. Each
-/// listed child is signalled by its pid (never a group, never -1) while it is an unreaped child of this process, so
-/// the pid cannot name anyone else; each is reaped by its pid (never `waitpid(-1)`).
-///
-/// Every round kills what it lists and reaps what has died; a killed child's own children are adopted and listed
-/// in the next round. Between rounds without progress it sleeps briefly (50 µs, doubling to 10 ms). A child that
-/// does not die (stuck in uninterruptible sleep, or owned by another user) cannot hang the sweep: it ends after
-/// `limit` and reports what is left.
-///
-/// # Errors
-///
-/// `SIGCHLD` is ignored in this process (the kernel would reap children at once and their pids could be reused
-/// before they are signalled: `Unsupported`); `/proc/self/task/*/children` cannot be read (not Linux, or a kernel
-/// without `CONFIG_PROC_CHILDREN`); reaping failed.
-pub fn sweep_children(keep: &[u32], limit: Duration) -> io::Result<Sweep> {
-    if sys::children_are_auto_reaped()? {
-        return Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "not sweeping children: SIGCHLD is ignored, so their pids could be reused before they are signalled",
-        ));
-    }
-    let deadline = Instant::now().checked_add(limit);
-    let mut sweep = Sweep::default();
-    let mut pause = Duration::from_micros(50);
-    loop {
-        let pids: Vec<u32> = list_children()?
-            .into_iter()
-            .filter(|pid| !keep.contains(pid))
-            .collect();
-        if pids.is_empty() {
-            return Ok(sweep);
-        }
-        for &pid in &pids {
-            // EPERM (another user's process) is reported through `left` when the time runs out.
-            let _ = sys::signal_process(pid, libc::SIGKILL);
-        }
-        let before = sweep.reaped;
-        for &pid in &pids {
-            if sys::reap_if_exited(pid)? {
-                sweep.reaped += 1;
-            }
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            sweep.left = pids;
-            return Ok(sweep);
-        }
-        if sweep.reaped == before {
-            thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(10));
-        } else {
-            pause = Duration::from_micros(50);
-        }
-    }
-}
-
-/// Reaps every child process of this process that has already exited, except the pids in `keep`, without
-/// signalling anything; returns how many were reaped. Linux only: elsewhere it fails.
-///
-/// For a long-running [child subreaper](become_child_subreaper): adopted orphans that exit stay zombies until
-/// reaped, and a command that keeps starting short-lived daemons would otherwise pile them up. Call it when
-/// `SIGCHLD` arrives. As in [`sweep_children`], only listed pids are waited for, one by one (never
-/// `waitpid(-1)`), and the pids in `keep` (children that other code owns, such as a [`std::process::Child`]) are
-/// left alone.
-///
-/// # Errors
-///
-/// As for [`sweep_children`].
-pub fn reap_exited_children(keep: &[u32]) -> io::Result<usize> {
-    if sys::children_are_auto_reaped()? {
-        return Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "not reaping children: SIGCHLD is ignored, so the kernel reaps them itself",
-        ));
-    }
-    let mut reaped = 0;
-    for pid in list_children()? {
-        if !keep.contains(&pid) && sys::reap_if_exited(pid)? {
-            reaped += 1;
-        }
-    }
-    Ok(reaped)
-}
-
-/// The pids listed in `/proc/self/task/*/children`, without duplicates.
-fn list_children() -> io::Result<Vec<u32>> {
-    let mut pids = Vec::new();
-    for task in std::fs::read_dir("/proc/self/task")? {
-        let path = task?.path().join("children");
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            // A thread that ended since the directory was read.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                return Err(io::Error::new(
-                    e.kind(),
-                    format!("cannot read {}: {e}", path.display()),
-                ))
-            }
-        };
-        for pid in text.split_ascii_whitespace().filter_map(|s| s.parse().ok()) {
-            if !pids.contains(&pid) {
-                pids.push(pid);
-            }
-        }
-    }
-    Ok(pids)
 }
 
 /// Sends `signal` to the one process `child` (by pid, not its group), unless it was already reaped.

@@ -1,58 +1,9 @@
-//! Pipes, `poll(2)` and reads.
+//! Non-blocking descriptors, `poll(2)` and reads.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd};
 
 use super::{cvt, retry_eintr};
-
-/// Creates a pipe whose ends are both non-blocking and close-on-exec: `(read, write)`.
-pub(crate) fn nonblocking_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [-1 as libc::c_int; 2];
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
-        // SAFETY: `fds` is a live array of two ints, as pipe2 requires.
-        cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) })?;
-    }
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    {
-        // SAFETY: `fds` is a live array of two ints, as pipe requires.
-        cvt(unsafe { libc::pipe(fds.as_mut_ptr()) })?;
-    }
-    // SAFETY: the kernel just gave us these two descriptors; nothing else owns them.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    for fd in [&read, &write] {
-        // SAFETY: fcntl on a descriptor we own, with integer arguments only.
-        cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) })?;
-        // SAFETY: as above.
-        cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) })?;
-    }
-    Ok((read, write))
-}
-
-/// Reads one byte from the non-blocking `fd`: `Ok(None)` when there is none yet.
-pub(crate) fn read_byte(fd: &OwnedFd) -> io::Result<Option<u8>> {
-    retry_eintr(|| {
-        let mut byte = 0u8;
-        // SAFETY: reads at most one byte into a live local.
-        let n = unsafe { libc::read(fd.as_raw_fd(), (&mut byte as *mut u8).cast(), 1) };
-        match n {
-            1 => Ok(Some(byte)),
-            0 => Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "signal pipe closed",
-            )),
-            _ => {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::WouldBlock {
-                    Ok(None)
-                } else {
-                    Err(e)
-                }
-            }
-        }
-    })
-}
 
 /// Puts `fd` into non-blocking mode (`O_NONBLOCK` on its open file description).
 ///

@@ -1,9 +1,10 @@
 //! The crate's only `unsafe`: thin, safe wrappers over the libc calls it needs.
 //!
 //! - `process`: waiting for and signalling processes and groups;
-//! - `signal`: dispositions, masks and the self-pipe handler (used by the opt-in `host` module);
-//! - `fd`: pipes, `poll` and reads;
-//! - `linux`: Linux-only process controls.
+//! - `signal`: dispositions, masks, the recording handler and waiting for blocked signals (for the opt-in `host`
+//!   module);
+//! - `fd`: non-blocking descriptors, `poll` and reads;
+//! - `linux`: Linux-only process controls (the subreaper flag, peeking at exited children).
 //!
 //! Each wrapper checks its arguments, retries `EINTR` where the call can be interrupted, and turns
 //! a failure into `io::Error::last_os_error()` through [`cvt`].

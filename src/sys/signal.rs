@@ -1,11 +1,11 @@
-//! Signal dispositions and masks, and the handler that writes to the `host::SignalPipe`.
+//! Signal dispositions and masks, the recording handler of `host::Signals`, and waiting for blocked signals.
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use super::cvt;
 
@@ -26,64 +26,51 @@ fn current_action(signal: libc::c_int) -> io::Result<libc::sigaction> {
     Ok(unsafe { old.assume_init() })
 }
 
-/// The write end of the signal pipe of the one installed `host::SignalPipe`, or -1.
-static SIGNAL_PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
+/// Signals the recording handler saw, by number: set by [`on_signal`], taken by [`take_recorded`].
+static RECORDED: [AtomicBool; SIGNAL_LIMIT] = [const { AtomicBool::new(false) }; SIGNAL_LIMIT];
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn errno_location() -> *mut libc::c_int {
-    // SAFETY: returns a pointer to the calling thread's errno; no preconditions.
-    unsafe { libc::__errno_location() }
-}
+/// Signal numbers the recording handler can note: below this (64 real-time and standard signals on Linux).
+pub(crate) const SIGNAL_LIMIT: usize = 65;
 
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn errno_location() -> *mut libc::c_int {
-    // SAFETY: returns a pointer to the calling thread's errno; no preconditions.
-    unsafe { libc::__error() }
-}
-
-/// The signal handler: writes the signal number as one byte to the pipe. Async-signal-safe: one atomic load and
-/// one `write(2)`; `errno` is saved and restored.
+/// The recording handler: notes that `signal` arrived. Async-signal-safe: one atomic store, `errno` untouched.
 extern "C" fn on_signal(signal: libc::c_int) {
-    let fd = SIGNAL_PIPE_WRITE.load(Ordering::SeqCst);
-    if fd < 0 {
-        return;
+    if let Some(flag) = usize::try_from(signal).ok().and_then(|s| RECORDED.get(s)) {
+        flag.store(true, Ordering::SeqCst);
     }
-    let errno = errno_location();
-    // SAFETY: `errno` points to this thread's errno, valid for the thread's lifetime.
-    let saved = unsafe { *errno };
-    let byte = signal as u8;
-    // SAFETY: writes one byte from a live local to a descriptor: no memory is touched but `byte`. A full pipe fails
-    // with EAGAIN and loses the byte (the reader is awake anyway). In a multi-threaded host, a handler racing the
-    // drop of `host::SignalPipe` may write to a descriptor number reused meanwhile (documented there).
-    unsafe { libc::write(fd, (&byte as *const u8).cast(), 1) };
-    // SAFETY: as above.
-    unsafe { *errno = saved };
+}
+
+/// Takes (and clears) the lowest of `signals` that the recording handler noted, if any.
+pub(crate) fn take_recorded(signals: &[libc::c_int]) -> Option<libc::c_int> {
+    let mut sorted = signals.to_vec();
+    sorted.sort_unstable();
+    sorted.into_iter().find(|&s| {
+        usize::try_from(s)
+            .ok()
+            .and_then(|s| RECORDED.get(s))
+            .is_some_and(|flag| flag.swap(false, Ordering::SeqCst))
+    })
+}
+
+/// Forgets what the recording handler noted for `signals`.
+pub(crate) fn clear_recorded(signals: &[libc::c_int]) {
+    while take_recorded(signals).is_some() {}
 }
 
 /// A saved signal disposition, restored by [`restore_action`].
 pub(crate) struct SavedAction(libc::sigaction);
 
-/// Makes `fd` the descriptor the signal handler writes to. Fails if another one is registered.
-pub(crate) fn register_signal_pipe(fd: &OwnedFd) -> io::Result<()> {
-    SIGNAL_PIPE_WRITE
-        .compare_exchange(-1, fd.as_raw_fd(), Ordering::SeqCst, Ordering::SeqCst)
-        .map(drop)
-        .map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::AlreadyExists,
-                "a grouptimeout::host::SignalPipe is already installed in this process",
-            )
-        })
-}
-
-/// Stops the signal handler from writing anywhere.
-pub(crate) fn unregister_signal_pipe() {
-    SIGNAL_PIPE_WRITE.store(-1, Ordering::SeqCst);
-}
-
-/// Installs the pipe-writing handler for `signal` (`SA_RESTART`; for `SIGCHLD` also `SA_NOCLDSTOP`, never
-/// `SA_NOCLDWAIT`) and returns the previous disposition.
-pub(crate) fn install_pipe_handler(signal: libc::c_int) -> io::Result<SavedAction> {
+/// Installs the recording handler for `signal` (`SA_RESTART`, never `SA_NOCLDWAIT`; for `SIGCHLD`, `SA_NOCLDSTOP`
+/// only when `child_stops` is false) and returns the previous disposition.
+pub(crate) fn install_recording_handler(
+    signal: libc::c_int,
+    child_stops: bool,
+) -> io::Result<SavedAction> {
+    if usize::try_from(signal).map_or(true, |s| s >= SIGNAL_LIMIT) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("signal {signal} is out of range"),
+        ));
+    }
     let mut act = MaybeUninit::<libc::sigaction>::zeroed();
     let mut old = MaybeUninit::<libc::sigaction>::zeroed();
     let handler: extern "C" fn(libc::c_int) = on_signal;
@@ -92,7 +79,7 @@ pub(crate) fn install_pipe_handler(signal: libc::c_int) -> io::Result<SavedActio
         let p = act.as_mut_ptr();
         (*p).sa_sigaction = handler as libc::sighandler_t;
         (*p).sa_flags = libc::SA_RESTART
-            | if signal == libc::SIGCHLD {
+            | if signal == libc::SIGCHLD && !child_stops {
                 libc::SA_NOCLDSTOP
             } else {
                 0
@@ -106,7 +93,19 @@ pub(crate) fn install_pipe_handler(signal: libc::c_int) -> io::Result<SavedActio
     Ok(SavedAction(unsafe { old.assume_init() }))
 }
 
-/// Restores a disposition saved by [`install_pipe_handler`].
+/// Sets `signal` to its default disposition if it is ignored (`SIG_IGN`); returns whether it was.
+pub(crate) fn stop_ignoring(signal: libc::c_int) -> io::Result<bool> {
+    if !is_ignored(signal)? {
+        return Ok(false);
+    }
+    // SAFETY: SIG_DFL is a valid disposition; signal() only changes process state.
+    if unsafe { libc::signal(signal, libc::SIG_DFL) } == libc::SIG_ERR {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(true)
+}
+
+/// Restores a disposition saved by [`install_recording_handler`].
 pub(crate) fn restore_action(signal: libc::c_int, saved: &SavedAction) -> io::Result<()> {
     // SAFETY: `saved.0` is a disposition the kernel gave us; a null `old` pointer is allowed.
     cvt(unsafe { libc::sigaction(signal, &saved.0, std::ptr::null_mut()) }).map(drop)
@@ -128,17 +127,92 @@ fn sigset(signals: &[libc::c_int]) -> io::Result<libc::sigset_t> {
     Ok(unsafe { set.assume_init() })
 }
 
-/// Unblocks `signals` in the calling thread and returns the previous mask.
-pub(crate) fn unblock(signals: &[libc::c_int]) -> io::Result<SavedMask> {
+/// Changes the calling thread's mask (`how`: `SIG_BLOCK` or `SIG_UNBLOCK`) for `signals`; returns the previous mask.
+fn change_mask(how: libc::c_int, signals: &[libc::c_int]) -> io::Result<SavedMask> {
     let set = sigset(signals)?;
     let mut old = MaybeUninit::<libc::sigset_t>::zeroed();
     // SAFETY: both pointers are live sigset_t values.
-    let rc = unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, old.as_mut_ptr()) };
+    let rc = unsafe { libc::pthread_sigmask(how, &set, old.as_mut_ptr()) };
     if rc != 0 {
         return Err(io::Error::from_raw_os_error(rc));
     }
     // SAFETY: filled in by the successful pthread_sigmask.
     Ok(SavedMask(unsafe { old.assume_init() }))
+}
+
+/// Unblocks `signals` in the calling thread and returns the previous mask.
+pub(crate) fn unblock(signals: &[libc::c_int]) -> io::Result<SavedMask> {
+    change_mask(libc::SIG_UNBLOCK, signals)
+}
+
+/// Blocks `signals` in the calling thread and returns the previous mask.
+pub(crate) fn block(signals: &[libc::c_int]) -> io::Result<SavedMask> {
+    change_mask(libc::SIG_BLOCK, signals)
+}
+
+/// Waits up to `timeout` for one of the blocked `signals` to be pending, takes it and returns its number; `Ok(None)`
+/// when the time is up or the wait was interrupted (callers loop on their own clock).
+///
+/// `sigtimedwait` where it exists. Elsewhere (macOS, OpenBSD) a pending signal is looked for with `sigpending`
+/// and taken with `sigwait`, and the wait sleeps at most 10 ms at a time: a signal is seen up to 10 ms late.
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "freebsd",
+    target_os = "netbsd"
+))]
+pub(crate) fn wait_blocked(
+    signals: &[libc::c_int],
+    timeout: Duration,
+) -> io::Result<Option<libc::c_int>> {
+    let set = sigset(signals)?;
+    let ts = libc::timespec {
+        tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
+        tv_nsec: timeout.subsec_nanos() as _,
+    };
+    let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+    // SAFETY: `set`, `info` and `ts` are live locals across the call; the kernel writes only into `info`.
+    match cvt(unsafe { libc::sigtimedwait(&set, info.as_mut_ptr(), &ts) }) {
+        Ok(signal) => Ok(Some(signal)),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// See the Linux version above.
+#[cfg(not(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "freebsd",
+    target_os = "netbsd"
+)))]
+pub(crate) fn wait_blocked(
+    signals: &[libc::c_int],
+    timeout: Duration,
+) -> io::Result<Option<libc::c_int>> {
+    let set = sigset(signals)?;
+    let mut pending = MaybeUninit::<libc::sigset_t>::zeroed();
+    // SAFETY: `pending` is a live sigset_t that sigpending fills in.
+    cvt(unsafe { libc::sigpending(pending.as_mut_ptr()) })?;
+    // SAFETY: filled in by the successful sigpending.
+    let pending = unsafe { pending.assume_init() };
+    // SAFETY: `pending` is an initialised sigset_t; sigismember only reads it.
+    if signals
+        .iter()
+        .any(|&s| unsafe { libc::sigismember(&pending, s) } == 1)
+    {
+        let mut signal = 0;
+        // SAFETY: `set` and `signal` are live locals; one of the blocked signals in `set` is pending, so this returns
+        // at once.
+        let rc = unsafe { libc::sigwait(&set, &mut signal) };
+        return if rc == 0 {
+            Ok(Some(signal))
+        } else {
+            Err(io::Error::from_raw_os_error(rc))
+        };
+    }
+    std::thread::sleep(timeout.min(Duration::from_millis(10)));
+    Ok(None)
 }
 
 /// Sets the calling thread's signal mask back to `saved`.

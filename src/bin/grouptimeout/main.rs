@@ -1,10 +1,12 @@
 //! `grouptimeout`: GNU `timeout`'s command line, with no survivors.
 //!
 //! The command runs as the leader of its own process group (through the library); the tool itself stays out of
-//! that group. Signals reach the tool through [`host::SignalPipe`] (handlers that write to a self-pipe; nothing is
-//! blocked, so the command never inherits a blocked signal), and the tool sleeps in `poll(2)` until a signal, the
-//! command's exit (`SIGCHLD`) or the next deadline. On Linux the tool is a child subreaper and, once the command
-//! is done, kills and reaps every process it adopted ([`host::sweep_children`]).
+//! that group. The signals the tool handles are blocked ([`host::Signals`]; unblocked only while the command is
+//! spawned, so that it does not inherit them blocked), and the tool sleeps in `sigtimedwait(2)` until one arrives,
+//! the command exits (`SIGCHLD`) or the next deadline passes. They stay blocked until the tool exits, so that no
+//! signal can kill it while it computes its exit status. On Linux the tool is a child subreaper
+//! ([`host::Subreaper`]) and, once the command is done, kills and reaps every process it adopted, leaving alone the
+//! children it had before.
 #![forbid(unsafe_code)]
 
 mod args;
@@ -20,7 +22,7 @@ use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use args::{Options, Parsed, UsageError};
-use grouptimeout::host::{self, SignalPipe};
+use grouptimeout::host::{self, Signals, Subreaper};
 use grouptimeout::{CommandExt, GroupChild};
 
 /// Writes `NAME: message` to stderr, `NAME` being the name the tool was run as ([`messages::program`]), ignoring
@@ -162,8 +164,19 @@ struct State {
     signalled: bool,
 }
 
-fn run(opts: &Options) -> i32 {
-    let sweep = become_subreaper(opts.verbose);
+/// Runs the command and exits with the tool's status, never returning: the handled signals stay blocked until the
+/// process ends, so that a signal arriving now cannot change the status (issue 8.7).
+fn run(opts: &Options) -> ! {
+    // The timeout's signal must reach the command with its default action, even if we were started with it ignored
+    // (a background job of a script ignores INT; `trap '' TERM`). KILL and STOP cannot be ignored.
+    if opts.signal != 0 {
+        if let Err(e) = host::stop_ignoring(opts.signal) {
+            say!(
+                "warning: cannot stop ignoring signal {}: {e}",
+                signals::signal_name(opts.signal)
+            );
+        }
+    }
     let mut handled = vec![libc::SIGALRM, libc::SIGCHLD];
     // GNU also passes on the signal chosen with -s when the tool receives it.
     let chosen = (opts.signal != 0
@@ -178,35 +191,55 @@ fn run(opts: &Options) -> i32 {
         }
     }
     // Before the spawn: from here on no handled signal can end the tool and leave the command unsupervised.
-    let mut signals = match SignalPipe::install(&handled) {
+    let mut signals = match Signals::install(&handled) {
         Ok(signals) => signals,
         Err(e) => {
             say!("cannot install signal handlers: {e}");
-            return EXIT_CANCELED;
+            std::process::exit(EXIT_CANCELED);
         }
     };
+    // After the handlers (SIGCHLD must not be ignored), before the spawn (children we already have are not the
+    // command's). `None`: not Linux, there is nothing to sweep with.
+    let mut subreaper = cfg!(any(target_os = "linux", target_os = "android")).then(Subreaper::new);
+    let code = supervise_command(opts, &mut signals, &mut subreaper);
+    // Exit with `signals` still installed (not dropped): see above.
+    std::process::exit(code)
+}
+
+fn supervise_command(
+    opts: &Options,
+    signals: &mut Signals,
+    subreaper: &mut Option<io::Result<Subreaper>>,
+) -> i32 {
     let name = args::quote(opts.command[0].as_encoded_bytes());
     // GNU's command inherits an ignored SIGPIPE; std would reset it (at the cost of fork + exec, so only then).
     let keep_sigpipe = host::sigpipe_was_ignored_at_start();
     let path = std::env::var_os("PATH");
-    let spawned = spawn::like_execvp(&opts.command, path.as_deref(), |program, args| {
-        let mut command = Command::new(program);
-        command.args(args);
-        if keep_sigpipe {
-            host::keep_sigpipe_ignored(&mut command);
-        }
-        if opts.foreground {
-            command.spawn().map(Leader::Foreground)
-        } else {
-            command.spawn_group().map(Leader::Group)
-        }
+    // Spawned with the handled signals unblocked: the command must not inherit them blocked.
+    let spawned = signals.unblocked(|| {
+        spawn::like_execvp(&opts.command, path.as_deref(), |program, args| {
+            let mut command = Command::new(program);
+            command.args(args);
+            if keep_sigpipe {
+                host::keep_sigpipe_ignored(&mut command);
+            }
+            if opts.foreground {
+                command.spawn().map(Leader::Foreground)
+            } else {
+                command.spawn_group().map(Leader::Group)
+            }
+        })
     });
     let mut leader = match spawned {
-        Ok(leader) => leader,
-        Err(e) => {
+        Ok(Ok(leader)) => leader,
+        Ok(Err(e)) => {
             let (message, code) = messages::spawn_failure(&opts.command[0], &e);
             say!("{message}");
             return code;
+        }
+        Err(e) => {
+            say!("cannot unblock signals for the command: {e}");
+            return EXIT_CANCELED;
         }
     };
     leader.set_kill_leftovers(!opts.leave_running);
@@ -219,22 +252,28 @@ fn run(opts: &Options) -> i32 {
         sent_kill: false,
         signalled: false,
     };
-    let waited = supervise(opts, sweep, &name, &mut leader, &mut signals, &mut state);
+    let reaper = subreaper.as_mut().and_then(|s| s.as_mut().ok());
+    let waited = supervise(opts, reaper, &name, &mut leader, signals, &mut state);
     if waited.is_err() {
         // Kill and reap the leader (if still ours) before the sweep, which must not reap a child std owns.
         leader.abandon();
     }
     let leave = opts.leave_running && !state.signalled;
-    if sweep && !leave {
-        match host::sweep_children(&[], SWEEP_LIMIT) {
-            Ok(done) if !done.left.is_empty() => {
-                say!("could not kill processes {:?}", done.left)
+    if !leave {
+        match subreaper {
+            None => {}
+            Some(Ok(subreaper)) => match subreaper.sweep(&[], SWEEP_LIMIT) {
+                Ok(done) if !done.left.is_empty() => {
+                    say!("could not kill processes {:?}", done.left)
+                }
+                Ok(_) => {}
+                Err(e) => say!("cannot kill the processes left behind: {e}"),
+            },
+            Some(Err(e)) => {
+                say!("cannot kill processes that left the command's group, if any: {e}")
             }
-            Ok(_) => {}
-            Err(e) => say!("cannot kill the processes left behind: {e}"),
         }
     }
-    drop(signals);
     let status = match waited {
         Ok(status) => status,
         Err(e) => {
@@ -245,29 +284,13 @@ fn run(opts: &Options) -> i32 {
     exit_code(opts, &state, status)
 }
 
-/// Makes the tool a child subreaper where that exists; `true` when the final sweep can catch escapees.
-fn become_subreaper(verbose: bool) -> bool {
-    if !cfg!(any(target_os = "linux", target_os = "android")) {
-        return false;
-    }
-    match host::become_child_subreaper() {
-        Ok(()) => true,
-        Err(e) => {
-            if verbose {
-                say!("warning: cannot become a child subreaper: {e}");
-            }
-            false
-        }
-    }
-}
-
 /// Waits for the command, passing on signals and firing the timeouts, until it is reaped.
 fn supervise(
     opts: &Options,
-    sweep: bool,
+    mut subreaper: Option<&mut Subreaper>,
     name: &str,
     leader: &mut Leader,
-    signals: &mut SignalPipe,
+    signals: &mut Signals,
     state: &mut State,
 ) -> io::Result<ExitStatus> {
     loop {
@@ -298,11 +321,13 @@ fn supervise(
             .map(|alarm| alarm.saturating_duration_since(now));
         match signals.wait(timeout)? {
             None => {}
-            // Adopted orphans that exited: reap them now rather than let zombies pile up in a long run.
-            Some(libc::SIGCHLD) if sweep => {
-                let _ = host::reap_exited_children(&[leader.id()]);
+            // The one place that handles SIGCHLD (sent for stops and continues too). Adopted orphans that exited:
+            // reap them now rather than let zombies pile up in a long run.
+            Some(libc::SIGCHLD) => {
+                if let Some(subreaper) = subreaper.as_deref_mut() {
+                    let _ = subreaper.reap_exited(&[leader.id()]);
+                }
             }
-            Some(libc::SIGCHLD) => {}
             Some(signal) => cleanup(opts, name, leader, state, signal),
         }
     }
