@@ -1,0 +1,375 @@
+//! The `grouptimeout` binary in hostile environments (issue 8): children it already had, a `/proc` of another PID
+//! namespace or none at all, the timeout signal ignored by the caller, few descriptors, signal storms while it
+//! exits, and many adopted orphans.
+//!
+//! Every run is bounded (the tool runs under the library: a hung run is killed and fails the test), output goes to
+//! files, and death is checked through `/proc/PID/stat`. The shell scripts find the binary in `$GT`.
+
+use std::fs;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use grouptimeout::{CommandExt, GroupChild, Outcome};
+
+mod common;
+use common::{eventually, is_dead, kill_pids, parent_of, survivors_after, temp_path};
+
+const BIN: &str = env!("CARGO_BIN_EXE_grouptimeout");
+/// No single run may take longer than this: a regression fails instead of hanging.
+const RUN_LIMIT: Duration = Duration::from_secs(20);
+
+/// Files of one test, removed when dropped.
+struct Files(Vec<PathBuf>);
+
+impl Files {
+    /// A fresh path for `name` (in the temporary directory, unique in this process), removed with the others.
+    fn path(&mut self, name: &str) -> String {
+        static COUNT: AtomicUsize = AtomicUsize::new(0);
+        let path = temp_path(&format!("{}-{name}", COUNT.fetch_add(1, Ordering::SeqCst)));
+        self.0.push(path.clone());
+        path.to_str().unwrap().to_string()
+    }
+}
+
+impl Drop for Files {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+/// A finished run: exit code (or 128 + signal) and standard error.
+struct Run {
+    code: i32,
+    stderr: String,
+}
+
+/// Starts `program args` with `GT` naming the binary, standard error into a file, in a group of its own.
+fn start(program: &str, args: &[&str], stderr: &str) -> GroupChild {
+    Command::new(program)
+        .args(args)
+        .env("GT", BIN)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(fs::File::create(stderr).unwrap())
+        .spawn_group()
+        .unwrap()
+}
+
+/// Waits (bounded) for a child started with [`start`].
+fn finish(mut child: GroupChild, stderr: &str) -> Run {
+    let status = match child.wait_timeout(RUN_LIMIT).unwrap() {
+        Outcome::Exited(status) => status,
+        Outcome::TimedOut(_) => panic!("the run did not finish within {RUN_LIMIT:?}"),
+    };
+    Run {
+        code: status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+        stderr: fs::read_to_string(stderr).unwrap(),
+    }
+}
+
+/// Runs `program args` to the end (see [`start`]).
+fn run(files: &mut Files, program: &str, args: &[&str]) -> Run {
+    let stderr = files.path("stderr");
+    finish(start(program, args, &stderr), &stderr)
+}
+
+/// Runs the `sh` script `script` to the end (see [`start`]).
+fn sh(files: &mut Files, script: &str) -> Run {
+    run(files, "sh", &["-c", script])
+}
+
+/// Waits (bounded) until `path` holds a line, and returns its text.
+fn wait_for_line(path: &str) -> String {
+    let mut text = String::new();
+    let done = eventually(RUN_LIMIT, || {
+        text = fs::read_to_string(path).unwrap_or_default();
+        text.ends_with('\n')
+    });
+    assert!(done, "{path} never got a line");
+    text
+}
+
+/// Waits (bounded) until `path` holds a line, and returns the pids it lists.
+fn pids_in(path: &str) -> Vec<u32> {
+    wait_for_line(path)
+        .split_whitespace()
+        .map(|s| s.parse().unwrap())
+        .collect()
+}
+
+/// Asserts that each of `pids` dies within a generous bound; kills the survivors so that nothing is left behind.
+fn assert_die(pids: &[u32], what: &str) {
+    let alive = survivors_after(Duration::from_secs(5), pids);
+    kill_pids(&alive);
+    assert!(alive.is_empty(), "{what}: {alive:?} survived");
+}
+
+/// Whether `program args` runs and succeeds here (a tool that is missing or forbidden, such as `unshare` without
+/// the right to create namespaces, does not).
+fn works(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+#[test]
+fn children_the_tool_already_had_are_left_alone() {
+    // Issue 8.2: `sleep 30 & exec grouptimeout …`: the sleep is a child of the tool, but not the command's.
+    let mut files = Files(Vec::new());
+    let (before, escapee) = (files.path("before"), files.path("escapee"));
+    let script = format!(
+        "sleep 30 & echo $! > {before}; exec \"$GT\" 10 sh -c 'setsid sleep 30 & echo $! > {escapee}'"
+    );
+    let r = sh(&mut files, &script);
+    let before = pids_in(&before);
+    let alive = !is_dead(before[0]);
+    kill_pids(&before);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(alive, "the child the tool already had was killed");
+    assert_die(&pids_in(&escapee), "the command's escapee");
+    // The same through a process substitution (`exec > >(cat > FILE)`): all of the output arrives.
+    if !works("bash", &["-c", "true"]) {
+        return common::skip_or_fail_in_ci(
+            "children_the_tool_already_had_are_left_alone",
+            "no bash",
+        );
+    }
+    let out = files.path("out");
+    let script = format!("exec > >(cat > {out}); exec \"$GT\" 10 seq 100000");
+    let r = run(&mut files, "bash", &["-c", &script]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines = |out: &str| fs::read_to_string(out).map_or(0, |text| text.lines().count());
+    eventually(Duration::from_secs(10), || lines(&out) == 100_000);
+    assert_eq!(lines(&out), 100_000, "output lost");
+}
+
+#[test]
+fn a_proc_of_another_pid_namespace_is_not_trusted() {
+    // Issue 8.3: under `unshare -pf` without `--mount-proc`, /proc lists pids of the outer namespace.
+    if !works("unshare", &["-pf", "true"]) {
+        return common::skip_or_fail_in_ci(
+            "a_proc_of_another_pid_namespace_is_not_trusted",
+            "unshare -pf is missing or not permitted",
+        );
+    }
+    let mut files = Files(Vec::new());
+    let r = run(
+        &mut files,
+        "unshare",
+        &["-pf", BIN, "5", "sh", "-c", "setsid sleep 30 & exit 3"],
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("/proc is not this process's"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("could not kill"), "{}", r.stderr);
+}
+
+#[test]
+fn no_proc_is_named_and_the_status_kept() {
+    // Issue 8.6: without /proc the sweep cannot run; say so, naming /proc, and keep the command's status.
+    if !works("unshare", &["-m", "true"]) {
+        return common::skip_or_fail_in_ci(
+            "no_proc_is_named_and_the_status_kept",
+            "unshare -m is missing or not permitted",
+        );
+    }
+    let mut files = Files(Vec::new());
+    let script = "umount -l /proc && exec \"$GT\" 5 sh -c 'exit 3'";
+    let r = run(&mut files, "unshare", &["-m", "sh", "-c", script]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("/proc is missing"), "{}", r.stderr);
+}
+
+#[test]
+fn the_timeout_signal_works_though_the_caller_ignored_it() {
+    // Issue 8.4: `-p` exits with the command's status, 128 + the signal that killed it; a command that outlived the
+    // timeout would exit 0 after 5 s.
+    let mut files = Files(Vec::new());
+    // A background job of a non-interactive shell ignores INT (and QUIT).
+    let r = sh(&mut files, "\"$GT\" -p -s INT 1 sleep 5 & wait $!");
+    assert_eq!(r.code, 128 + libc::SIGINT, "{}", r.stderr);
+    let r = sh(&mut files, "trap '' TERM; \"$GT\" -p 1 sleep 5");
+    assert_eq!(r.code, 128 + libc::SIGTERM, "{}", r.stderr);
+    // A forwarded signal the caller ignored, other than the timeout's, stays ignored for the command.
+    let out = files.path("sigign");
+    let r = sh(
+        &mut files,
+        &format!("\"$GT\" 5 grep SigIgn /proc/self/status > {out} & wait $!"),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let text = fs::read_to_string(&out).unwrap();
+    let mask = u64::from_str_radix(text.trim().trim_start_matches("SigIgn:").trim(), 16).unwrap();
+    assert_ne!(
+        mask & 1 << (libc::SIGINT - 1),
+        0,
+        "INT not ignored: {mask:x}"
+    );
+    assert_eq!(mask & 1 << (libc::SIGTERM - 1), 0, "TERM ignored: {mask:x}");
+}
+
+#[test]
+fn few_descriptors_leave_no_survivor() {
+    // Issue 8.5: the sweep needs no descriptor beyond the one taken before the command starts.
+    if !works("prlimit", &["--nofile=4:1024", "true"]) {
+        return common::skip_or_fail_in_ci("few_descriptors_leave_no_survivor", "no prlimit");
+    }
+    let mut files = Files(Vec::new());
+    let escapee = files.path("escapee");
+    // The command raises its own limit again, so that the shell can redirect.
+    let script = format!("setsid sleep 30 & echo $! > {escapee}; sleep .2");
+    let r = run(
+        &mut files,
+        "prlimit",
+        &[
+            "--nofile=5:1024",
+            BIN,
+            "5",
+            "prlimit",
+            "--nofile=1024",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stderr, "");
+    assert_die(&pids_in(&escapee), "escapee with 5 descriptors");
+    // Where GNU runs, grouptimeout runs.
+    let r = run(
+        &mut files,
+        "prlimit",
+        &["--nofile=4:1024", BIN, "5", "true"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stderr, "");
+}
+
+/// Runs the tool with `args` and the script `script` under strace, which delays every `sigaltstack` call by
+/// 200 ms: std makes one as the process exits, so the tool spends 200 ms in its exit path. From the moment the script
+/// created `ready`, `signal` is sent to the tool every millisecond or so until it exits; returns its run.
+fn under_a_storm(files: &mut Files, args: &[&str], script: &str, signal: i32) -> Run {
+    let (ready, stderr) = (files.path("ready"), files.path("stderr"));
+    let script = format!("{script} echo > {ready}; sleep .3; exit 3");
+    let mut argv = vec![
+        "-o",
+        "/dev/null",
+        "-e",
+        "trace=sigaltstack",
+        "-e",
+        "inject=sigaltstack:delay_exit=200000",
+        BIN,
+    ];
+    argv.extend(args);
+    argv.extend(["sh", "-c", &script]);
+    let mut strace = start("strace", &argv, &stderr);
+    wait_for_line(&ready);
+    let children = format!("/proc/{0}/task/{0}/children", strace.id());
+    let tool: u32 = fs::read_to_string(children)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let end = Instant::now() + RUN_LIMIT;
+    // Only while the tool is still strace's child: its pid cannot have been reused.
+    while matches!(strace.try_wait(), Ok(None))
+        && Instant::now() < end
+        && parent_of(tool) == Some(strace.id())
+    {
+        let _ = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(tool.to_string())
+            .status();
+    }
+    finish(strace, &stderr)
+}
+
+#[test]
+fn a_signal_storm_while_exiting_does_not_change_the_status() {
+    // Issue 8.7: the handled signals stay handled until the tool has exited.
+    if !works("strace", &["-o", "/dev/null", "true"]) {
+        return common::skip_or_fail_in_ci(
+            "a_signal_storm_while_exiting_does_not_change_the_status",
+            "no strace",
+        );
+    }
+    let mut files = Files(Vec::new());
+    let r = under_a_storm(&mut files, &["20"], "trap '' TERM;", libc::SIGTERM);
+    assert_eq!(r.code, 3, "TERM storm: {}", r.stderr);
+    let r = under_a_storm(&mut files, &["20"], "trap '' USR1;", libc::SIGUSR1);
+    assert_eq!(r.code, 3, "USR1 storm: {}", r.stderr);
+    // The first ALRM sends TERM (ignored) and starts the -k countdown; the next one sends KILL.
+    let r = under_a_storm(
+        &mut files,
+        &["-k", "5", "20"],
+        "trap '' TERM;",
+        libc::SIGALRM,
+    );
+    assert_eq!(r.code, 137, "ALRM storm: {}", r.stderr);
+}
+
+#[test]
+fn reaping_adopted_orphans_costs_what_exited() {
+    // Issue 8.8: with many adopted daemons alive, each exiting orphan must not cost a pass over all children.
+    // Counted in system calls (wait4 and waitid, traced with strace), not in time.
+    if !works("strace", &["-o", "/dev/null", "true"]) {
+        return common::skip_or_fail_in_ci(
+            "reaping_adopted_orphans_costs_what_exited",
+            "no strace",
+        );
+    }
+    const DAEMONS: usize = 300;
+    const SHORT: usize = 200;
+    let mut files = Files(Vec::new());
+    let (daemons, trace) = (files.path("daemons"), files.path("trace"));
+    let script = format!(
+        "i=0; while [ $i -lt {DAEMONS} ]; do (sh -c 'echo $$ >> {daemons}; exec sleep 30' &); i=$((i+1)); done
+         i=0; while [ $i -lt {SHORT} ]; do (sleep 0.001 &); i=$((i+1)); done
+         sleep 0.5"
+    );
+    let r = run(
+        &mut files,
+        "strace",
+        &[
+            "-o",
+            &trace,
+            "-e",
+            "trace=wait4,waitid",
+            "-e",
+            "signal=none",
+            BIN,
+            "60",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let daemons = pids_in(&daemons);
+    assert_die(&daemons, "adopted daemons");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(daemons.len(), DAEMONS);
+    let text = fs::read_to_string(&trace).unwrap();
+    let waits = text
+        .lines()
+        .filter(|l| l.starts_with("wait4(") || l.starts_with("waitid("))
+        .count();
+    // About one wait per exited or killed child, plus the loop's checks of the command; a pass over all children per
+    // SIGCHLD makes this tens of thousands.
+    assert!(
+        waits < 3 * (DAEMONS + SHORT) + 500,
+        "{waits} waits for {DAEMONS} daemons and {SHORT} short-lived orphans"
+    );
+}
