@@ -34,7 +34,7 @@ pub trait CommandExt {
     ///   wait, with `SIGTTOU` blocked, as shells do.
     /// - Ctrl-C ends this process by default without running any destructor, so the command's group keeps running:
     ///   catch `SIGINT` and pass it on with [`GroupChild::signal`] (a supervisor program can use
-    ///   [`host::SignalPipe`](crate::host::SignalPipe)).
+    ///   [`host::Signals`](crate::host::Signals)).
     ///
     /// # Errors
     ///

@@ -346,8 +346,19 @@ impl Subreaper {
     /// `SIGCHLD` is ignored in this process (`Unsupported`); the children list cannot be read; reaping failed.
     pub fn reap_exited(&mut self, owned: &[u32]) -> io::Result<usize> {
         auto_reaped_is_unsupported()?;
-        let mut reaped = 0;
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("child subreapers exist only on Linux (not reaping, keeping {owned:?})"),
+        ));
         #[cfg(any(target_os = "linux", target_os = "android"))]
+        self.reap_exited_children(owned)
+    }
+
+    /// [`reap_exited`](Subreaper::reap_exited) on Linux.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn reap_exited_children(&mut self, owned: &[u32]) -> io::Result<usize> {
+        let mut reaped = 0;
         while let Some(pid) = sys::peek_exited_child()? {
             if self.keeps(owned, pid) {
                 for pid in self.list()? {

@@ -196,11 +196,11 @@ pub(crate) fn wait_blocked(
     cvt(unsafe { libc::sigpending(pending.as_mut_ptr()) })?;
     // SAFETY: filled in by the successful sigpending.
     let pending = unsafe { pending.assume_init() };
-    // SAFETY: `pending` is an initialised sigset_t; sigismember only reads it.
-    if signals
-        .iter()
-        .any(|&s| unsafe { libc::sigismember(&pending, s) } == 1)
-    {
+    let is_pending = |signal| {
+        // SAFETY: `pending` is an initialised sigset_t; sigismember only reads it.
+        unsafe { libc::sigismember(&pending, signal) == 1 }
+    };
+    if signals.iter().any(|&s| is_pending(s)) {
         let mut signal = 0;
         // SAFETY: `set` and `signal` are live locals; one of the blocked signals in `set` is pending, so this returns
         // at once.
