@@ -85,7 +85,8 @@ default), m (minutes), h (hours) or d (days). 0 means no timeout.
 
 Signals TERM, INT, HUP, QUIT, USR1 and USR2 sent to grouptimeout are passed on
 to the group (and start the --kill-after countdown), unless grouptimeout was
-started with them ignored (nohup): then COMMAND inherits them ignored.
+started with them ignored (nohup): then COMMAND inherits them ignored. SIGNAL
+itself always reaches COMMAND with its default action.
 ALRM sent to grouptimeout means: time is up.
 
 Exit status:
