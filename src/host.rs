@@ -359,8 +359,10 @@ impl Subreaper {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     fn reap_exited_children(&mut self, owned: &[u32]) -> io::Result<usize> {
         let mut reaped = 0;
+        let mut last = None;
         while let Some(pid) = sys::peek_exited_child()? {
-            if self.keeps(owned, pid) {
+            // The same child again means it cannot be reaped by pid: never loop on it.
+            if self.keeps(owned, pid) || last == Some(pid) {
                 for pid in self.list()? {
                     if !self.keeps(owned, pid) && sys::reap_if_exited(pid)? {
                         reaped += 1;
@@ -368,6 +370,7 @@ impl Subreaper {
                 }
                 break;
             }
+            last = Some(pid);
             if sys::reap_if_exited(pid)? {
                 reaped += 1;
             }
