@@ -61,6 +61,8 @@ use crate::sys;
 #[must_use = "dropping a Signals restores the previous signal handlers and mask at once"]
 pub struct Signals {
     set: Vec<i32>,
+    /// The child whose exit the last `SIGCHLD` taken by `wait` reported.
+    exited: Option<u32>,
     saved: Vec<(i32, sys::SavedAction)>,
     mask: Option<sys::SavedMask>,
 }
@@ -100,6 +102,7 @@ impl Signals {
         }
         let mut installed = Signals {
             set: signals.to_vec(),
+            exited: None,
             saved: Vec::with_capacity(signals.len()),
             mask: None,
         };
@@ -129,6 +132,7 @@ impl Signals {
     /// The wait failed, which does not happen in practice.
     pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<Option<i32>> {
         let deadline = timeout.map(|t| Instant::now().checked_add(t));
+        self.exited = None;
         loop {
             if let Some(signal) = sys::take_recorded(&self.set) {
                 return Ok(Some(signal));
@@ -138,13 +142,22 @@ impl Signals {
                 None | Some(None) => Duration::from_secs(86_400),
                 Some(Some(deadline)) => deadline.saturating_duration_since(Instant::now()),
             };
-            if let Some(signal) = sys::wait_blocked(&self.set, left)? {
+            if let Some((signal, exited)) = sys::wait_blocked(&self.set, left)? {
+                self.exited = exited;
                 return Ok(Some(signal));
             }
             if left.is_zero() {
                 return Ok(None);
             }
         }
+    }
+
+    /// When the last [`wait`](Signals::wait) returned a `SIGCHLD` that reports a child's exit: that child's pid, if
+    /// the kernel said (Linux and Android; `None` elsewhere, for a stop or a continue, and for a `SIGCHLD` that
+    /// arrived inside [`unblocked`](Signals::unblocked)). Pending `SIGCHLD`s merge, so other children may have
+    /// exited too: this is a hint for [`Subreaper::reap_exited`], not a list.
+    pub fn exited_child(&self) -> Option<u32> {
+        self.exited
     }
 
     /// Runs `f` with the handled signals unblocked (as they were before [`install`](Signals::install) blocked them,
@@ -270,7 +283,18 @@ pub struct Subreaper {
     children: std::fs::File,
     /// The children this process had before it became a subreaper.
     before: Vec<u32>,
+    /// Whether a `SIGCHLD` came since the last scan for exited children.
+    scan_owed: bool,
+    /// When the next scan may run (`None`: at once).
+    next_scan: Option<Instant>,
 }
+
+/// The shortest time between two scans for exited children in [`Subreaper::reap_exited`].
+const SCAN_INTERVAL: Duration = Duration::from_millis(250);
+
+/// How many exited children a scan reaps as the kernel names them before it reads the whole children list.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const SCAN_PEEKS: usize = 4;
 
 impl Subreaper {
     /// Checks that `/proc` is this process's, records the children this process already has, keeps a descriptor
@@ -313,6 +337,8 @@ impl Subreaper {
             let mut subreaper = Subreaper {
                 children,
                 before: Vec::new(),
+                scan_owed: false,
+                next_scan: None,
             };
             subreaper.before = subreaper.list()?;
             sys::set_child_subreaper()?;
@@ -333,45 +359,69 @@ impl Subreaper {
     }
 
     /// Reaps the children that have exited, except the pids in `owned` and the [preexisting](Subreaper::preexisting)
-    /// ones, without signalling anything; returns how many were reaped.
+    /// ones, without signalling anything; returns how many were reaped. Call it on each `SIGCHLD`, with the child
+    /// the signal named ([`Signals::exited_child`]) as `exited`, and when [`reap_due`](Subreaper::reap_due) says.
     ///
-    /// Call it on each `SIGCHLD`, so that adopted orphans that exit do not pile up as zombies in a long run. Its cost
-    /// follows the number of children that exited: it asks the kernel for one exited child (`waitid` with
-    /// `WNOWAIT`) and reaps it by pid, until none is left. Only when the exited child the kernel names is one it must
-    /// not reap (an `owned` or preexisting one that exited) does it read the list of all children, and reap by pid
-    /// each listed one that exited.
+    /// Adopted orphans that exit stay zombies until reaped; a command that keeps starting short-lived daemons
+    /// would pile them up. The cost follows what exited, not how many children there are: `exited` is reaped by
+    /// pid at once. Pending `SIGCHLD`s merge, so others may have exited unnoticed: for them it scans at most once
+    /// per 250 ms (`waitid` peeks that name exited children one at a time, each costing a walk over all children
+    /// in the kernel, about 60 ns per child; past 4 of them, one read of the children list and a non-blocking
+    /// `waitpid` per listed child); a scan that is due later is reported by [`reap_due`](Subreaper::reap_due). Such
+    /// a child stays a zombie until then.
     ///
     /// # Errors
     ///
     /// `SIGCHLD` is ignored in this process (`Unsupported`); the children list cannot be read; reaping failed.
-    pub fn reap_exited(&mut self, owned: &[u32]) -> io::Result<usize> {
+    pub fn reap_exited(&mut self, owned: &[u32], exited: Option<u32>) -> io::Result<usize> {
         auto_reaped_is_unsupported()?;
-        #[cfg(not(any(target_os = "linux", target_os = "android")))]
-        return Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            format!("child subreapers exist only on Linux (not reaping, keeping {owned:?})"),
-        ));
-        #[cfg(any(target_os = "linux", target_os = "android"))]
-        self.reap_exited_children(owned)
+        let mut reaped = 0;
+        // A child that exited, named by the kernel: reaping it by pid cannot touch anything but our own children.
+        if let Some(pid) = exited.filter(|&pid| !self.keeps(owned, pid)) {
+            if sys::reap_if_exited(pid)? {
+                reaped += 1;
+            }
+        }
+        self.scan_owed = true;
+        if self.next_scan.is_none_or(|next| Instant::now() >= next) {
+            reaped += self.scan(owned)?;
+        }
+        Ok(reaped)
     }
 
-    /// [`reap_exited`](Subreaper::reap_exited) on Linux.
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    fn reap_exited_children(&mut self, owned: &[u32]) -> io::Result<usize> {
+    /// When [`reap_exited`](Subreaper::reap_exited) should be called again (without a child to name) to reap
+    /// children whose exit no `SIGCHLD` named; `None` when nothing is owed.
+    pub fn reap_due(&self) -> Option<Instant> {
+        self.scan_owed
+            .then(|| self.next_scan.unwrap_or_else(Instant::now))
+    }
+
+    /// Reaps the children that exited, except the kept ones: the first few one by one as the kernel names them
+    /// (each `waitid` peek costs about as much as the kernel's walk over all children), then, if more are left or the
+    /// kernel names a kept one, through one read of the children list.
+    fn scan(&mut self, owned: &[u32]) -> io::Result<usize> {
+        self.scan_owed = false;
+        self.next_scan = Instant::now().checked_add(SCAN_INTERVAL);
         let mut reaped = 0;
-        let mut last = None;
-        while let Some(pid) = sys::peek_exited_child()? {
-            // The same child again means it cannot be reaped by pid: never loop on it.
-            if self.keeps(owned, pid) || last == Some(pid) {
-                for pid in self.list()? {
-                    if !self.keeps(owned, pid) && sys::reap_if_exited(pid)? {
-                        reaped += 1;
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            let mut last = None;
+            for _ in 0..SCAN_PEEKS {
+                match sys::peek_exited_child()? {
+                    None => return Ok(reaped),
+                    // The same child again would mean it cannot be reaped by pid: never loop on it.
+                    Some(pid) if !self.keeps(owned, pid) && last != Some(pid) => {
+                        last = Some(pid);
+                        if sys::reap_if_exited(pid)? {
+                            reaped += 1;
+                        }
                     }
+                    Some(_) => break,
                 }
-                break;
             }
-            last = Some(pid);
-            if sys::reap_if_exited(pid)? {
+        }
+        for pid in self.list()? {
+            if !self.keeps(owned, pid) && sys::reap_if_exited(pid)? {
                 reaped += 1;
             }
         }

@@ -150,8 +150,9 @@ pub(crate) fn block(signals: &[libc::c_int]) -> io::Result<SavedMask> {
     change_mask(libc::SIG_BLOCK, signals)
 }
 
-/// Waits up to `timeout` for one of the blocked `signals` to be pending, takes it and returns its number; `Ok(None)`
-/// when the time is up or the wait was interrupted (callers loop on their own clock).
+/// Waits up to `timeout` for one of the blocked `signals` to be pending, takes it and returns its number and, for a
+/// `SIGCHLD` that reports a child's exit (Linux), that child's pid; `Ok(None)` when the time is up or the wait was
+/// interrupted (callers loop on their own clock).
 ///
 /// `sigtimedwait` where it exists. Elsewhere (macOS, OpenBSD) a pending signal is looked for with `sigpending`
 /// and taken with `sigwait`, and the wait sleeps at most 10 ms at a time: a signal is seen up to 10 ms late.
@@ -164,7 +165,7 @@ pub(crate) fn block(signals: &[libc::c_int]) -> io::Result<SavedMask> {
 pub(crate) fn wait_blocked(
     signals: &[libc::c_int],
     timeout: Duration,
-) -> io::Result<Option<libc::c_int>> {
+) -> io::Result<Option<(libc::c_int, Option<u32>)>> {
     let set = sigset(signals)?;
     let ts = libc::timespec {
         tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
@@ -173,10 +174,32 @@ pub(crate) fn wait_blocked(
     let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
     // SAFETY: `set`, `info` and `ts` are live locals across the call; the kernel writes only into `info`.
     match cvt(unsafe { libc::sigtimedwait(&set, info.as_mut_ptr(), &ts) }) {
-        Ok(signal) => Ok(Some(signal)),
+        Ok(signal) => {
+            // SAFETY: zero-initialised and filled in by the kernel: every bit pattern is a valid siginfo_t.
+            let info = unsafe { info.assume_init() };
+            Ok(Some((signal, exited_child(signal, &info))))
+        }
         Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// The pid of the child whose exit `info` (of `signal`) reports, if it reports one (Linux and Android).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn exited_child(signal: libc::c_int, info: &libc::siginfo_t) -> Option<u32> {
+    let exited = [libc::CLD_EXITED, libc::CLD_KILLED, libc::CLD_DUMPED];
+    if signal != libc::SIGCHLD || !exited.contains(&info.si_code) {
+        return None;
+    }
+    // SAFETY: for SIGCHLD with a CLD_* code the kernel filled in the child fields, si_pid among them.
+    let pid = unsafe { info.si_pid() };
+    u32::try_from(pid).ok().filter(|&pid| pid > 1)
+}
+
+/// Elsewhere the pid is not used.
+#[cfg(any(target_os = "freebsd", target_os = "netbsd"))]
+fn exited_child(_signal: libc::c_int, _info: &libc::siginfo_t) -> Option<u32> {
+    None
 }
 
 /// See the Linux version above.
@@ -189,7 +212,7 @@ pub(crate) fn wait_blocked(
 pub(crate) fn wait_blocked(
     signals: &[libc::c_int],
     timeout: Duration,
-) -> io::Result<Option<libc::c_int>> {
+) -> io::Result<Option<(libc::c_int, Option<u32>)>> {
     let set = sigset(signals)?;
     let mut pending = MaybeUninit::<libc::sigset_t>::zeroed();
     // SAFETY: `pending` is a live sigset_t that sigpending fills in.
@@ -206,7 +229,7 @@ pub(crate) fn wait_blocked(
         // at once.
         let rc = unsafe { libc::sigwait(&set, &mut signal) };
         return if rc == 0 {
-            Ok(Some(signal))
+            Ok(Some((signal, None)))
         } else {
             Err(io::Error::from_raw_os_error(rc))
         };

@@ -316,18 +316,28 @@ fn supervise(
             cleanup(opts, name, leader, state, libc::SIGALRM);
             continue;
         }
-        let timeout = state
-            .alarm
-            .map(|alarm| alarm.saturating_duration_since(now));
-        match signals.wait(timeout)? {
-            None => {}
-            // The one place that handles SIGCHLD (sent for stops and continues too). Adopted orphans that exited:
-            // reap them now rather than let zombies pile up in a long run.
-            Some(libc::SIGCHLD) => {
-                if let Some(subreaper) = subreaper.as_deref_mut() {
-                    let _ = subreaper.reap_exited(&[leader.id()]);
-                }
+        // Wake for the next timeout, or for a scan for exited orphans that no SIGCHLD named.
+        let reap_due = subreaper.as_deref().and_then(Subreaper::reap_due);
+        let wake = match (state.alarm, reap_due) {
+            (Some(alarm), Some(due)) => Some(alarm.min(due)),
+            (alarm, due) => alarm.or(due),
+        };
+        let received = signals.wait(wake.map(|wake| wake.saturating_duration_since(now)))?;
+        // The one place that handles SIGCHLD (sent for stops and continues too). Adopted orphans that exited: reap
+        // them now rather than let zombies pile up in a long run.
+        let sigchld = received == Some(libc::SIGCHLD);
+        if sigchld || reap_due.is_some_and(|due| Instant::now() >= due) {
+            if let Some(subreaper) = subreaper.as_deref_mut() {
+                let exited = if sigchld {
+                    signals.exited_child()
+                } else {
+                    None
+                };
+                let _ = subreaper.reap_exited(&[leader.id()], exited);
             }
+        }
+        match received {
+            None | Some(libc::SIGCHLD) => {}
             Some(signal) => cleanup(opts, name, leader, state, signal),
         }
     }
