@@ -385,3 +385,22 @@ fn reaping_adopted_orphans_costs_what_exited() {
         started.elapsed()
     );
 }
+
+#[test]
+fn the_command_does_not_inherit_the_tools_blocked_signals() {
+    // The tool blocks the signals it handles; the command must start without them blocked: in its own group, with
+    // --foreground, and through fork + exec (an inherited ignored SIGPIPE).
+    let mut files = Files(Vec::new());
+    for prefix in ["", "trap '' PIPE;"] {
+        for foreground in ["", "-f"] {
+            let out = files.path("sigblk");
+            let script =
+                format!("{prefix} \"$GT\" {foreground} 5 grep SigBlk /proc/self/status > {out}");
+            let r = sh(&mut files, &script);
+            assert_eq!(r.code, 0, "{}", r.stderr);
+            let text = fs::read_to_string(&out).unwrap();
+            let hex = text.trim().trim_start_matches("SigBlk:").trim();
+            assert_eq!(u64::from_str_radix(hex, 16).unwrap(), 0, "{script}: {text}");
+        }
+    }
+}
