@@ -7,11 +7,24 @@ use super::{cvt, retry_eintr};
 
 /// Creates a pipe whose ends are both non-blocking and close-on-exec: `(read, write)`.
 pub(crate) fn nonblocking_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    pipe(true)
+}
+
+/// Creates a pipe whose ends are both close-on-exec (and blocking): `(read, write)`.
+///
+/// On Linux both flags are set atomically (`pipe2`), so a command spawned meanwhile by another thread never
+/// inherits an end; elsewhere they are set right after `pipe(2)`, as std does for its own pipes.
+pub(crate) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    pipe(false)
+}
+
+fn pipe(nonblocking: bool) -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [-1 as libc::c_int; 2];
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
+        let flags = libc::O_CLOEXEC | if nonblocking { libc::O_NONBLOCK } else { 0 };
         // SAFETY: `fds` is a live array of two ints, as pipe2 requires.
-        cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) })?;
+        cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), flags) })?;
     }
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     {
@@ -24,8 +37,10 @@ pub(crate) fn nonblocking_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     for fd in [&read, &write] {
         // SAFETY: fcntl on a descriptor we own, with integer arguments only.
         cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) })?;
-        // SAFETY: as above.
-        cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) })?;
+        if nonblocking {
+            // SAFETY: as above.
+            cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) })?;
+        }
     }
     Ok((read, write))
 }

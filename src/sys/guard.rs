@@ -1,0 +1,118 @@
+//! The forked guard process (see `crate::guard`): a copy of this process that joins a group and kills it when the
+//! pipe from its supervisor reaches end of file.
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use super::checked_pid;
+
+/// The highest signal number the forked guard sets to be ignored (Linux's `SIGRTMAX`; other systems have fewer, and
+/// `sigaction` refuses the numbers they lack).
+const LAST_SIGNAL: libc::c_int = 64;
+
+/// Forks a guard that ignores every catchable signal, joins group `pgid`, writes one byte to `ready`, keeps only
+/// `read` (as its standard input) open, and then reads it: one byte makes it exit quietly; end of file or an error
+/// makes it send `SIGKILL` to its own group. Returns its pid.
+///
+/// The forked child calls only async-signal-safe functions (`sigaction`, `setpgid`, `dup2`, `write`, `close`,
+/// `read`, `kill`, `_exit`, and `close_range` or
+/// `getrlimit`), so this is sound in a multi-threaded process. It joins the group only after it ignores
+/// every signal, so a signal sent to the group never finds it unprotected; if it cannot join (the group is gone), it
+/// exits at once without signalling anything, since it is still in this process's group then.
+pub(crate) fn fork_guard(pgid: u32, read: &OwnedFd, ready: &OwnedFd) -> io::Result<u32> {
+    let pgid = checked_pid(pgid)?;
+    let (read, ready) = (read.as_raw_fd(), ready.as_raw_fd());
+    let mut ignore = MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: `ignore` is a zeroed sigaction we own; we set its handler to SIG_IGN and empty its mask.
+    let ignore = unsafe {
+        let p = ignore.as_mut_ptr();
+        (*p).sa_sigaction = libc::SIG_IGN;
+        libc::sigemptyset(&mut (*p).sa_mask);
+        ignore.assume_init()
+    };
+    // SAFETY: the child runs `guard_main`, which calls only async-signal-safe functions and never returns.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => guard_main(pgid, read, ready, &ignore),
+        pid => Ok(pid as u32),
+    }
+}
+
+/// The body of the forked guard; see [`fork_guard`]. Never returns, never allocates.
+fn guard_main(
+    pgid: libc::pid_t,
+    read: libc::c_int,
+    ready: libc::c_int,
+    ignore: &libc::sigaction,
+) -> ! {
+    for signal in 1..=LAST_SIGNAL {
+        if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+            // SAFETY: `ignore` is a valid sigaction; an invalid signal number only fails with EINVAL.
+            unsafe { libc::sigaction(signal, ignore, std::ptr::null_mut()) };
+        }
+    }
+    // SAFETY: setpgid, dup2 and write with integer arguments and a pointer to a live local byte.
+    let armed = unsafe {
+        libc::setpgid(0, pgid) == 0
+            && libc::dup2(read, 0) == 0
+            && libc::write(ready, b"\n".as_ptr().cast(), 1) == 1
+    };
+    if !armed {
+        // Maybe still in our supervisor's group: never signal anything from here.
+        // SAFETY: _exit ends this process at once.
+        unsafe { libc::_exit(127) };
+    }
+    close_from(1);
+    let mut byte = 0u8;
+    loop {
+        // SAFETY: reads at most one byte into a live local.
+        let n = unsafe { libc::read(0, (&mut byte as *mut u8).cast(), 1) };
+        if n > 0 {
+            // Dismissed: leave the group alone.
+            // SAFETY: as above.
+            unsafe { libc::_exit(0) };
+        }
+        if n == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            break;
+        }
+    }
+    // End of file: the supervisor died. We are a member of the group, which keeps its id from being reused.
+    // SAFETY: kill with pid 0 signals this process's own group, which setpgid made the command's.
+    unsafe {
+        libc::kill(0, libc::SIGKILL);
+        libc::_exit(1)
+    }
+}
+
+/// Closes every descriptor from `first` on (`close_range` on Linux, a bounded loop where that is missing).
+fn close_from(first: libc::c_int) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: close_range takes integer arguments only; closing our own descriptors in this forked child.
+        if unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                first as libc::c_uint,
+                libc::c_uint::MAX,
+                0,
+            )
+        } == 0
+        {
+            return;
+        }
+    }
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into a live rlimit struct.
+    let max = match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } {
+        0 => limit.rlim_cur.min(65_536) as libc::c_int,
+        _ => 65_536,
+    };
+    for fd in first..max {
+        // SAFETY: closing a descriptor number; EBADF for one that is not open is harmless.
+        unsafe { libc::close(fd) };
+    }
+}
