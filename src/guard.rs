@@ -56,7 +56,8 @@ pub(crate) enum Start {
 }
 
 impl Guard {
-    /// Starts a guard in group `pgid` and returns once it ignores every catchable signal and is in the group.
+    /// Starts a guard in group `pgid`, and returns once a signal sent to the group can no longer disarm it: the shell
+    /// has set its traps; the fork ignores every signal before it joins the group.
     ///
     /// The caller holds the group's leader unreaped.
     pub(crate) fn start(pgid: u32, how: Start) -> io::Result<Guard> {
@@ -74,29 +75,26 @@ impl Guard {
     /// One attempt: `None` when the guard died before it was armed.
     fn start_once(pgid: u32, how: Start) -> io::Result<Option<Guard>> {
         let (read, write) = sys::cloexec_pipe()?;
-        let (pid, ready) = match how {
-            Start::Shell => {
-                let mut child = Command::new("/bin/sh")
-                    .args(["-c", SCRIPT])
-                    .env_clear()
-                    .stdin(read)
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::null())
-                    .process_group(pgid as i32)
-                    .spawn()
-                    .map_err(|e| context(pgid, e))?;
-                let ready = child.stdout.take().map(OwnedFd::from);
-                (child.id(), ready.expect("stdout was piped"))
-            }
-            Start::Fork => {
-                let (ready, ready_write) = sys::cloexec_pipe()?;
-                let pid =
-                    sys::fork_guard(pgid, &read, &ready_write).map_err(|e| context(pgid, e))?;
-                (pid, ready)
-            }
+        if let Start::Fork = how {
+            // Armed before it joins the group (see `sys::fork_guard`): nothing to wait for.
+            let pid = sys::fork_guard(pgid, &read).map_err(|e| context(pgid, e))?;
+            return Ok(Some(Guard { pid, _pipe: write }));
+        }
+        let mut child = Command::new("/bin/sh")
+            .args(["-c", SCRIPT])
+            .env_clear()
+            .stdin(read)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(pgid as i32)
+            .spawn()
+            .map_err(|e| context(pgid, e))?;
+        let ready = child.stdout.take().map(OwnedFd::from);
+        let guard = Guard {
+            pid: child.id(),
+            _pipe: write,
         };
-        let guard = Guard { pid, _pipe: write };
-        match wait_ready(ready) {
+        match wait_ready(ready.expect("stdout was piped")) {
             Ok(true) => Ok(Some(guard)),
             Ok(false) => Ok(None),
             Err(e) => Err(context(pgid, e)),

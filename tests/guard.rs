@@ -215,7 +215,11 @@ fn kept_leftovers_are_left_as_they_were_and_unguarded() {
     // Still running, in the group, and not stopped; nothing else of the group is left.
     let started = Instant::now();
     while started.elapsed() < Duration::from_millis(300) {
-        assert_eq!(state_and_group(leftover), Some(('S', child.id())));
+        let (state, group) = state_and_group(leftover).expect("the leftover is gone");
+        assert!(
+            "RSD".contains(state) && group == child.id(),
+            "{state} {group}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(live_members(child.id()), [leftover]);

@@ -11,18 +11,19 @@ use super::checked_pid;
 /// `sigaction` refuses the numbers they lack).
 const LAST_SIGNAL: libc::c_int = 64;
 
-/// Forks a guard that ignores every catchable signal, joins group `pgid`, writes one byte to `ready`, keeps only
-/// `read` (as its standard input) open, and then reads it: one byte makes it exit quietly; end of file or an error
-/// makes it send `SIGKILL` to its own group. Returns its pid.
+/// Forks a guard that ignores every catchable signal, joins group `pgid`, keeps only `read` (as its standard input)
+/// open, and then reads it: one byte makes it exit quietly; end of file or an error makes it send `SIGKILL` to its
+/// own group. Returns its pid at once, without waiting for the guard to join the group.
 ///
-/// The forked child calls only async-signal-safe functions (`sigaction`, `setpgid`, `dup2`, `write`, `close`,
+/// The forked child calls only async-signal-safe functions (`sigaction`, `setpgid`, `dup2`, `close`,
 /// `read`, `kill`, `_exit`, and `close_range` or
 /// `getrlimit`), so this is sound in a multi-threaded process. It joins the group only after it ignores
-/// every signal, so a signal sent to the group never finds it unprotected; if it cannot join (the group is gone), it
-/// exits at once without signalling anything, since it is still in this process's group then.
-pub(crate) fn fork_guard(pgid: u32, read: &OwnedFd, ready: &OwnedFd) -> io::Result<u32> {
+/// every signal, so a signal sent to the group never finds it unprotected, and this process need not wait for it:
+/// if this process dies meanwhile, the guard still joins, then reads end of file. If it cannot join (the group has no
+/// process left), it exits at once without signalling anything, since it is still in this process's group then.
+pub(crate) fn fork_guard(pgid: u32, read: &OwnedFd) -> io::Result<u32> {
     let pgid = checked_pid(pgid)?;
-    let (read, ready) = (read.as_raw_fd(), ready.as_raw_fd());
+    let read = read.as_raw_fd();
     let mut ignore = MaybeUninit::<libc::sigaction>::zeroed();
     // SAFETY: `ignore` is a zeroed sigaction we own; we set its handler to SIG_IGN and empty its mask.
     let ignore = unsafe {
@@ -34,30 +35,21 @@ pub(crate) fn fork_guard(pgid: u32, read: &OwnedFd, ready: &OwnedFd) -> io::Resu
     // SAFETY: the child runs `guard_main`, which calls only async-signal-safe functions and never returns.
     match unsafe { libc::fork() } {
         -1 => Err(io::Error::last_os_error()),
-        0 => guard_main(pgid, read, ready, &ignore),
+        0 => guard_main(pgid, read, &ignore),
         pid => Ok(pid as u32),
     }
 }
 
 /// The body of the forked guard; see [`fork_guard`]. Never returns, never allocates.
-fn guard_main(
-    pgid: libc::pid_t,
-    read: libc::c_int,
-    ready: libc::c_int,
-    ignore: &libc::sigaction,
-) -> ! {
+fn guard_main(pgid: libc::pid_t, read: libc::c_int, ignore: &libc::sigaction) -> ! {
     for signal in 1..=LAST_SIGNAL {
         if signal != libc::SIGKILL && signal != libc::SIGSTOP {
             // SAFETY: `ignore` is a valid sigaction; an invalid signal number only fails with EINVAL.
             unsafe { libc::sigaction(signal, ignore, std::ptr::null_mut()) };
         }
     }
-    // SAFETY: setpgid, dup2 and write with integer arguments and a pointer to a live local byte.
-    let armed = unsafe {
-        libc::setpgid(0, pgid) == 0
-            && libc::dup2(read, 0) == 0
-            && libc::write(ready, b"\n".as_ptr().cast(), 1) == 1
-    };
+    // SAFETY: setpgid and dup2 take integer arguments only.
+    let armed = unsafe { libc::setpgid(0, pgid) == 0 && libc::dup2(read, 0) == 0 };
     if !armed {
         // Maybe still in our supervisor's group: never signal anything from here.
         // SAFETY: _exit ends this process at once.
