@@ -44,6 +44,11 @@
 //! # }
 //! ```
 //!
+//! A group can outlive the code that owns it in two more ways, each with an opt-in remedy:
+//! [`GroupChild::die_with_parent`] makes the group die with this process, however it dies (a guard process in the
+//! group notices its death); [`GroupChild::handle`] gives a [`GroupHandle`] that signals the group from other threads
+//! while one thread waits, and never after the leader was reaped.
+//!
 //! # What is promised
 //!
 //! 1. [`spawn_group`](CommandExt::spawn_group) starts the command as the leader of a new process group, whose id
