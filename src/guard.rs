@@ -77,7 +77,9 @@ impl Guard {
         let (read, write) = sys::cloexec_pipe()?;
         if let Start::Fork = how {
             // Armed before it joins the group (see `sys::fork_guard`): nothing to wait for.
-            let pid = sys::fork_guard(pgid, &read).map_err(|e| context(pgid, e))?;
+            let pid = sys::fork_guard(pgid, &read).map_err(|e| {
+                context(pgid, io::Error::new(e.kind(), format!("cannot fork: {e}")))
+            })?;
             return Ok(Some(Guard { pid, _pipe: write }));
         }
         let mut child = Command::new("/bin/sh")
@@ -88,7 +90,12 @@ impl Guard {
             .stderr(Stdio::null())
             .process_group(pgid as i32)
             .spawn()
-            .map_err(|e| context(pgid, e))?;
+            .map_err(|e| {
+                context(
+                    pgid,
+                    io::Error::new(e.kind(), format!("cannot start /bin/sh: {e}")),
+                )
+            })?;
         let ready = child.stdout.take().map(OwnedFd::from);
         let guard = Guard {
             pid: child.id(),

@@ -15,7 +15,7 @@ const LAST_SIGNAL: libc::c_int = 64;
 /// open, and then reads it: one byte makes it exit quietly; end of file or an error makes it send `SIGKILL` to its
 /// own group. Returns its pid at once, without waiting for the guard to join the group.
 ///
-/// The forked child calls only async-signal-safe functions (`sigaction`, `setpgid`, `dup2`, `close`,
+/// The forked child calls only async-signal-safe functions (`sigaction`, `sigprocmask`, `setpgid`, `dup2`, `close`,
 /// `read`, `kill`, `_exit`, and `close_range` or
 /// `getrlimit`), so this is sound in a multi-threaded process. It joins the group only after it ignores
 /// every signal, so a signal sent to the group never finds it unprotected, and this process need not wait for it:
@@ -32,12 +32,31 @@ pub(crate) fn fork_guard(pgid: u32, read: &OwnedFd) -> io::Result<u32> {
         libc::sigemptyset(&mut (*p).sa_mask);
         ignore.assume_init()
     };
-    // SAFETY: the child runs `guard_main`, which calls only async-signal-safe functions and never returns.
-    match unsafe { libc::fork() } {
-        -1 => Err(io::Error::last_os_error()),
-        0 => guard_main(pgid, read, &ignore),
-        pid => Ok(pid as u32),
+    // Every signal blocked across the fork, so that none reaches the child before it ignores it (a handler of ours,
+    // such as the host's signal pipe, would otherwise run in the child too).
+    let mut all = MaybeUninit::<libc::sigset_t>::zeroed();
+    let mut old = MaybeUninit::<libc::sigset_t>::zeroed();
+    // SAFETY: both are live sigset_t values; sigfillset initialises `all`, pthread_sigmask fills in `old`.
+    let rc = unsafe {
+        libc::sigfillset(all.as_mut_ptr());
+        libc::pthread_sigmask(libc::SIG_SETMASK, all.as_ptr(), old.as_mut_ptr())
+    };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
     }
+    // SAFETY: the child runs `guard_main`, which calls only async-signal-safe functions and never returns.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        guard_main(pgid, read, &ignore);
+    }
+    let forked = if pid == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(pid as u32)
+    };
+    // SAFETY: `old` was filled in by the successful pthread_sigmask above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old.as_ptr(), std::ptr::null_mut()) };
+    forked
 }
 
 /// The body of the forked guard; see [`fork_guard`]. Never returns, never allocates.
@@ -47,6 +66,12 @@ fn guard_main(pgid: libc::pid_t, read: libc::c_int, ignore: &libc::sigaction) ->
             // SAFETY: `ignore` is a valid sigaction; an invalid signal number only fails with EINVAL.
             unsafe { libc::sigaction(signal, ignore, std::ptr::null_mut()) };
         }
+    }
+    let mut none = MaybeUninit::<libc::sigset_t>::zeroed();
+    // SAFETY: a live sigset_t, emptied, then set as the mask: pending signals, all ignored now, are discarded.
+    unsafe {
+        libc::sigemptyset(none.as_mut_ptr());
+        libc::sigprocmask(libc::SIG_SETMASK, none.as_ptr(), std::ptr::null_mut());
     }
     // SAFETY: setpgid and dup2 take integer arguments only.
     let armed = unsafe { libc::setpgid(0, pgid) == 0 && libc::dup2(read, 0) == 0 };
