@@ -391,7 +391,10 @@ pub fn exit_as_signaled(signal: i32) -> ! {
 /// process maps (milliseconds at hundreds of MiB), which is why the library's default is the shell. The forked
 /// child calls only async-signal-safe functions, so this is sound in a multi-threaded process: it ignores every
 /// catchable signal, only then joins the command's group, closes every descriptor but its pipe (on Linux with
-/// `close_range`; elsewhere those below the `RLIMIT_NOFILE` soft limit, at most 65,536), and waits.
+/// `close_range`; elsewhere those below the `RLIMIT_NOFILE` soft limit, at most 65,536), and waits. Since a
+/// signal cannot disarm it before it joins the group, this returns right after the fork, without waiting for the
+/// guard to run; if the group has no process left to join by then, the guard exits quietly (there is nothing to
+/// guard).
 ///
 /// # Errors
 ///
