@@ -7,9 +7,12 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use super::checked_pid;
 
-/// The highest signal number the forked guard sets to be ignored (Linux's `SIGRTMAX`; other systems have fewer, and
-/// `sigaction` refuses the numbers they lack).
+/// The highest signal number the forked guard sets to be ignored: Linux's `SIGRTMAX`; elsewhere FreeBSD's
+/// (`sigaction` refuses the numbers a system lacks).
+#[cfg(any(target_os = "linux", target_os = "android"))]
 const LAST_SIGNAL: libc::c_int = 64;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const LAST_SIGNAL: libc::c_int = 128;
 
 /// Forks a guard that ignores every catchable signal, joins group `pgid`, keeps only `read` (as its standard input)
 /// open, and then reads it: one byte makes it exit quietly; end of file or an error makes it send `SIGKILL` to its
