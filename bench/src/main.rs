@@ -854,7 +854,10 @@ fn row6(o: &Opts, tab: &mut Table) {
     }
     // Another build of the tool to compare with in the same run (say, before a change).
     if let Some(base) = std::env::var_os("GROUPTIMEOUT_BIN_BASE") {
-        contenders.push(("grouptimeout CLI ($GROUPTIMEOUT_BIN_BASE)", PathBuf::from(base)));
+        contenders.push((
+            "grouptimeout CLI ($GROUPTIMEOUT_BIN_BASE)",
+            PathBuf::from(base),
+        ));
     }
     for (args, n, want) in cases {
         eprintln!("row 6: CLI `{}`, {n} per contender", args.join(" "));
