@@ -4,9 +4,12 @@ use std::fmt;
 use std::io;
 use std::os::unix::process::CommandExt as _;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus};
+use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::guard::{Guard, Start};
+use crate::handle::{GroupHandle, Reaped};
 use crate::sys;
 
 /// Extends [`std::process::Command`] with [`spawn_group`](CommandExt::spawn_group).
@@ -127,7 +130,7 @@ impl Outcome {
 /// leader reaped; when the leader exits first, the rest of its group is killed (unless
 /// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers)). Dropping the handle without a wait kills the
 /// group too, also when a panic unwinds; but with `panic = "abort"`, or when this process is killed, no drop runs
-/// (see `die_with_parent`).
+/// (see [`die_with_parent`](GroupChild::die_with_parent)).
 ///
 /// # What is not reached
 ///
@@ -152,6 +155,10 @@ pub struct GroupChild {
     pub(crate) output_limit: usize,
     /// Set once the leader was reaped; from then on its id is never signalled.
     outcome: Option<Outcome>,
+    /// The guard of [`die_with_parent`](GroupChild::die_with_parent), ended before the leader is reaped.
+    guard: Option<Guard>,
+    /// Shared with the [`GroupHandle`]s, made by the first call of [`handle`](GroupChild::handle).
+    reaped: OnceLock<Arc<Reaped>>,
 }
 
 impl fmt::Debug for GroupChild {
@@ -162,6 +169,7 @@ impl fmt::Debug for GroupChild {
             .field("stdout", &self.stdout)
             .field("stderr", &self.stderr)
             .field("outcome", &self.outcome)
+            .field("guard", &self.guard.as_ref().map(Guard::id))
             .finish_non_exhaustive()
     }
 }
@@ -181,6 +189,8 @@ impl GroupChild {
             kill_leftovers: true,
             output_limit: crate::capture::DEFAULT_OUTPUT_LIMIT,
             outcome: None,
+            guard: None,
+            reaped: OnceLock::new(),
         }
     }
 
@@ -301,6 +311,79 @@ impl GroupChild {
         self.signal_group(signal)
     }
 
+    /// From this call on, if this process dies for any reason while the leader is unreaped (`SIGKILL`, the OOM
+    /// killer, `panic = "abort"`, [`std::process::exit`], an unhandled signal), every process in the group is
+    /// sent `SIGKILL`.
+    ///
+    /// It starts a guard process in the group: `/bin/sh`, spawned (through std's `posix_spawn` path) into the
+    /// leader's group, that ignores every catchable signal and waits for end of file on a pipe whose write end only
+    /// this process holds (close-on-exec). When this process dies the kernel closes that end, and the guard sends
+    /// `SIGKILL` to its group, which its membership keeps from being reused. The call returns once the guard ignores
+    /// signals, so a member's `kill 0`, or a grace signal, cannot disarm it; it costs about a millisecond, most of
+    /// it the shell's start. Calling it again does nothing.
+    ///
+    /// Whatever ends the group ends the guard too, before the leader is reaped: every wait and [`Drop`] send it
+    /// `SIGKILL` and reap it, so no process, pipe or zombie is left behind. When the leader exits and
+    /// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers) keeps its leftovers, the guard alone is ended
+    /// and the leftovers are left as they were (no longer guarded). While the guard runs it is one more member of
+    /// the group (its pid is not the leader's), and it holds the group's id even after all other members are gone.
+    ///
+    /// # What is not reached
+    ///
+    /// The processes in the group when the guard kills it: not those that left the group before (see
+    /// [`GroupChild`]). A process forked from this one without `exec` (a daemon of its own) inherits the pipe's
+    /// write end and delays the end of file until it exits. A `SIGKILL` or `SIGSTOP` sent to the guard itself
+    /// (`kill -9 0` in the command kills the group anyway) disarms it.
+    ///
+    /// # Errors
+    ///
+    /// The guard cannot be started (`/bin/sh` missing, no process or descriptor left); the group is gone (the leader
+    /// left it and no member is left: `PermissionDenied`); it was killed before it could ignore signals three times
+    /// in a row, or did not start within 5 s; or the leader was reaped by someone else. Nothing is left running
+    /// then. Once the leader was reaped by this crate there is nothing left to guard: `Ok(())`.
+    pub fn die_with_parent(&mut self) -> io::Result<()> {
+        self.arrange_guard(Start::Shell)
+    }
+
+    /// [`die_with_parent`](GroupChild::die_with_parent) with the guard started by `how`.
+    pub(crate) fn arrange_guard(&mut self, how: Start) -> io::Result<()> {
+        if self.outcome.is_some() || self.guard.is_some() {
+            return Ok(());
+        }
+        self.leader_exited()?;
+        self.guard = Some(Guard::start(self.id(), how)?);
+        Ok(())
+    }
+
+    /// A handle that signals the group from any thread, also while another thread waits for it (see
+    /// [`GroupHandle`]). After the leader was reaped, the handle does nothing.
+    pub fn handle(&self) -> GroupHandle {
+        let reaped = self.reaped.get_or_init(|| Arc::new(Reaped::default()));
+        if self.outcome.is_some() {
+            *reaped.lock() = true;
+        }
+        GroupHandle::new(self.id(), Arc::clone(reaped))
+    }
+
+    /// Ends the guard, then reaps the leader, with the handles locked out: none signals after the reap.
+    fn reap(&mut self) -> io::Result<ExitStatus> {
+        self.guard = None;
+        let Some(reaped) = self.reaped.get() else {
+            return self.child.wait();
+        };
+        let mut reaped = reaped.lock();
+        let status = self.child.wait();
+        *reaped = true;
+        status
+    }
+
+    /// Makes every handle do nothing from now on (the leader is not ours to signal any more).
+    fn mark_reaped(&self) {
+        if let Some(reaped) = self.reaped.get() {
+            *reaped.lock() = true;
+        }
+    }
+
     fn wait_until(&mut self, deadline: Option<Instant>) -> io::Result<Outcome> {
         self.wait_until_with(deadline, sleep_pause)
     }
@@ -356,38 +439,13 @@ impl GroupChild {
     }
 
     fn leader_exited(&self) -> io::Result<bool> {
-        sys::has_exited(self.id()).map_err(|e| {
-            if e.raw_os_error() == Some(libc::ECHILD) {
-                io::Error::new(
-                    e.kind(),
-                    format!(
-                        "the group leader (pid {}) was reaped by someone else (is SIGCHLD ignored, or does the \
-                         program call waitpid(-1)?); its group was not signalled, since the id may be reused",
-                        self.id()
-                    ),
-                )
-            } else {
-                e
-            }
-        })
+        leader_exited(self.id())
     }
 
     /// Signals the group; the caller makes sure the leader is not reaped yet.
     fn signal_group(&mut self, signal: i32) -> io::Result<()> {
         self.poll_from = Instant::now();
-        match sys::signal_group(self.id(), signal) {
-            // macOS answers EPERM for a group of zombies: once the leader has exited, that means "gone".
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) && self.leader_exited()? => Ok(()),
-            other => other.map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!(
-                        "cannot send signal {signal} to process group {}: {e}",
-                        self.id()
-                    ),
-                )
-            }),
-        }
+        signal_group(self.id(), signal)
     }
 
     /// Kills the group if asked, then reaps the leader and records the outcome.
@@ -404,7 +462,7 @@ impl GroupChild {
         match killed {
             Err(e) if !self.leader_exited()? => Err(e),
             killed => {
-                let status = self.child.wait()?;
+                let status = self.reap()?;
                 let outcome = if timed_out {
                     Outcome::TimedOut(status)
                 } else {
@@ -417,6 +475,45 @@ impl GroupChild {
     }
 }
 
+/// Whether our child `pid`, the leader of a group, has exited, without reaping it; an error that says so when it was
+/// reaped by someone else.
+fn leader_exited(pid: u32) -> io::Result<bool> {
+    sys::has_exited(pid).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ECHILD) {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "the group leader (pid {pid}) was reaped by someone else (is SIGCHLD ignored, or does the \
+                     program call waitpid(-1)?); its group was not signalled, since the id may be reused"
+                ),
+            )
+        } else {
+            e
+        }
+    })
+}
+
+/// Signals group `pgid` (and its leader by pid); the caller makes sure the leader is not reaped yet.
+fn signal_group(pgid: u32, signal: i32) -> io::Result<()> {
+    match sys::signal_group(pgid, signal) {
+        // macOS answers EPERM for a group of zombies: once the leader has exited, that means "gone".
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) && leader_exited(pgid)? => Ok(()),
+        other => other.map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot send signal {signal} to process group {pgid}: {e}"),
+            )
+        }),
+    }
+}
+
+/// [`GroupChild::signal`] for a leader that this crate has not reaped yet (the caller makes sure of that): refuses
+/// a leader reaped by someone else, then signals the group.
+pub(crate) fn signal_unreaped_group(pgid: u32, signal: i32) -> io::Result<()> {
+    leader_exited(pgid)?;
+    signal_group(pgid, signal)
+}
+
 /// Kills the group and reaps the leader, unless a wait already did.
 ///
 /// Waits at most about a second for the killed leader to become reapable. A leader stuck in uninterruptible sleep
@@ -425,12 +522,17 @@ impl GroupChild {
 impl Drop for GroupChild {
     fn drop(&mut self) {
         if self.outcome.is_some() || self.leader_exited().is_err() {
+            self.guard = None;
+            self.mark_reaped();
             return;
         }
         let _ = self.signal_group(libc::SIGKILL);
         let reapable = self.wait_for_exit(Instant::now().checked_add(DROP_REAP_LIMIT), sleep_pause);
         if matches!(reapable, Ok(true)) {
-            let _ = self.child.wait();
+            let _ = self.reap();
+        } else {
+            self.guard = None;
+            self.mark_reaped();
         }
     }
 }

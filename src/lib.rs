@@ -44,6 +44,11 @@
 //! # }
 //! ```
 //!
+//! A group can outlive the code that owns it in two more ways, each with an opt-in remedy:
+//! [`GroupChild::die_with_parent`] makes the group die with this process, however it dies (a guard process in the
+//! group notices its death); [`GroupChild::handle`] gives a [`GroupHandle`] that signals the group from other threads
+//! while one thread waits, and never after the leader was reaped.
+//!
 //! # What is promised
 //!
 //! 1. [`spawn_group`](CommandExt::spawn_group) starts the command as the leader of a new process group, whose id
@@ -73,7 +78,7 @@
 //! - Promise 4 needs the drop to run. A panic runs it only with `panic = "unwind"` (the default); with
 //!   `panic = "abort"`, and when this process is killed (`SIGKILL`, the OOM killer, a Ctrl-C it does not handle),
 //!   aborts or calls [`std::process::exit`], no destructor runs and the group keeps running. Making the group die
-//!   with this process is what the opt-in `die_with_parent` is for.
+//!   with this process is what the opt-in [`GroupChild::die_with_parent`] is for.
 //! - The command's group is not the terminal's foreground group: the command cannot read the terminal, and Ctrl-C
 //!   does not reach it. The section "The terminal" of [`spawn_group`](CommandExt::spawn_group) says what to do.
 //!
@@ -109,6 +114,10 @@ mod capture;
 #[cfg(unix)]
 mod child;
 #[cfg(unix)]
+mod guard;
+#[cfg(unix)]
+mod handle;
+#[cfg(unix)]
 pub mod host;
 #[cfg(unix)]
 mod sys;
@@ -117,6 +126,8 @@ mod sys;
 pub use capture::Captured;
 #[cfg(unix)]
 pub use child::{CommandExt, GroupChild, Outcome};
+#[cfg(unix)]
+pub use handle::GroupHandle;
 
 /// The README's Rust examples, compiled (and run, unless marked `no_run`) by `cargo test` so that they cannot drift
 /// from the API.

@@ -254,7 +254,9 @@ fn few_descriptors_leave_no_survivor() {
         ],
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(r.stderr, "");
+    // The guard against `kill -9` on the tool needs a pipe, which so few descriptors leave no room for: the tool says
+    // so and runs the command unguarded (the sweep still works).
+    assert_only_guard_warnings(&r.stderr);
     assert_die(&pids_in(&escapee), "escapee with 5 descriptors");
     // Where GNU runs, grouptimeout runs.
     let r = run(
@@ -263,7 +265,18 @@ fn few_descriptors_leave_no_survivor() {
         &["--nofile=4:1024", BIN, "5", "true"],
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(r.stderr, "");
+    assert_only_guard_warnings(&r.stderr);
+}
+
+fn assert_only_guard_warnings(stderr: &str) {
+    assert!(
+        stderr
+            .lines()
+            .all(|line| line.contains("warning: cannot make process group")
+                && line
+                    .ends_with("die with this process: cannot create a pipe: Too many open files")),
+        "{stderr}"
+    );
 }
 
 /// Runs the tool with `args` and the script `script` under strace, which delays every `sigaltstack` call by

@@ -62,7 +62,7 @@ impl Opts {
                     println!(
                         "usage: grouptimeout-bench [--quick] [--only 1,2,...] [--cli PATH] [--variants] [--no-peers] [--scale F]\n\
                          rows: 1 spawn+wait, 2 exit latency, 3 wakeups/CPU, 4 deadline lateness, 5 1000-member \
-                         teardown, 6 CLI, 7 capture (feature `capture`)\n\
+                         teardown, 6 CLI, 7 capture (feature `capture`), 8 die_with_parent\n\
                          --cli PATH  grouptimeout binary for row 6 (else $GROUPTIMEOUT_BIN, else \
                          ../target/release/grouptimeout)\n\
                          --variants  add poll-schedule variants (simulated through try_wait) to rows 1-4\n\
@@ -852,6 +852,13 @@ fn row6(o: &Opts, tab: &mut Table) {
     if bin.is_file() {
         contenders.push(("grouptimeout CLI", bin));
     }
+    // Another build of the tool to compare with in the same run (say, before a change).
+    if let Some(base) = std::env::var_os("GROUPTIMEOUT_BIN_BASE") {
+        contenders.push((
+            "grouptimeout CLI ($GROUPTIMEOUT_BIN_BASE)",
+            PathBuf::from(base),
+        ));
+    }
     for (args, n, want) in cases {
         eprintln!("row 6: CLI `{}`, {n} per contender", args.join(" "));
         let mut times = vec![vec![]; contenders.len()];
@@ -894,6 +901,59 @@ fn row6(o: &Opts, tab: &mut Table) {
                 ),
             );
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// row 8: the cost of die_with_parent
+
+fn row8(o: &Opts, tab: &mut Table) {
+    let n = o.n(500, 100);
+    eprintln!("row 8: spawn+wait /bin/true with die_with_parent, {n} per contender");
+    let names = [
+        "grouptimeout (no guard)",
+        "+ `die_with_parent()` (shell guard)",
+        "+ `host::die_with_parent_forked` (forked guard)",
+    ];
+    let run = |k: usize| {
+        let mut c = Command::new("/bin/true").spawn_group().unwrap();
+        match k {
+            1 => c.die_with_parent().unwrap(),
+            2 => grouptimeout::host::die_with_parent_forked(&mut c).unwrap(),
+            _ => {}
+        }
+        assert!(c.wait_timeout(LONG).unwrap().status().success());
+    };
+    for k in 0..names.len() {
+        run(k);
+    }
+    let mut times = vec![vec![]; names.len()];
+    alternate(names.len(), n, |k, _| {
+        let t0 = Instant::now();
+        run(k);
+        times[k].push(secs(t0.elapsed()));
+    });
+    let base = median(&times[0]);
+    let rss = sys::rusage(libc::RUSAGE_SELF).maxrss_kib;
+    for (k, name) in names.iter().enumerate() {
+        let m = median(&times[k]);
+        tab.add(
+            "8",
+            "spawn + wait `/bin/true`, die_with_parent",
+            name,
+            t(m),
+            t(pct(&times[k], 0.99)),
+            if k == 0 {
+                "(base)".into()
+            } else {
+                format!("+{}", t(m - base))
+            },
+            format!(
+                "n={n}; bench process peak RSS {:.1} MiB (a fork costs more in a bigger process){}",
+                rss as f64 / 1024.0,
+                if k == 0 { "" } else { "; target ≤ +1 ms" }
+            ),
+        );
     }
 }
 
@@ -1134,6 +1194,9 @@ fn main() {
     }
     if o.row(7) {
         row7(&o, &mut tab);
+    }
+    if o.row(8) {
+        row8(&o, &mut tab);
     }
     let load_end = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(

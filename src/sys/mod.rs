@@ -3,7 +3,8 @@
 //! - `process`: waiting for and signalling processes and groups;
 //! - `signal`: dispositions, masks, the recording handler and waiting for blocked signals (for the opt-in `host`
 //!   module);
-//! - `fd`: non-blocking descriptors, `poll` and reads;
+//! - `fd`: pipes, non-blocking descriptors, `poll` and reads;
+//! - `guard`: the forked guard process that kills a group when its supervisor dies;
 //! - `linux`: Linux-only process controls (the subreaper flag, peeking at exited children).
 //!
 //! Each wrapper checks its arguments, retries `EINTR` where the call can be interrupted, and turns
@@ -45,12 +46,14 @@ fn checked_pid(id: u32) -> io::Result<libc::pid_t> {
 }
 
 mod fd;
+mod guard;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod linux;
 mod process;
 mod signal;
 
 pub(crate) use fd::*;
+pub(crate) use guard::*;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub(crate) use linux::*;
 pub(crate) use process::*;

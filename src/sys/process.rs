@@ -77,11 +77,20 @@ pub(crate) fn signal_process(pid: u32, signal: libc::c_int) -> io::Result<bool> 
 
 /// Reaps our child `pid` if it has exited, without blocking: `Ok(true)` when reaped (or already gone: `ECHILD`).
 pub(crate) fn reap_if_exited(pid: u32) -> io::Result<bool> {
+    waitpid(pid, libc::WNOHANG)
+}
+
+/// Reaps our child `pid`, blocking until it exits; `ECHILD` (reaped already, or not ours) counts as done.
+pub(crate) fn reap(pid: u32) -> io::Result<()> {
+    waitpid(pid, 0).map(drop)
+}
+
+fn waitpid(pid: u32, flags: libc::c_int) -> io::Result<bool> {
     let pid = checked_pid(pid)?;
     retry_eintr(|| {
         let mut status = 0;
         // SAFETY: `status` is a live int; waitpid on one specific pid, never -1 or a group.
-        match cvt(unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) }) {
+        match cvt(unsafe { libc::waitpid(pid, &mut status, flags) }) {
             Ok(0) => Ok(false),
             Ok(_) => Ok(true),
             Err(e) if e.raw_os_error() == Some(libc::ECHILD) => Ok(true),

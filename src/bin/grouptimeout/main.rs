@@ -243,6 +243,13 @@ fn supervise_command(
         }
     };
     leader.set_kill_leftovers(!opts.leave_running);
+    // `kill -9` on the tool (or its crash) must not leave the command's group running: a forked guard (cheaper
+    // than a shell in a process this small) kills the group when the tool dies. Not fatal if it cannot be arranged.
+    if let Leader::Group(child) = &mut leader {
+        if let Err(e) = host::die_with_parent_forked(child) {
+            say!("warning: {e}");
+        }
+    }
 
     let mut state = State {
         term: opts.signal,

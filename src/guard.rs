@@ -1,0 +1,162 @@
+//! The guard behind [`GroupChild::die_with_parent`](crate::GroupChild::die_with_parent): a small process placed in
+//! the command's group that kills the group when this process dies.
+//!
+//! The guard's standard input is the read end of a close-on-exec pipe whose write end only this process holds. When
+//! this process dies, for any reason, the kernel closes the write end, the guard reads end of file and sends
+//! `SIGKILL` to its own group (`kill(0, SIGKILL)`). That is safe: a live member keeps the group id from being
+//! reused. The guard ignores every catchable signal before it joins the group (a command's `kill 0` or a grace
+//! signal cannot disarm it), and holds no other descriptor of this process's.
+//!
+//! The guard is our child. [`Guard`]'s drop ends it: `SIGKILL` by pid while it is still ours and unreaped, a reap,
+//! then the write end is closed — so its end of file reaches a dead process and signals nothing.
+
+use std::fs::File;
+use std::io::{self, Read as _};
+use std::os::fd::{AsFd as _, OwnedFd};
+use std::os::unix::process::CommandExt as _;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::sys;
+
+/// The shell guard: ignore every catchable signal, say so on standard output and close it, then wait for end of
+/// file on standard input. `read` fails on end of file (and on a read error), which sends `SIGKILL` to the group;
+/// a line makes it exit quietly.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const SCRIPT: &str = "trap '' 1 2 3 4 5 6 7 8 10 11 12 13 14 15 16 17 18 20 21 22 23 24 25 26 27 28 29 30 31 34 35 \
+                      36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64; \
+                      echo; exec >&-; read x || kill -KILL 0";
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const SCRIPT: &str =
+    "trap '' HUP INT QUIT ILL TRAP ABRT EMT FPE BUS SEGV SYS PIPE ALRM TERM URG TSTP CONT CHLD \
+                      TTIN TTOU IO XCPU XFSZ VTALRM PROF WINCH INFO USR1 USR2 2>/dev/null; \
+                      echo; exec >&-; read x || kill -KILL 0";
+
+/// How often a guard that died before it was armed (a member signalled the group meanwhile) is started again.
+const ATTEMPTS: usize = 3;
+
+/// How long the start of a guard may take before it is given up (it may have been stopped by a `SIGSTOP`).
+const READY_LIMIT: Duration = Duration::from_secs(5);
+
+/// A running guard process in some group; dropping it ends the guard quietly.
+#[derive(Debug)]
+pub(crate) struct Guard {
+    pid: u32,
+    /// The write end of the guard's standard input; closed after the guard was ended.
+    _pipe: OwnedFd,
+}
+
+/// How a guard is started.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Start {
+    /// `/bin/sh`, through std's `posix_spawn` path.
+    Shell,
+    /// A `fork(2)` of this process, without `exec`.
+    Fork,
+}
+
+impl Guard {
+    /// Starts a guard in group `pgid`, and returns once a signal sent to the group can no longer disarm it: the shell
+    /// has set its traps; the fork ignores every signal before it joins the group.
+    ///
+    /// The caller holds the group's leader unreaped.
+    pub(crate) fn start(pgid: u32, how: Start) -> io::Result<Guard> {
+        for _ in 0..ATTEMPTS {
+            if let Some(guard) = Guard::start_once(pgid, how)? {
+                return Ok(guard);
+            }
+        }
+        Err(io::Error::other(format!(
+            "cannot make process group {pgid} die with this process: the guard process was killed {ATTEMPTS} times \
+             before it could ignore signals (does a member keep signalling its group?)"
+        )))
+    }
+
+    /// One attempt: `None` when the guard died before it was armed.
+    fn start_once(pgid: u32, how: Start) -> io::Result<Option<Guard>> {
+        let (read, write) = sys::cloexec_pipe().map_err(|e| {
+            context(
+                pgid,
+                io::Error::new(e.kind(), format!("cannot create a pipe: {e}")),
+            )
+        })?;
+        if let Start::Fork = how {
+            // Armed before it joins the group (see `sys::fork_guard`): nothing to wait for.
+            let pid = sys::fork_guard(pgid, &read).map_err(|e| {
+                context(pgid, io::Error::new(e.kind(), format!("cannot fork: {e}")))
+            })?;
+            return Ok(Some(Guard { pid, _pipe: write }));
+        }
+        let mut child = Command::new("/bin/sh")
+            .args(["-c", SCRIPT])
+            .env_clear()
+            .stdin(read)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(pgid as i32)
+            .spawn()
+            .map_err(|e| {
+                context(
+                    pgid,
+                    io::Error::new(e.kind(), format!("cannot start /bin/sh: {e}")),
+                )
+            })?;
+        let ready = child.stdout.take().map(OwnedFd::from);
+        let guard = Guard {
+            pid: child.id(),
+            _pipe: write,
+        };
+        match wait_ready(ready.expect("stdout was piped")) {
+            Ok(true) => Ok(Some(guard)),
+            Ok(false) => Ok(None),
+            Err(e) => Err(context(pgid, e)),
+        }
+    }
+
+    /// The guard's pid.
+    pub(crate) fn id(&self) -> u32 {
+        self.pid
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        // Signal the pid only while it is our unreaped child (ECHILD: someone else reaped it, and the pid may be
+        // reused). SIGKILL by pid leaves the rest of the group alone.
+        if sys::has_exited(self.pid).is_ok() {
+            let _ = sys::signal_process(self.pid, libc::SIGKILL);
+            let _ = sys::reap(self.pid);
+        }
+    }
+}
+
+/// Waits (bounded) for the guard's one byte on `ready`: `true` when armed, `false` when it died before.
+fn wait_ready(ready: OwnedFd) -> io::Result<bool> {
+    let mut fds = [libc::pollfd {
+        fd: std::os::fd::AsRawFd::as_raw_fd(&ready.as_fd()),
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    let end = std::time::Instant::now() + READY_LIMIT;
+    while sys::poll(
+        &mut fds,
+        end.saturating_duration_since(std::time::Instant::now()),
+    )? == 0
+    {
+        if std::time::Instant::now() >= end {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the guard process did not start within 5 s (stopped?)",
+            ));
+        }
+    }
+    let mut byte = [0u8; 1];
+    Ok(File::from(ready).read(&mut byte)? == 1)
+}
+
+fn context(pgid: u32, e: io::Error) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!("cannot make process group {pgid} die with this process: {e}"),
+    )
+}

@@ -1,0 +1,241 @@
+//! `GroupChild::die_with_parent`: the group dies with the process that holds it, and the guard leaves nothing
+//! behind when the group ends normally. Death is read from `/proc/PID/stat`.
+
+mod common;
+
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use grouptimeout::{host, CommandExt, GroupChild};
+
+const LONG: Duration = Duration::from_secs(60);
+
+/// Where the helper test writes the pids of its command's group.
+const PIDS_VAR: &str = "GROUPTIMEOUT_GUARD_PIDS";
+/// `shell` (the default guard) or `fork` (`host::die_with_parent_forked`).
+const HOW_VAR: &str = "GROUPTIMEOUT_GUARD_HOW";
+
+/// A leader that ignores TERM, INT and HUP and sends TERM to its own group twice: at once (racing the guard's
+/// start) and after a line on stdin (the guard is armed by then); then starts a background `sleep` and a member that
+/// ignores TERM, INT and HUP, prints their pids and its own, and waits.
+const COMMAND: &str = "trap '' TERM INT HUP; kill -TERM 0; read line; kill -TERM 0; \
+                       sleep 30 & echo $!; (trap '' TERM INT HUP; exec sleep 31) & echo $!; echo $$; wait";
+
+fn supervisor_killed(how: &str) {
+    let file = temp_path(&format!("guard-pids-{how}"));
+    let exe = std::env::current_exe().unwrap();
+    let mut helper = Command::new(exe)
+        .args([
+            "--ignored",
+            "--exact",
+            "arrange_and_hang",
+            "--test-threads=1",
+        ])
+        .env(PIDS_VAR, &file)
+        .env(HOW_VAR, how)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut pids: Vec<u32> = Vec::new();
+    let written = eventually(Duration::from_secs(20), || {
+        pids = fs::read_to_string(&file)
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|s| s.parse().ok())
+            .collect();
+        pids.len() == 4
+    });
+    let _ = fs::remove_file(&file);
+    let _cleanup = KillOnDrop(pids.clone());
+    if !written {
+        let _ = helper.kill();
+        let _ = helper.wait();
+        panic!("the helper did not report its group: {pids:?}");
+    }
+    let pgid = pids[3];
+    let members = live_members(pgid);
+    // The leader, two background members and the guard.
+    assert_eq!(members.len(), 4, "{members:?} vs {pids:?}");
+    let _cleanup_all = KillOnDrop(members.clone());
+    helper.kill().unwrap();
+    assert_eq!(helper.wait().unwrap().signal(), Some(libc::SIGKILL));
+    assert_eq!(survivors_after(Duration::from_secs(2), &members), []);
+}
+
+#[test]
+fn the_group_dies_with_a_killed_supervisor() {
+    supervisor_killed("shell");
+}
+
+#[test]
+fn the_group_dies_with_a_killed_supervisor_forked_guard() {
+    supervisor_killed("fork");
+}
+
+/// Started by the two tests above: arranges die_with_parent, reports the group's pids, and waits to be killed.
+#[test]
+#[ignore = "run by the_group_dies_with_a_killed_supervisor"]
+fn arrange_and_hang() {
+    let file = std::env::var_os(PIDS_VAR).expect("run by the_group_dies_with_a_killed_supervisor");
+    let mut child = Command::new("sh")
+        .args(["-c", COMMAND])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_group()
+        .unwrap();
+    if std::env::var_os(HOW_VAR).is_some_and(|how| how == "fork") {
+        host::die_with_parent_forked(&mut child).unwrap();
+    } else {
+        child.die_with_parent().unwrap();
+    }
+    writeln!(child.stdin.as_mut().unwrap()).unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let pids: Vec<String> = (0..3).map(|_| lines.next().unwrap().unwrap()).collect();
+    assert_eq!(pids[2], child.id().to_string());
+    fs::write(&file, format!("{} {}\n", pids.join(" "), child.id())).unwrap();
+    // Killed long before this; a bounded wait in case the killer fails (the drop then kills the group).
+    let _ = child.wait_timeout(Duration::from_secs(30));
+}
+
+/// A group whose leader waits for a line on stdin, with a guard; returns it with the guard's pid and the inode of
+/// the guard's pipe.
+fn guarded(script: &str, piped_out: bool) -> (GroupChild, u32, String) {
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &format!("read line; {script}")])
+        .stdin(Stdio::piped());
+    if piped_out {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    }
+    let mut child = cmd.spawn_group().unwrap();
+    child.die_with_parent().unwrap();
+    child.die_with_parent().unwrap(); // a second call does nothing
+    let members = live_members(child.id());
+    let guards: Vec<u32> = members
+        .iter()
+        .copied()
+        .filter(|&p| p != child.id())
+        .collect();
+    assert_eq!(guards.len(), 1, "{members:?}");
+    let pipe = fs::read_link(format!("/proc/{}/fd/0", guards[0]))
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(pipe.starts_with("pipe:"), "{pipe}");
+    // Its pipe, /dev/null as stderr, and nothing of this process's but what every child inherits.
+    let extra: Vec<u32> = fds_of(guards[0]).into_iter().filter(|&fd| fd > 2).collect();
+    let inheritable: Vec<u32> = fds_of(std::process::id())
+        .into_iter()
+        .filter(|&fd| !is_cloexec(fd))
+        .collect();
+    assert!(
+        extra.iter().all(|fd| inheritable.contains(fd)),
+        "the guard holds {extra:?}; only {inheritable:?} are inherited by every child"
+    );
+    assert!(
+        !fds_of(guards[0]).contains(&1),
+        "the guard keeps its stdout"
+    );
+    (child, guards[0], pipe)
+}
+
+/// The descriptors open in process `pid`.
+fn fds_of(pid: u32) -> Vec<u32> {
+    fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// Whether this process's descriptor `fd` is close-on-exec (`/proc/self/fdinfo`: `flags` in octal).
+fn is_cloexec(fd: u32) -> bool {
+    let info = fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).unwrap_or_default();
+    info.lines()
+        .find_map(|l| l.strip_prefix("flags:"))
+        .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+        .is_some_and(|flags| flags & libc::O_CLOEXEC as u32 != 0)
+}
+
+/// The guard was ended and reaped (not a zombie of ours), and this process no longer holds its pipe.
+fn assert_no_guard_left(guard: u32, pipe: &str) {
+    assert_eq!(state_and_group(guard), None, "the guard {guard} is left");
+    let held = fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .any(|e| fs::read_link(e.path()).is_ok_and(|l| l.to_string_lossy() == pipe));
+    assert!(!held, "this process still holds the guard's pipe {pipe}");
+}
+
+fn go(child: &mut GroupChild) {
+    writeln!(child.stdin.as_mut().unwrap()).unwrap();
+}
+
+#[test]
+fn a_normal_exit_leaves_no_guard() {
+    let (mut child, guard, pipe) = guarded("sleep 30 & exit 3", false);
+    go(&mut child);
+    let outcome = child.wait_timeout(LONG).unwrap();
+    assert_eq!(outcome.status().code(), Some(3));
+    assert_no_guard_left(guard, &pipe);
+    assert!(eventually(Duration::from_secs(2), || live_members(
+        child.id()
+    )
+    .is_empty()));
+}
+
+#[test]
+fn a_timeout_leaves_no_guard() {
+    let (mut child, guard, pipe) = guarded("", false);
+    let outcome = child.wait_timeout(Duration::from_millis(200)).unwrap();
+    assert!(outcome.timed_out());
+    assert_no_guard_left(guard, &pipe);
+}
+
+#[test]
+fn a_drop_leaves_no_guard() {
+    let (child, guard, pipe) = guarded("", false);
+    drop(child);
+    assert_no_guard_left(guard, &pipe);
+}
+
+#[test]
+fn kept_leftovers_are_left_as_they_were_and_unguarded() {
+    let (mut child, guard, pipe) = guarded("sleep 30 & echo $!", true);
+    child.set_kill_leftovers(false);
+    go(&mut child);
+    let out: ChildStdout = child.stdout.take().unwrap();
+    let leftover = read_pid(out);
+    let _cleanup = KillOnDrop(vec![leftover]);
+    assert!(!child.wait_timeout(LONG).unwrap().timed_out());
+    assert_no_guard_left(guard, &pipe);
+    // Still running, in the group, and not stopped; nothing else of the group is left.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(300) {
+        let (state, group) = state_and_group(leftover).expect("the leftover is gone");
+        assert!(
+            "RSD".contains(state) && group == child.id(),
+            "{state} {group}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(live_members(child.id()), [leftover]);
+}
+
+#[test]
+fn a_capture_leaves_no_guard_and_closes_its_pipes_at_once() {
+    let (mut child, guard, pipe) =
+        guarded("echo out; echo err >&2; sleep 30 >/dev/null 2>&1 &", true);
+    child.set_kill_leftovers(false);
+    go(&mut child);
+    let pgid = child.id();
+    let captured = child.wait_with_output_timeout(LONG).unwrap();
+    let _cleanup = KillOnDrop(live_members(pgid));
+    assert_eq!(captured.stdout, b"out\n");
+    assert_eq!(captured.stderr, b"err\n");
+    assert!(captured.pipes_closed);
+    assert_no_guard_left(guard, &pipe);
+}
