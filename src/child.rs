@@ -33,8 +33,10 @@ pub trait CommandExt {
     ///   standard input, and it never touches the terminal for reading.
     /// - A command that must read the terminal: run it in this process's group with plain [`Command::spawn`], as
     ///   the `grouptimeout` tool's `--foreground` does (there is then no group of its own to kill); or make its group
-    ///   the terminal's foreground group with `tcsetpgrp(3)` after the spawn and take the terminal back after the
-    ///   wait, with `SIGTTOU` blocked, as shells do.
+    ///   the terminal's foreground group after the spawn and take the terminal back after the wait, as shells and
+    ///   the `grouptimeout` tool do: [`host::Terminal`](crate::host::Terminal) (opt-in, process-wide), with
+    ///   [`host::take_stop`](crate::host::take_stop) and [`host::stop_self`](crate::host::stop_self) to pass a
+    ///   Ctrl-Z on to this process's parent.
     /// - Ctrl-C ends this process by default without running any destructor, so the command's group keeps running:
     ///   catch `SIGINT` and pass it on with [`GroupChild::signal`] (a supervisor program can use
     ///   [`host::Signals`](crate::host::Signals)).
@@ -197,6 +199,11 @@ impl GroupChild {
     /// The leader's process id, which is also the id of its process group.
     pub fn id(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Whether the leader was not reaped yet through this handle, so that its id still names our group.
+    pub(crate) fn leader_unreaped(&self) -> bool {
+        self.outcome.is_none()
     }
 
     /// At the deadline, send `signal` to the group (followed by `SIGCONT`, so that stopped members act on it), wait

@@ -16,6 +16,8 @@
 //! - [`signal_child`]: signal one unreaped child of a [`std::process::Child`] by pid.
 //! - [`exit_as_signaled`]: end this process the way a command that died of a signal ended.
 //! - [`die_with_parent_forked`]: [`GroupChild::die_with_parent`] with a forked guard, cheaper in a small process.
+//! - [`Terminal`], [`take_stop`] and [`stop_self`]: job control at a terminal, as shells do it: hand the terminal
+//!   to the command's group and take it back, notice that the command was stopped (Ctrl-Z), and stop along with it.
 
 use std::io::{self, Read, Seek, SeekFrom};
 use std::process::{Child, Command};
@@ -25,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use crate::guard::Start;
 use crate::sys;
+pub use crate::terminal::{stop_self, take_stop, Terminal};
 use crate::GroupChild;
 
 /// Signals received synchronously: blocked, and taken one at a time by [`wait`](Signals::wait).
@@ -48,7 +51,8 @@ use crate::GroupChild;
 ///   `SIG_IGN`, such as `SIGCHLD` ignored by a careless parent, is replaced).
 /// - `SIGCHLD` may be in the set: it is never installed with `SA_NOCLDWAIT`, so children stay waitable (this is
 ///   what lets [`CommandExt::spawn_group`](crate::CommandExt::spawn_group) run in a process started with
-///   `SIGCHLD` ignored). It is reported when a child stops or continues too, not only when one exits.
+///   `SIGCHLD` ignored). It is reported when a child stops or continues too, not only when one exits (see
+///   [`take_stop`]).
 ///
 /// # What is not guaranteed
 ///

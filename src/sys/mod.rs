@@ -5,7 +5,8 @@
 //!   module);
 //! - `fd`: pipes, non-blocking descriptors, `poll` and reads;
 //! - `guard`: the forked guard process that kills a group when its supervisor dies;
-//! - `linux`: Linux-only process controls (the subreaper flag, peeking at exited children).
+//! - `linux`: Linux-only process controls (the subreaper flag, peeking at exited children);
+//! - `terminal`: the terminal's foreground group, stop reports, stopping ourselves (used by `host::Terminal`).
 //!
 //! Each wrapper checks its arguments, retries `EINTR` where the call can be interrupted, and turns
 //! a failure into `io::Error::last_os_error()` through [`cvt`].
@@ -51,6 +52,7 @@ mod guard;
 mod linux;
 mod process;
 mod signal;
+mod terminal;
 
 pub(crate) use fd::*;
 pub(crate) use guard::*;
@@ -58,3 +60,4 @@ pub(crate) use guard::*;
 pub(crate) use linux::*;
 pub(crate) use process::*;
 pub(crate) use signal::*;
+pub(crate) use terminal::*;
