@@ -70,10 +70,10 @@ DURATION, send it SIGNAL. On exit, nothing COMMAND started is left running.
   -k, --kill-after=DURATION  send KILL to the group if it still runs this long
                              after the first signal was sent
   -p, --preserve-status    exit with COMMAND's status even after a timeout
-  -f, --foreground         keep COMMAND in this process group, so it can read
-                             the terminal and get its signals; SIGNAL and KILL
-                             then reach COMMAND only (on Linux the rest is
-                             killed once COMMAND exits)
+  -f, --foreground         keep COMMAND in this process group, as GNU does;
+                             rarely needed (see below). SIGNAL and KILL then
+                             reach COMMAND only (on Linux the rest is killed
+                             once COMMAND exits)
   -v, --verbose            report every signal sent, on stderr
       --leave-running      when COMMAND exits by itself, leave the processes
                              it started running (default: kill them)
@@ -88,6 +88,12 @@ to the group (and start the --kill-after countdown), unless grouptimeout was
 started with them ignored (nohup): then COMMAND inherits them ignored. SIGNAL
 itself always reaches COMMAND with its default action.
 ALRM sent to grouptimeout means: time is up.
+
+At a terminal, when grouptimeout runs in the foreground, COMMAND's group gets
+the terminal: COMMAND can read it, Ctrl-C reaches it, and Ctrl-Z stops it and
+grouptimeout (the timeout keeps running; fg or bg continues them). In a
+pipeline the terminal stays with the other commands of the pipeline: there a
+COMMAND that reads the terminal needs --foreground.
 
 Exit status:
   124  COMMAND timed out (and --preserve-status was not given)

@@ -6,7 +6,8 @@
 //! the command exits (`SIGCHLD`) or the next deadline passes. They stay blocked until the tool exits, so that no
 //! signal can kill it while it computes its exit status. On Linux the tool is a child subreaper
 //! ([`host::Subreaper`]) and, once the command is done, kills and reaps every process it adopted, leaving alone the
-//! children it had before.
+//! children it had before. At a terminal the command's group gets the terminal while it runs, and its stops are
+//! passed on to the shell (`terminal.rs`).
 #![forbid(unsafe_code)]
 
 mod args;
@@ -14,6 +15,7 @@ mod duration;
 mod messages;
 mod signals;
 mod spawn;
+mod terminal;
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -24,6 +26,7 @@ use std::time::{Duration, Instant};
 use args::{Options, Parsed, UsageError};
 use grouptimeout::host::{self, Signals, Subreaper};
 use grouptimeout::{CommandExt, GroupChild};
+use terminal::JobControl;
 
 /// Writes `NAME: message` to stderr, `NAME` being the name the tool was run as ([`messages::program`]), ignoring
 /// failure (`eprintln!` would panic on a closed pipe).
@@ -143,6 +146,14 @@ impl Leader {
         }
     }
 
+    /// The command's group, unless it runs in ours (`--foreground`).
+    fn group(&mut self) -> Option<&mut GroupChild> {
+        match self {
+            Leader::Group(child) => Some(child),
+            Leader::Foreground(_) => None,
+        }
+    }
+
     fn set_kill_leftovers(&mut self, kill: bool) {
         if let Leader::Group(child) = self {
             child.set_kill_leftovers(kill);
@@ -177,7 +188,8 @@ fn run(opts: &Options) -> ! {
             );
         }
     }
-    let mut handled = vec![libc::SIGALRM, libc::SIGCHLD];
+    // SIGCHLD also reports the command's stops, and SIGCONT the tool's own `fg`/`bg` (see `JobControl`).
+    let mut handled = vec![libc::SIGALRM, libc::SIGCHLD, libc::SIGCONT];
     // GNU also passes on the signal chosen with -s when the tool receives it.
     let chosen = (opts.signal != 0
         && ![libc::SIGKILL, libc::SIGSTOP].contains(&opts.signal)
@@ -211,6 +223,8 @@ fn supervise_command(
     signals: &mut Signals,
     subreaper: &mut Option<io::Result<Subreaper>>,
 ) -> i32 {
+    // At a terminal, the command's group gets it (and the tool takes it back below, before anything else).
+    let mut job = (!opts.foreground).then(JobControl::new);
     let name = args::quote(opts.command[0].as_encoded_bytes());
     // GNU's command inherits an ignored SIGPIPE; std would reset it (at the cost of fork + exec, so only then).
     let keep_sigpipe = host::sigpipe_was_ignored_at_start();
@@ -243,6 +257,9 @@ fn supervise_command(
         }
     };
     leader.set_kill_leftovers(!opts.leave_running);
+    if let (Some(job), Some(child)) = (&mut job, leader.group()) {
+        job.start(child);
+    }
     // `kill -9` on the tool (or its crash) must not leave the command's group running: a forked guard (cheaper
     // than a shell in a process this small) kills the group when the tool dies. Not fatal if it cannot be arranged.
     if let Leader::Group(child) = &mut leader {
@@ -260,7 +277,18 @@ fn supervise_command(
         signalled: false,
     };
     let reaper = subreaper.as_mut().and_then(|s| s.as_mut().ok());
-    let waited = supervise(opts, reaper, &name, &mut leader, signals, &mut state);
+    let waited = supervise(
+        opts,
+        reaper,
+        &name,
+        &mut leader,
+        signals,
+        &mut state,
+        job.as_mut(),
+    );
+    if let Some(job) = &job {
+        job.finish();
+    }
     if waited.is_err() {
         // Kill and reap the leader (if still ours) before the sweep, which must not reap a child std owns.
         leader.abandon();
@@ -299,6 +327,7 @@ fn supervise(
     leader: &mut Leader,
     signals: &mut Signals,
     state: &mut State,
+    mut job: Option<&mut JobControl>,
 ) -> io::Result<ExitStatus> {
     loop {
         // Read the clock before checking the command: an exit seen now counts as before the deadline.
@@ -323,13 +352,20 @@ fn supervise(
             cleanup(opts, name, leader, state, libc::SIGALRM);
             continue;
         }
-        // Wake for the next timeout, or for a scan for exited orphans that no SIGCHLD named.
+        // Wake for the next timeout, for a scan for exited orphans that no SIGCHLD named, or to see whether a command
+        // waiting for the terminal can have it (`JobControl::recheck_in`).
         let reap_due = subreaper.as_deref().and_then(Subreaper::reap_due);
-        let wake = match (state.alarm, reap_due) {
-            (Some(alarm), Some(due)) => Some(alarm.min(due)),
-            (alarm, due) => alarm.or(due),
-        };
+        let recheck = job
+            .as_deref()
+            .and_then(JobControl::recheck_in)
+            .and_then(|after| now.checked_add(after));
+        let wake = [state.alarm, reap_due, recheck].into_iter().flatten().min();
         let received = signals.wait(wake.map(|wake| wake.saturating_duration_since(now)))?;
+        if let (None | Some(libc::SIGCHLD | libc::SIGCONT), Some(job), Some(child)) =
+            (received, job.as_deref_mut(), leader.group())
+        {
+            job.on_event(child, received);
+        }
         // The one place that handles SIGCHLD (sent for stops and continues too). Adopted orphans that exited: reap
         // them now rather than let zombies pile up in a long run.
         let sigchld = received == Some(libc::SIGCHLD);
@@ -345,6 +381,8 @@ fn supervise(
         }
         match received {
             None | Some(libc::SIGCHLD) => {}
+            // The tool was continued (`fg`, `bg`); with `-s CONT` it is also passed on, as GNU does.
+            Some(libc::SIGCONT) if opts.signal != libc::SIGCONT => {}
             Some(signal) => cleanup(opts, name, leader, state, signal),
         }
     }

@@ -1,0 +1,523 @@
+//! The tool at a real terminal: it hands the terminal to the command's group, passes Ctrl-Z on to the shell, and
+//! gives the terminal back.
+//!
+//! Two pseudo-terminals: `script -qec CMD /dev/null` (a non-interactive `sh` without job control, which does not
+//! take the terminal back by itself) and a `tmux` server on its own socket running an interactive `bash` (job
+//! control: Ctrl-C, Ctrl-Z, `fg`). Every wait is bounded, every tmux server is killed (its socket removed) when its
+//! test ends, and process states are read from `/proc`.
+
+use std::fs;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use grouptimeout::CommandExt;
+
+mod common;
+use common::{eventually, is_dead, skip_or_fail_in_ci, KillOnDrop};
+
+const BIN: &str = env!("CARGO_BIN_EXE_grouptimeout");
+/// Upper bound of every wait: a regression fails instead of hanging.
+const LIMIT: Duration = Duration::from_secs(20);
+
+/// Whether `program` runs (`program ARG` exits 0); otherwise the test is skipped (or fails in CI).
+fn have(test: &str, program: &str, arg: &str) -> bool {
+    let runs = Command::new(program)
+        .arg(arg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !runs {
+        skip_or_fail_in_ci(test, &format!("`{program}` is not installed"));
+    }
+    runs
+}
+
+/// Runs `sh -c SCRIPT` on a new pseudo-terminal through `script`, with `input` typed in, and returns what the
+/// terminal showed (bounded: the whole run is a killed group after [`LIMIT`]).
+fn on_script_terminal(script: &str, input: &str) -> String {
+    let mut child = Command::new("script")
+        .args(["-qec", script, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn_group()
+        .expect("spawn script");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    drop(stdin);
+    let captured = child.wait_with_output_timeout(LIMIT).unwrap();
+    assert!(!captured.outcome.timed_out(), "script did not finish");
+    String::from_utf8_lossy(&captured.stdout).into_owned()
+}
+
+/// Fields of `/proc/PID/stat` after the command name: 0 state, 1 ppid, 2 pgrp, 3 session, 4 tty, 5 tpgid.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(
+        stat[stat.rfind(')')? + 1..]
+            .split_whitespace()
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// Whether `pid` is alive and its group is its terminal's foreground group.
+fn holds_terminal(pid: u32) -> bool {
+    stat_fields(pid).is_some_and(|f| f[2] == f[5])
+}
+
+fn is_stopped(pid: u32) -> bool {
+    stat_fields(pid).is_some_and(|f| f[0] == "T")
+}
+
+#[test]
+fn the_command_reads_the_terminal() {
+    if !have("the_command_reads_the_terminal", "script", "--version") {
+        return;
+    }
+    let shown = on_script_terminal(
+        &format!("{BIN} 5 sh -c 'read x; echo got:$x'; echo rc=$?"),
+        "hello\n",
+    );
+    assert!(
+        shown.contains("got:hello") && shown.contains("rc=0"),
+        "{shown:?}"
+    );
+}
+
+#[test]
+fn the_terminal_is_handed_back() {
+    if !have("the_terminal_is_handed_back", "script", "--version") {
+        return;
+    }
+    // The shell that `script` runs has no job control: it does not take the terminal back by itself.
+    let shown = on_script_terminal(
+        &format!(
+            "{BIN} 5 sh -c 'read x'; rc=$?; set -- $(sed 's/.*) //' /proc/$$/stat); echo pgrp=$3 tpgid=$6 rc=$rc"
+        ),
+        "x\n",
+    );
+    let line = shown
+        .lines()
+        .find(|l| l.starts_with("pgrp="))
+        .unwrap_or_else(|| panic!("{shown:?}"));
+    let fields: Vec<&str> = line
+        .split_whitespace()
+        .map(|f| f.split('=').nth(1).unwrap())
+        .collect();
+    assert_eq!(
+        fields[0], fields[1],
+        "the shell's group lost the terminal: {line}"
+    );
+    assert_eq!(fields[2], "0", "{line}");
+}
+
+/// A tmux server on its own socket, running an interactive bash in one pane; killed (and its socket removed) when
+/// dropped.
+struct Tmux {
+    socket: PathBuf,
+}
+
+impl Tmux {
+    fn start(test: &str) -> Option<Tmux> {
+        if !have(test, "tmux", "-V") || !have(test, "bash", "--version") {
+            return None;
+        }
+        let tmux = Tmux {
+            socket: common::temp_path(&format!("tmux-{test}")),
+        };
+        tmux.run(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-x",
+            "250",
+            "-y",
+            "50",
+            "env PS1='$ ' HISTFILE=/dev/null bash --norc --noprofile -i",
+        ]);
+        assert!(
+            tmux.wait_for("$ ").is_some(),
+            "no prompt: {}",
+            tmux.screen()
+        );
+        Some(tmux)
+    }
+
+    /// Runs one tmux client command against this server (bounded) and returns its output.
+    fn run(&self, args: &[&str]) -> String {
+        let child = Command::new("tmux")
+            .env_remove("TMUX")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn_group()
+            .expect("spawn tmux");
+        let captured = child
+            .wait_with_output_timeout(Duration::from_secs(10))
+            .unwrap();
+        String::from_utf8_lossy(&captured.stdout).into_owned()
+    }
+
+    /// Types `keys` (tmux key names: `Enter`, `C-z`) into the pane.
+    fn send(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "0"];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    /// Types a command line and Enter.
+    fn type_line(&self, line: &str) {
+        self.send(&["-l", line]);
+        self.send(&["Enter"]);
+    }
+
+    /// What the pane shows, history included, wrapped lines joined.
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-J", "-S", "-500", "-t", "0"])
+    }
+
+    /// Waits (bounded) until the pane shows `text`; returns the screen then.
+    fn wait_for(&self, text: &str) -> Option<String> {
+        let mut screen = String::new();
+        eventually(LIMIT, || {
+            screen = self.screen();
+            screen.contains(text)
+        })
+        .then_some(screen)
+    }
+
+    /// Waits (bounded) for an output `pid:N` and returns N.
+    fn wait_for_pid(&self) -> u32 {
+        let mut pid = None;
+        eventually(LIMIT, || {
+            // Anywhere in a line: after a background start the shell's prompt may come first.
+            pid = self.screen().split("pid:").skip(1).find_map(|rest| {
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                digits.parse::<u32>().ok()
+            });
+            pid.is_some()
+        });
+        pid.unwrap_or_else(|| panic!("no pid line: {}", self.screen()))
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
+        let _ = fs::remove_file(&self.socket);
+    }
+}
+
+/// The tool (parent of the command's leader `pid`) and the leader, killed when dropped if a test fails.
+fn tool_and_leader(pid: u32) -> KillOnDrop {
+    let tool = common::parent_of(pid).expect("the leader's parent");
+    KillOnDrop(vec![pid, tool])
+}
+
+#[test]
+fn ctrl_c_reaches_the_command_group_directly() {
+    let Some(tmux) = Tmux::start("ctrl_c") else {
+        return;
+    };
+    tmux.type_line(&format!("{BIN} -v 20 sh -c 'echo pid:$$; sleep 30'"));
+    let pid = tmux.wait_for_pid();
+    let procs = tool_and_leader(pid);
+    assert!(
+        eventually(LIMIT, || holds_terminal(pid)),
+        "the command's group never got the terminal"
+    );
+    tmux.send(&["C-c"]);
+    // bash drops the rest of a command line whose command died of SIGINT: ask for the status on its own line.
+    assert!(
+        eventually(LIMIT, || is_dead(procs.0[1])),
+        "the tool still runs"
+    );
+    tmux.type_line("echo rc=$?");
+    let screen = tmux.wait_for("rc=130").unwrap_or_else(|| tmux.screen());
+    assert!(screen.contains("rc=130"), "{screen}");
+    // With -v the tool reports every signal it sends: Ctrl-C went to the group, not through the tool.
+    assert!(!screen.contains("sending signal"), "{screen}");
+    assert!(procs.0.iter().all(|&p| is_dead(p)));
+}
+
+#[test]
+fn ctrl_z_stops_the_job_and_fg_continues_it_with_the_terminal() {
+    let Some(tmux) = Tmux::start("ctrl_z_fg") else {
+        return;
+    };
+    tmux.type_line(&format!(
+        "{BIN} 20 sh -c 'echo pid:$$; read x; echo got:$x'"
+    ));
+    let pid = tmux.wait_for_pid();
+    let procs = tool_and_leader(pid);
+    let tool = procs.0[1];
+    assert!(eventually(LIMIT, || holds_terminal(pid)));
+    tmux.send(&["C-z"]);
+    assert!(
+        tmux.wait_for("Stopped").is_some(),
+        "the shell never saw the job stop: {}",
+        tmux.screen()
+    );
+    assert!(is_stopped(pid) && is_stopped(tool));
+    // The shell has the terminal again: the tool took it back before stopping.
+    tmux.type_line("echo shell-has-it");
+    assert!(
+        tmux.wait_for("\nshell-has-it").is_some(),
+        "{}",
+        tmux.screen()
+    );
+    tmux.type_line("fg");
+    assert!(
+        eventually(LIMIT, || holds_terminal(pid) && !is_stopped(pid)),
+        "fg did not hand the terminal on"
+    );
+    tmux.type_line("hi");
+    assert!(tmux.wait_for("got:hi").is_some(), "{}", tmux.screen());
+    tmux.type_line("echo rc=$?");
+    assert!(tmux.wait_for("rc=0").is_some(), "{}", tmux.screen());
+    assert!(procs.0.iter().all(|&p| is_dead(p)));
+}
+
+#[test]
+fn ctrl_z_then_bg_continues_the_command_without_the_terminal() {
+    let Some(tmux) = Tmux::start("ctrl_z_bg") else {
+        return;
+    };
+    tmux.type_line(&format!(
+        "{BIN} 20 sh -c 'echo pid:$$; read x; echo read:$x; sleep 3; echo done:$x'"
+    ));
+    let pid = tmux.wait_for_pid();
+    let procs = tool_and_leader(pid);
+    assert!(eventually(LIMIT, || holds_terminal(pid)));
+    tmux.type_line("early");
+    assert!(tmux.wait_for("read:early").is_some(), "{}", tmux.screen());
+    tmux.send(&["C-z"]);
+    assert!(tmux.wait_for("Stopped").is_some(), "{}", tmux.screen());
+    tmux.type_line("bg");
+    // The command runs on in the background, and the shell keeps the terminal.
+    assert!(
+        eventually(LIMIT, || !is_stopped(pid) || is_dead(pid)),
+        "bg did not continue the command"
+    );
+    assert!(!holds_terminal(pid));
+    assert!(tmux.wait_for("done:early").is_some(), "{}", tmux.screen());
+    tmux.type_line("wait; echo rc=$?");
+    assert!(tmux.wait_for("rc=0").is_some(), "{}", tmux.screen());
+    assert!(procs.0.iter().all(|&p| is_dead(p)));
+}
+
+#[test]
+fn ctrl_z_then_the_deadline_passes() {
+    let Some(tmux) = Tmux::start("ctrl_z_timeout") else {
+        return;
+    };
+    let start = Instant::now();
+    tmux.type_line(&format!("{BIN} 2 sh -c 'echo pid:$$; read x'"));
+    let pid = tmux.wait_for_pid();
+    let procs = tool_and_leader(pid);
+    assert!(eventually(LIMIT, || holds_terminal(pid)));
+    tmux.send(&["C-z"]);
+    assert!(tmux.wait_for("Stopped").is_some(), "{}", tmux.screen());
+    // The deadline passes while the job is stopped; it fires as soon as the job is continued.
+    thread::sleep(Duration::from_secs(3).saturating_sub(start.elapsed()));
+    assert!(
+        is_stopped(pid),
+        "the command was continued while the job was stopped"
+    );
+    tmux.type_line("fg; echo rc=$?");
+    assert!(tmux.wait_for("rc=124").is_some(), "{}", tmux.screen());
+    assert!(procs.0.iter().all(|&p| is_dead(p)));
+}
+
+#[test]
+fn a_background_run_leaves_the_terminal_alone() {
+    let Some(tmux) = Tmux::start("background") else {
+        return;
+    };
+    // In the background the command's read stops it (SIGTTIN), as without the tool; the deadline ends it.
+    tmux.type_line(&format!(
+        "{BIN} 2 sh -c 'echo pid:$$; read x </dev/tty; echo got:$x' & wait $!; echo rc=$?"
+    ));
+    let pid = tmux.wait_for_pid();
+    let procs = tool_and_leader(pid);
+    let screen = tmux.wait_for("rc=124").unwrap_or_else(|| tmux.screen());
+    assert!(
+        screen.contains("rc=124") && !screen.lines().any(|l| l.starts_with("got:")),
+        "{screen}"
+    );
+    assert!(procs.0.iter().all(|&p| is_dead(p)));
+    tmux.type_line("echo shell-has-it");
+    assert!(
+        tmux.wait_for("\nshell-has-it").is_some(),
+        "{}",
+        tmux.screen()
+    );
+}
+
+#[test]
+fn in_a_pipeline_the_terminal_stays_with_the_pipeline() {
+    let Some(tmux) = Tmux::start("pipeline") else {
+        return;
+    };
+    // The tool shares its group with the other side of the pipe, which reads the terminal: it keeps it.
+    tmux.type_line(&format!(
+        "{BIN} 10 sh -c 'echo pid:$$ >/dev/tty; sleep 1' | {{ read y </dev/tty; echo typed:$y; }}"
+    ));
+    let pid = tmux.wait_for_pid();
+    let _procs = tool_and_leader(pid);
+    tmux.type_line("abc");
+    assert!(tmux.wait_for("typed:abc").is_some(), "{}", tmux.screen());
+    assert!(!holds_terminal(pid));
+}
+
+#[test]
+fn ctrl_z_where_the_tool_cannot_stop_continues_the_command() {
+    if !have("ctrl_z_where_the_tool_cannot_stop", "script", "--version") {
+        return;
+    }
+    // A lone command of `script -c` is exec'd by its shell: the tool leads the session, its group is orphaned and
+    // the kernel discards its SIGTSTP. It must not leave the command stopped until the deadline.
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "(sleep 1; printf '\\032'; sleep 1; printf 'hello\\n') | script -qec \"{BIN} 10 sh -c 'read x; echo got:\\$x'\" /dev/null; echo rc=$?"
+        ))
+        .stdout(Stdio::piped())
+        .spawn_group()
+        .expect("spawn sh");
+    child.set_output_limit(1 << 16);
+    let captured = child.wait_with_output_timeout(LIMIT).unwrap();
+    let shown = String::from_utf8_lossy(&captured.stdout);
+    assert!(
+        shown.contains("got:hello") && shown.contains("rc=0"),
+        "{shown:?}"
+    );
+}
+
+#[test]
+fn a_pipe_from_outside_the_group_does_not_keep_the_terminal() {
+    if !have("a_pipe_from_outside_the_group", "script", "--version") {
+        return;
+    }
+    // Standard input is a FIFO, so the tool looks for pipeline members in its group: there are none (its shell
+    // waits for it), so the command's group gets the terminal.
+    let fifo = common::temp_path("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let shown = on_script_terminal(
+        &format!(
+            "{BIN} 5 sh -c 'read x </dev/tty; echo got:$x' 0<>{}; echo rc=$?",
+            fifo.display()
+        ),
+        "hello\n",
+    );
+    let _ = fs::remove_file(&fifo);
+    assert!(
+        shown.contains("got:hello") && shown.contains("rc=0"),
+        "{shown:?}"
+    );
+}
+
+#[test]
+fn take_stop_reports_a_stop_once_and_never_consumes_the_exit() {
+    let mut child = Command::new("sleep")
+        .arg("30")
+        .spawn_group()
+        .expect("spawn sleep");
+    let _guard = KillOnDrop(vec![child.id()]);
+    assert_eq!(grouptimeout::host::take_stop(&child).unwrap(), None);
+    child.signal(libc::SIGSTOP).unwrap();
+    let mut stop = None;
+    assert!(eventually(LIMIT, || {
+        stop = grouptimeout::host::take_stop(&child).unwrap();
+        stop.is_some()
+    }));
+    assert_eq!(stop, Some(libc::SIGSTOP));
+    // Reported once.
+    assert_eq!(grouptimeout::host::take_stop(&child).unwrap(), None);
+    child.kill().unwrap();
+    assert!(eventually(LIMIT, || is_dead(child.id())));
+    // An exit is not a stop, and stays for the handle to reap.
+    assert_eq!(grouptimeout::host::take_stop(&child).unwrap(), None);
+    let status = child.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGKILL)
+    );
+    // Once reaped, nothing to report.
+    assert_eq!(grouptimeout::host::take_stop(&child).unwrap(), None);
+}
+
+/// Voluntary context switches of `pid` so far: how often it went to sleep.
+fn sleeps(pid: u32) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_leader_that_left_its_group_is_not_continued_again_and_again() {
+    let Some(tmux) = Tmux::start("left_group") else {
+        return;
+    };
+    // The leader joins the shell's group (which ignores SIGTTIN) and reads: each read stops it again, alone, while
+    // its own group holds the terminal.
+    tmux.type_line(&format!(
+        "{BIN} 4 perl -e 'open F, \"/proc/\".getppid().\"/stat\"; @f = split / /, <F>; setpgrp(0, getpgrp($f[3])); $|=1; print \"pid:$$\\n\"; sysread(STDIN, $x, 1)'"
+    ));
+    let pid = tmux.wait_for_pid();
+    let procs = tool_and_leader(pid);
+    let tool = procs.0[1];
+    assert!(eventually(LIMIT, || is_stopped(pid)));
+    thread::sleep(Duration::from_millis(300));
+    let before = sleeps(tool);
+    thread::sleep(Duration::from_secs(1));
+    let woken = sleeps(tool) - before;
+    assert!(
+        woken < 50,
+        "the tool woke {woken} times in a second: it keeps continuing the command"
+    );
+    assert!(eventually(LIMIT, || is_dead(tool)), "no timeout");
+    tmux.type_line("echo rc=$?");
+    assert!(tmux.wait_for("rc=124").is_some(), "{}", tmux.screen());
+}
+
+#[test]
+fn fg_hands_the_terminal_to_a_command_started_in_the_background() {
+    let Some(tmux) = Tmux::start("background_fg") else {
+        return;
+    };
+    tmux.type_line(&format!(
+        "{BIN} 20 sh -c 'echo pid:$$; read x; echo got:$x' &"
+    ));
+    let pid = tmux.wait_for_pid();
+    let procs = tool_and_leader(pid);
+    // Its read stopped it (SIGTTIN), as any background job; the terminal stayed with the shell.
+    assert!(eventually(LIMIT, || is_stopped(pid)));
+    assert!(!holds_terminal(pid));
+    tmux.type_line("fg");
+    assert!(
+        eventually(LIMIT, || holds_terminal(pid) && !is_stopped(pid)),
+        "fg did not hand the terminal on"
+    );
+    tmux.type_line("hi");
+    assert!(tmux.wait_for("got:hi").is_some(), "{}", tmux.screen());
+    tmux.type_line("echo rc=$?");
+    assert!(tmux.wait_for("rc=0").is_some(), "{}", tmux.screen());
+    assert!(procs.0.iter().all(|&p| is_dead(p)));
+}
