@@ -130,28 +130,34 @@ impl Drop for Guard {
     }
 }
 
-/// Waits (bounded) for the guard's one byte on `ready`: `true` when armed, `false` when it died before.
+/// Waits (bounded) until the guard closes `ready`: `true` when it wrote its byte before (it is armed, and holds no
+/// descriptor but its pipe), `false` when it died before.
 fn wait_ready(ready: OwnedFd) -> io::Result<bool> {
     let mut fds = [libc::pollfd {
         fd: std::os::fd::AsRawFd::as_raw_fd(&ready.as_fd()),
         events: libc::POLLIN,
         revents: 0,
     }];
+    let mut ready = File::from(ready);
     let end = std::time::Instant::now() + READY_LIMIT;
-    while sys::poll(
-        &mut fds,
-        end.saturating_duration_since(std::time::Instant::now()),
-    )? == 0
-    {
-        if std::time::Instant::now() >= end {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the guard process did not start within 5 s (stopped?)",
-            ));
+    let mut armed = false;
+    loop {
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if sys::poll(&mut fds, left)? == 0 {
+            if left.is_zero() {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the guard process did not start within 5 s (stopped?)",
+                ));
+            }
+            continue;
+        }
+        let mut byte = [0u8; 1];
+        match ready.read(&mut byte)? {
+            0 => return Ok(armed),
+            _ => armed = true,
         }
     }
-    let mut byte = [0u8; 1];
-    Ok(File::from(ready).read(&mut byte)? == 1)
 }
 
 fn context(pgid: u32, e: io::Error) -> io::Error {
