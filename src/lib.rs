@@ -121,6 +121,8 @@ mod handle;
 pub mod host;
 #[cfg(unix)]
 mod sys;
+#[cfg(unix)]
+mod wait;
 
 #[cfg(unix)]
 pub use capture::Captured;
