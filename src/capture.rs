@@ -2,10 +2,11 @@
 //! memory.
 //!
 //! The wait loop of [`GroupChild`] pauses between checks of the leader; while capturing, that pause is a `poll(2)`
-//! on the output pipes (set non-blocking) with the pause as its timeout, and every readable pipe is read at once.
-//! So the pipes are drained while the command runs (it never blocks on a full pipe), the leader is checked on the
-//! same schedule as in [`GroupChild::wait_deadline`] (and once every pipe reached end of file, on that schedule
-//! restarted, since the leader is most likely exiting), and the deadline is handled by the very same code.
+//! on the output pipes (set non-blocking) and the leader's pidfd if it has one, with the pause as its timeout, and
+//! every readable pipe is read at once. So the pipes are drained while the command runs (it never blocks on a full
+//! pipe), the leader's exit ends the pause as in [`GroupChild::wait_deadline`] (without a pidfd, the leader is
+//! checked on the same schedule, restarted once every pipe reached end of file, since the leader is then most
+//! likely exiting), and the deadline is handled by the very same code.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -113,10 +114,12 @@ impl GroupChild {
     /// - Standard input, if piped, is closed first (as [`std::process::Child::wait_with_output`] does), so a
     ///   command reading it sees end of file.
     /// - Both pipes are read together in the calling thread with `poll(2)`, whose timeout is the wait's pause
-    ///   between checks of the leader: no thread, no busy loop past the leader's first millisecond (which checks and
-    ///   yields, as every wait does), and the command never blocks on a full pipe. Once every pipe reached end of
-    ///   file, which usually means the leader is exiting, the checks start over from that moment (checking and
-    ///   yielding for a millisecond, then pauses of 1/20 of the time since), so the exit is seen at once.
+    ///   between checks of the leader, and the command never blocks on a full pipe. On Linux the same `poll` watches
+    ///   the leader's pidfd, so the exit ends it at once and nothing wakes up in between (see the crate's "How it
+    ///   waits"). Without a pidfd the pauses follow the poll schedule: no busy loop past the leader's first
+    ///   millisecond (which checks and yields, as every wait does), and once every pipe reached end of file, which
+    ///   usually means the leader is exiting, the checks start over from that moment (checking and yielding for a
+    ///   millisecond, then pauses of 1/20 of the time since), so the exit is seen at once.
     /// - At the deadline the group is killed and the leader reaped, as by [`wait_deadline`](GroupChild::wait_deadline)
     ///   (with [`set_grace`](GroupChild::set_grace)'s signal first, if set; the pipes are read during the grace
     ///   period too). When the leader exits first, the leftovers of its group are killed (see

@@ -270,6 +270,9 @@ impl GroupChild {
     ///   the deadline. It blocks until the killed leader can be reaped, which is at once unless it is stuck in
     ///   uninterruptible sleep.
     ///
+    /// In between, the wait sleeps: on Linux until the leader exits (a pidfd), elsewhere on a poll schedule; see
+    /// [How it waits](crate#how-it-waits).
+    ///
     /// The clock is read before the leader is checked, so a leader found exited is reported as exited even when the
     /// check ran after the deadline. A deadline in the past still checks once. After the leader was reaped, every
     /// wait returns the same outcome again and signals nothing.
