@@ -225,7 +225,9 @@ impl Pipes {
         if pause == Some(Duration::ZERO) {
             // Take what is there; without a pidfd, yield as the plain waits do: spinning on `poll` alone would keep
             // a child that shares our CPU from running until the scheduler preempts us (about a millisecond).
-            self.round(Duration::ZERO, None)?;
+            if self.round(Duration::ZERO, exit)? {
+                watch.exit_seen();
+            }
             return match exit {
                 Some(_) => Ok(()),
                 None => sleep_pause(Duration::ZERO),
@@ -235,6 +237,9 @@ impl Pipes {
         loop {
             let left = pause.map(|pause| pause.saturating_sub(start.elapsed()));
             let exited = self.round(left.unwrap_or(Duration::MAX), exit)?;
+            if exited {
+                watch.exit_seen();
+            }
             if exited
                 || left == Some(Duration::ZERO)
                 || self.open_count() < open

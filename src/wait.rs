@@ -5,6 +5,7 @@
 //! or indefinitely, and wakes at the exit. Where no pidfd can be had (an older kernel, a seccomp filter, no
 //! descriptor left, another Unix, or the `grouptimeout_no_pidfd` cfg) the sleep follows [`poll_step`].
 
+use std::cell::Cell;
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::thread;
@@ -18,7 +19,9 @@ pub(crate) struct ExitWatch {
     /// Where the poll schedule counts from: the spawn, or the last signal sent to the group (after which the
     /// leader's exit is likely soon, whatever its age).
     since: Instant,
-    /// The pidfd was found readable at the last pause while the leader could not be waited for yet.
+    /// The last pause ended with the pidfd readable (set by the pauses, taken by [`next_pause`](Self::next_pause)).
+    seen: Cell<bool>,
+    /// The pause before that did too, and the leader still could not be waited for.
     fired: bool,
 }
 
@@ -28,6 +31,7 @@ impl ExitWatch {
         ExitWatch {
             pidfd: open_pidfd(pid),
             since: Instant::now(),
+            seen: Cell::new(false),
             fired: false,
         }
     }
@@ -54,11 +58,12 @@ impl ExitWatch {
     ///
     /// A pidfd that is readable while the leader cannot be waited for yet (a leader traced by another process: its
     /// tracer sees the exit first, and the parent only once the tracer let go of it) would turn the sleep into a
-    /// busy loop. The first time, the pause is zero (the leader may have exited right after the check); the second
-    /// time in a row, the watch closes the pidfd, restarts the schedule and follows it from then on.
+    /// busy loop. When the last pause ended on a readable pidfd and the leader still runs, the pause is zero (the
+    /// leader may have exited right after the check, and the zero pause polls the pidfd again); the second time in
+    /// a row, the watch closes the pidfd, restarts the schedule and follows it from then on.
     pub(crate) fn next_pause(&mut self, now: Instant, left: Option<Duration>) -> Option<Duration> {
-        if let Some(fd) = self.pidfd() {
-            if !fired(fd) {
+        if self.pidfd.is_some() {
+            if !self.seen.take() {
                 self.fired = false;
                 return left;
             }
@@ -73,33 +78,30 @@ impl ExitWatch {
         Some(left.map_or(step, |left| left.min(step)))
     }
 
-    /// The plain waits' pause: sleeps until the leader exits or `pause` passes (`None`: no limit) on the pidfd;
-    /// without one, as [`sleep_pause`] (a `None` pause does not happen there: [`next_pause`](Self::next_pause)
+    /// A pause that polled the pidfd found it readable: the leader exited (or its tracer was told so).
+    pub(crate) fn exit_seen(&self) {
+        self.seen.set(true);
+    }
+
+    /// The plain waits' pause: sleeps in `ppoll` on the pidfd until the leader exits or `pause` passes (`None`: no
+    /// limit); without one, as [`sleep_pause`] (a `None` pause does not happen there: [`next_pause`](Self::next_pause)
     /// always gives the schedule's step).
     pub(crate) fn sleep(&self, pause: Option<Duration>) -> io::Result<()> {
-        match self.pidfd() {
-            Some(fd) => poll_exit(fd, pause).map(drop),
-            None => sleep_pause(pause.unwrap_or(MAX_STEP)),
+        let Some(pidfd) = self.pidfd() else {
+            return sleep_pause(pause.unwrap_or(MAX_STEP));
+        };
+        use std::os::fd::AsRawFd as _;
+        let mut fds = [libc::pollfd {
+            fd: pidfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        crate::sys::poll(&mut fds, pause.unwrap_or(Duration::MAX))?;
+        if fds[0].revents != 0 {
+            self.exit_seen();
         }
+        Ok(())
     }
-}
-
-/// Sleeps in `ppoll` on `pidfd` for up to `pause` (`None`: no limit); `true` when it is readable (the leader exited).
-pub(crate) fn poll_exit(pidfd: BorrowedFd<'_>, pause: Option<Duration>) -> io::Result<bool> {
-    use std::os::fd::AsRawFd as _;
-    let mut fds = [libc::pollfd {
-        fd: pidfd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    }];
-    crate::sys::poll(&mut fds, pause.unwrap_or(Duration::MAX))?;
-    Ok(fds[0].revents != 0)
-}
-
-/// Whether `pidfd` is readable now, without sleeping. An error counts as readable, so the caller leaves the pidfd
-/// for the schedule rather than sleep on a descriptor that fails.
-fn fired(pidfd: BorrowedFd<'_>) -> bool {
-    poll_exit(pidfd, Some(Duration::ZERO)).unwrap_or(true)
 }
 
 #[cfg(all(target_os = "linux", not(grouptimeout_no_pidfd)))]
