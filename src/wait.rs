@@ -1,9 +1,12 @@
 //! How a wait sleeps between two checks of the leader: until the leader's exit, or on a poll schedule.
 //!
-//! On Linux (5.3 and later) a pidfd of the leader, opened right after the spawn while the leader is unreaped (so the
-//! pid names our child), becomes readable when the leader exits: a wait sleeps in `ppoll` on it until the deadline,
-//! or indefinitely, and wakes at the exit. Where no pidfd can be had (an older kernel, a seccomp filter, no
-//! descriptor left, another Unix, or the `grouptimeout_no_pidfd` cfg) the sleep follows [`poll_step`].
+//! On Linux (5.3 and later) a pidfd of the leader becomes readable when the leader exits: a wait sleeps in `ppoll` on
+//! it until the deadline, or indefinitely, and wakes at the exit. The pidfd is opened by the first wait that has to
+//! sleep, after one yield of the CPU (a short command that shares this CPU ends during it, and its wait needs no
+//! pidfd at all: opening and closing one costs about a fifth of a spawn's CPU). It is opened while the leader is
+//! unreaped, so the pid names our child, and closed at the reap. Where no pidfd can be had (an older kernel, a
+//! seccomp filter, no descriptor left, another Unix, or the `grouptimeout_no_pidfd` cfg) the sleep follows
+//! [`poll_step`].
 
 use std::cell::Cell;
 use std::io;
@@ -14,6 +17,10 @@ use std::time::{Duration, Instant};
 /// What a wait sleeps on: the leader's pidfd if there is one, else the poll schedule.
 #[derive(Debug)]
 pub(crate) struct ExitWatch {
+    /// The leader's pid, until a pidfd was opened for it or could not be (or the leader was reaped).
+    pid: Option<u32>,
+    /// Whether the one yield before the pidfd is opened was taken.
+    yielded: bool,
     /// Readable once the leader exited; closed at the reap (or by the drop of the handle).
     pidfd: Option<OwnedFd>,
     /// Where the poll schedule counts from: the spawn, or the last signal sent to the group (after which the
@@ -26,10 +33,13 @@ pub(crate) struct ExitWatch {
 }
 
 impl ExitWatch {
-    /// Watches our unreaped child `pid`: with a pidfd where one can be opened, silently without one otherwise.
+    /// Watches our unreaped child `pid`: with a pidfd, opened when a wait first has to sleep, where one can be
+    /// opened; silently without one otherwise.
     pub(crate) fn new(pid: u32) -> ExitWatch {
         ExitWatch {
-            pidfd: open_pidfd(pid),
+            pid: Some(pid),
+            yielded: false,
+            pidfd: None,
             since: Instant::now(),
             seen: Cell::new(false),
             fired: false,
@@ -47,8 +57,9 @@ impl ExitWatch {
         self.since = Instant::now();
     }
 
-    /// Closes the pidfd (the leader was reaped); later pauses follow the schedule.
+    /// Closes the pidfd (the leader was reaped, or the pidfd is of no use); later pauses follow the schedule.
     pub(crate) fn close(&mut self) {
+        self.pid = None;
         self.pidfd = None;
     }
 
@@ -56,12 +67,23 @@ impl ExitWatch {
     /// deadline (`None`: no deadline). With a pidfd that is `left`, since the sleep ends at the exit anyway; without
     /// one, [`poll_step`] of the schedule's age, never more than `left`.
     ///
+    /// The first pause of all is zero (one yield); the second opens the pidfd. The caller has just found the leader
+    /// unreaped, and only the reap, which calls [`close`](Self::close), makes it go: so the pid is our child's.
+    ///
     /// A pidfd that is readable while the leader cannot be waited for yet (a leader traced by another process: its
     /// tracer sees the exit first, and the parent only once the tracer let go of it) would turn the sleep into a
     /// busy loop. When the last pause ended on a readable pidfd and the leader still runs, the pause is zero (the
     /// leader may have exited right after the check, and the zero pause polls the pidfd again); the second time in
     /// a row, the watch closes the pidfd, restarts the schedule and follows it from then on.
     pub(crate) fn next_pause(&mut self, now: Instant, left: Option<Duration>) -> Option<Duration> {
+        if let Some(pid) = self.pid {
+            if !self.yielded {
+                self.yielded = true;
+                return Some(Duration::ZERO);
+            }
+            self.pid = None;
+            self.pidfd = open_pidfd(pid);
+        }
         if self.pidfd.is_some() {
             if !self.seen.take() {
                 self.fired = false;

@@ -151,9 +151,35 @@ fn finished_waits_hold_no_descriptor() {
 #[ignore = "run by finished_waits_hold_no_descriptor"]
 fn pidfds_of_finished_waits() {
     let before = own_pidfds();
+    // A wait that sleeps holds one pidfd while it sleeps; the leader exits once another thread saw it.
+    let mut reader = Command::new("cat")
+        .stdin(Stdio::piped())
+        .spawn_group()
+        .unwrap();
+    let _cleanup = KillOnDrop(vec![reader.id()]);
+    assert_eq!(own_pidfds(), before, "a pidfd before any wait");
+    let stdin = reader.stdin.take().unwrap();
+    let observer = std::thread::spawn(move || {
+        // Without a pidfd there is nothing to see: give up soon.
+        let limit = Duration::from_millis(if PIDFD { 10_000 } else { 200 });
+        let seen = eventually(limit, || own_pidfds() > before);
+        drop(stdin);
+        seen
+    });
+    let outcome = reader.wait_timeout(LONG).unwrap();
+    assert!(outcome.status().success(), "{outcome:?}");
+    assert_eq!(observer.join().unwrap(), PIDFD, "no pidfd during the wait");
+    assert_eq!(own_pidfds(), before, "the reap kept a pidfd");
+    let mut running = Command::new("sleep").arg("30").spawn_group().unwrap();
+    let cleanup = KillOnDrop(vec![running.id()]);
+    assert!(running
+        .wait_timeout(Duration::from_millis(1))
+        .unwrap()
+        .timed_out());
+    drop(running);
+    drop(cleanup);
     let running = Command::new("sleep").arg("30").spawn_group().unwrap();
     let cleanup = KillOnDrop(vec![running.id()]);
-    assert_eq!(own_pidfds(), before + usize::from(PIDFD));
     drop(running);
     drop(cleanup);
     assert_eq!(own_pidfds(), before, "the drop kept a pidfd");
