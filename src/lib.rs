@@ -94,12 +94,13 @@
 //! programs such as the `grouptimeout` tool that ask for it by name): a wait checks the leader with
 //! `waitid(…, WNOWAIT)`, which notices an exit without reaping, and sleeps between checks, never past the deadline.
 //!
-//! - On Linux 5.3 and later, the sleep ends when the leader exits: right after the spawn, while the leader is
-//!   unreaped (so its pid cannot name anyone else), the handle opens a pidfd for it, and a wait sleeps in `ppoll`
-//!   on that pidfd until the deadline. The exit is noticed as soon as a blocking `wait` would notice it, and a long
-//!   wait does not wake up in between. The pidfd is close-on-exec (no command inherits it) and is closed when the
-//!   leader is reaped or the handle dropped. Grace periods, the drop and the capturing waits sleep on it too (a
-//!   capturing wait polls it together with the output pipes).
+//! - On Linux 5.3 and later, the sleep ends when the leader exits: the first time a wait has to sleep, it yields
+//!   the CPU once (a short command that shares the CPU ends meanwhile, and needs nothing more), then opens a pidfd
+//!   for the leader, which is unreaped (so its pid cannot name anyone else), and sleeps in `ppoll` on it until the
+//!   deadline. The exit is noticed as soon as a blocking `wait` would notice it, and a long wait does not wake up
+//!   in between. The pidfd is close-on-exec (no command inherits it) and is closed when the leader is reaped or the
+//!   handle dropped. Grace periods, the drop and the capturing waits sleep on it too (a capturing wait polls it
+//!   together with the output pipes).
 //! - Where no pidfd can be had (older kernels, a seccomp filter that refuses `pidfd_open`, no free descriptor,
 //!   other Unix systems, or a build with `--cfg grouptimeout_no_pidfd`), the wait falls back, silently, to a poll
 //!   schedule: it checks without sleeping (yielding the CPU) for the leader's first millisecond, then sleeps 1/20
