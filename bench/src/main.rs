@@ -1208,7 +1208,8 @@ fn row9(o: &Opts, tab: &mut Table) {
 
 // ---------------------------------------------------------------------------------------------------------------
 
-/// How this build of the library sleeps in a wait: it holds a pidfd of a running child, or it does not.
+/// How this build of the library sleeps in a wait: whether a wait on a running child holds a pidfd (another thread
+/// looks while the wait sleeps, then ends the child by closing its standard input).
 fn library_wait() -> &'static str {
     let pidfds = || {
         std::fs::read_dir("/proc/self/fd")
@@ -1223,14 +1224,24 @@ fn library_wait() -> &'static str {
             .unwrap_or(0)
     };
     let before = pidfds();
-    let mut child = Command::new("sleep")
-        .arg("10")
+    let mut child = Command::new("cat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
         .spawn_group()
-        .expect("spawn sleep");
-    let during = pidfds();
-    child.kill().expect("kill");
-    child.wait().expect("wait");
-    if during > before {
+        .expect("spawn cat");
+    let stdin = child.stdin.take().expect("piped stdin");
+    let looker = thread::spawn(move || {
+        let end = Instant::now() + Duration::from_secs(1);
+        let mut seen = false;
+        while !seen && Instant::now() < end {
+            thread::sleep(Duration::from_millis(5));
+            seen = pidfds() > before;
+        }
+        drop(stdin);
+        seen
+    });
+    child.wait_timeout(LONG).expect("wait for cat");
+    if looker.join().expect("looker thread") {
         "pidfd (sleeps in ppoll until the exit)"
     } else {
         "poll schedule (no pidfd: --cfg grouptimeout_no_pidfd, or none could be opened)"
