@@ -135,8 +135,9 @@ fn guarded(script: &str, piped_out: bool) -> (GroupChild, u32, String) {
         extra.iter().all(|fd| inheritable.contains(fd)),
         "the guard holds {extra:?}; only {inheritable:?} are inherited by every child"
     );
+    // The guard closes its stdout right after writing the byte that `die_with_parent` waits for: give it a moment.
     assert!(
-        !fds_of(guards[0]).contains(&1),
+        eventually(Duration::from_secs(5), || !fds_of(guards[0]).contains(&1)),
         "the guard keeps its stdout"
     );
     (child, guards[0], pipe)
