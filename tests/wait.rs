@@ -248,8 +248,13 @@ fn tracer_pid(pid: u32) -> Option<u32> {
 #[test]
 fn a_leader_traced_by_another_process_is_waited_for_without_spinning() {
     // A traced leader's exit is seen by its tracer first: its pidfd is readable while `waitid` in its parent
-    // still says "running", until the tracer lets go of it. The wait must not spin meanwhile.
-    let mut leader = Command::new("sleep").arg("0.2").spawn_group().unwrap();
+    // still says "running", until the tracer lets go of it. The wait must not spin meanwhile. The leader, `cat`,
+    // exits when its standard input is closed, once the tracer holds it.
+    let mut leader = Command::new("cat")
+        .stdin(Stdio::piped())
+        .spawn_group()
+        .unwrap();
+    let leader_stdin = leader.stdin.take().unwrap();
     let script = format!(
         "$| = 1; syscall({SYS_PTRACE}, 0x4206, {}, 0, 0) == 0 or die \"PTRACE_SEIZE: $!\"; print \"seized\\n\"; \
          sleep 2",
@@ -269,6 +274,7 @@ fn a_leader_traced_by_another_process_is_waited_for_without_spinning() {
     .unwrap();
     assert_eq!(line, "seized\n", "the tracer failed");
     assert_eq!(tracer_pid(leader.id()), Some(tracer.id()));
+    drop(leader_stdin);
     let cpu = thread_cpu();
     let outcome = leader.wait_timeout(LONG).unwrap();
     let cpu = thread_cpu() - cpu;
@@ -276,7 +282,7 @@ fn a_leader_traced_by_another_process_is_waited_for_without_spinning() {
         !outcome.timed_out() && outcome.status().success(),
         "{outcome:?}"
     );
-    // The tracer holds the exit for about 1.8 s; a spinning wait burns most of that.
+    // The tracer holds the exit for about 2 s; a spinning wait burns most of that.
     assert!(
         cpu < Duration::from_millis(300),
         "the wait used {cpu:?} of CPU while the tracer held the exit"
