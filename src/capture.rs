@@ -2,18 +2,20 @@
 //! memory.
 //!
 //! The wait loop of [`GroupChild`] pauses between checks of the leader; while capturing, that pause is a `poll(2)`
-//! on the output pipes (set non-blocking) with the pause as its timeout, and every readable pipe is read at once.
-//! So the pipes are drained while the command runs (it never blocks on a full pipe), the leader is checked on the
-//! same schedule as in [`GroupChild::wait_deadline`] (and once every pipe reached end of file, on that schedule
-//! restarted, since the leader is most likely exiting), and the deadline is handled by the very same code.
+//! on the output pipes (set non-blocking) and the leader's pidfd if it has one, with the pause as its timeout, and
+//! every readable pipe is read at once. So the pipes are drained while the command runs (it never blocks on a full
+//! pipe), the leader's exit ends the pause as in [`GroupChild::wait_deadline`] (without a pidfd, the leader is
+//! checked on the same schedule, restarted once every pipe reached end of file, since the leader is then most
+//! likely exiting), and the deadline is handled by the very same code.
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd as _, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use crate::child::{poll_step, sleep_pause, GroupChild, Outcome};
+use crate::child::{GroupChild, Outcome};
 use crate::sys;
+use crate::wait::{poll_step, sleep_pause, ExitWatch};
 
 /// The default for [`GroupChild::set_output_limit`]: 16 MiB per stream.
 pub(crate) const DEFAULT_OUTPUT_LIMIT: usize = 16 << 20;
@@ -112,10 +114,12 @@ impl GroupChild {
     /// - Standard input, if piped, is closed first (as [`std::process::Child::wait_with_output`] does), so a
     ///   command reading it sees end of file.
     /// - Both pipes are read together in the calling thread with `poll(2)`, whose timeout is the wait's pause
-    ///   between checks of the leader: no thread, no busy loop past the leader's first millisecond (which checks and
-    ///   yields, as every wait does), and the command never blocks on a full pipe. Once every pipe reached end of
-    ///   file, which usually means the leader is exiting, the checks start over from that moment (checking and
-    ///   yielding for a millisecond, then pauses of 1/20 of the time since), so the exit is seen at once.
+    ///   between checks of the leader, and the command never blocks on a full pipe. On Linux the same `poll` watches
+    ///   the leader's pidfd, so the exit ends it at once and nothing wakes up in between (see the crate's "How it
+    ///   waits"). Without a pidfd the pauses follow the poll schedule: no busy loop past the leader's first
+    ///   millisecond (which checks and yields, as every wait does), and once every pipe reached end of file, which
+    ///   usually means the leader is exiting, the checks start over from that moment (checking and yielding for a
+    ///   millisecond, then pauses of 1/20 of the time since), so the exit is seen at once.
     /// - At the deadline the group is killed and the leader reaped, as by [`wait_deadline`](GroupChild::wait_deadline)
     ///   (with [`set_grace`](GroupChild::set_grace)'s signal first, if set; the pipes are read during the grace
     ///   period too). When the leader exits first, the leftovers of its group are killed (see
@@ -147,7 +151,7 @@ impl GroupChild {
             ],
             limit,
         )?;
-        let outcome = self.wait_until_with(deadline, |pause| pipes.pause(pause))?;
+        let outcome = self.wait_until_with(deadline, |watch, pause| pipes.pause(watch, pause))?;
         let pipes_closed = pipes.drain_until(Instant::now().checked_add(DRAIN_LIMIT))?;
         let [(stdout, stdout_truncated), (stderr, stderr_truncated)] = pipes.finish();
         Ok(Captured {
@@ -200,32 +204,47 @@ impl Pipes {
         self.streams.iter().flatten().filter(|s| !s.eof).count()
     }
 
-    /// The wait loop's pause: reads the pipes as they become readable for up to `pause`. Returns early when a pipe
-    /// reaches end of file (often a sign that the leader exited). With no pipe left open this is the plain waits'
-    /// pause, shortened to [`poll_step`] of the time since the pipes closed.
-    fn pause(&mut self, pause: Duration) -> io::Result<()> {
+    /// The wait loop's pause: reads the pipes as they become readable for up to `pause` (`None`: no limit). Returns
+    /// early when the leader's pidfd, polled with the pipes, becomes readable (the leader exited) or a pipe reaches
+    /// end of file (often a sign that the leader exited). With no pipe left open this is the plain waits' pause;
+    /// without a pidfd, shortened to [`poll_step`] of the time since the pipes closed.
+    fn pause(&mut self, watch: &ExitWatch, pause: Option<Duration>) -> io::Result<()> {
         let open = self.open_count();
+        let exit = watch.pidfd();
         if open == 0 {
-            if self.streams.iter().all(Option::is_none) {
-                return sleep_pause(pause);
+            if exit.is_some() || self.streams.iter().all(Option::is_none) {
+                return watch.sleep(pause);
             }
             // Every pipe reached end of file, usually because the leader is exiting (`exit` closes its files a
             // moment before the leader can be waited for): check it as if it had started when the pipes closed, so
             // that its exit is seen at once instead of after a whole step (up to 10 ms).
             let since = self.closed.get_or_insert_with(Instant::now).elapsed();
+            let pause = pause.unwrap_or(Duration::MAX);
             return sleep_pause(pause.min(poll_step(since)));
         }
-        if pause.is_zero() {
-            // Take what is there, then yield as the plain waits do: spinning on `poll` alone would keep a child that
-            // shares our CPU from running until the scheduler preempts us (about a millisecond).
-            self.round(Duration::ZERO)?;
-            return sleep_pause(Duration::ZERO);
+        if pause == Some(Duration::ZERO) {
+            // Take what is there; without a pidfd, yield as the plain waits do: spinning on `poll` alone would keep
+            // a child that shares our CPU from running until the scheduler preempts us (about a millisecond).
+            if self.round(Duration::ZERO, exit)? {
+                watch.exit_seen();
+            }
+            return match exit {
+                Some(_) => Ok(()),
+                None => sleep_pause(Duration::ZERO),
+            };
         }
         let start = Instant::now();
         loop {
-            let left = pause.saturating_sub(start.elapsed());
-            self.round(left)?;
-            if left.is_zero() || self.open_count() < open || start.elapsed() >= pause {
+            let left = pause.map(|pause| pause.saturating_sub(start.elapsed()));
+            let exited = self.round(left.unwrap_or(Duration::MAX), exit)?;
+            if exited {
+                watch.exit_seen();
+            }
+            if exited
+                || left == Some(Duration::ZERO)
+                || self.open_count() < open
+                || pause.is_some_and(|pause| start.elapsed() >= pause)
+            {
                 return Ok(());
             }
         }
@@ -241,42 +260,46 @@ impl Pipes {
             let left = end.map_or(Duration::from_secs(1), |end| {
                 end.saturating_duration_since(Instant::now())
             });
-            self.round(left)?;
+            self.round(left, None)?;
             if left.is_zero() {
                 return Ok(self.open_count() == 0);
             }
         }
     }
 
-    /// One `poll` of the open pipes for up to `timeout`, then reads from each that is ready.
-    fn round(&mut self, timeout: Duration) -> io::Result<()> {
+    /// One `poll` of the open pipes (and of the leader's pidfd `exit`, if given) for up to `timeout`, then reads
+    /// from each pipe that is ready. Returns whether `exit` is readable.
+    fn round(&mut self, timeout: Duration, exit: Option<BorrowedFd<'_>>) -> io::Result<bool> {
         let mut fds = [libc::pollfd {
             fd: -1,
-            events: 0,
+            events: libc::POLLIN,
             revents: 0,
-        }; 2];
+        }; 3];
         let mut n = 0;
         let mut which = [0; 2];
         for (i, stream) in self.streams.iter().enumerate() {
             if let Some(stream) = stream.as_ref().filter(|s| !s.eof) {
-                use std::os::fd::AsRawFd;
                 fds[n].fd = stream.pipe.as_raw_fd();
-                fds[n].events = libc::POLLIN;
                 which[n] = i;
                 n += 1;
             }
         }
-        if sys::poll(&mut fds[..n], timeout)? == 0 {
-            return Ok(());
+        let pipes = n;
+        if let Some(exit) = exit {
+            fds[n].fd = exit.as_raw_fd();
+            n += 1;
         }
-        for (fd, &i) in fds[..n].iter().zip(&which) {
+        if sys::poll(&mut fds[..n], timeout)? == 0 {
+            return Ok(false);
+        }
+        for (fd, &i) in fds[..pipes].iter().zip(&which) {
             if fd.revents != 0 {
                 if let Some(stream) = self.streams[i].as_mut() {
                     stream.read_ready(&mut self.scratch)?;
                 }
             }
         }
-        Ok(())
+        Ok(n > pipes && fds[pipes].revents != 0)
     }
 
     fn finish(self) -> [(Vec<u8>, bool); 2] {

@@ -5,12 +5,12 @@ use std::io;
 use std::os::unix::process::CommandExt as _;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus};
 use std::sync::{Arc, OnceLock};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::guard::{Guard, Start};
 use crate::handle::{GroupHandle, Reaped};
 use crate::sys;
+use crate::wait::ExitWatch;
 
 /// Extends [`std::process::Command`] with [`spawn_group`](CommandExt::spawn_group).
 pub trait CommandExt {
@@ -148,9 +148,8 @@ pub struct GroupChild {
     /// The child's standard error, if it was piped.
     pub stderr: Option<ChildStderr>,
     child: Child,
-    /// Where the poll schedule counts from: the spawn, or the last signal sent to the group (after which the
-    /// leader's exit is likely soon, whatever its age).
-    poll_from: Instant,
+    /// What the waits sleep on between checks of the leader (see `wait.rs`).
+    watch: ExitWatch,
     grace: Option<(i32, Duration)>,
     kill_leftovers: bool,
     /// The most bytes of each output stream kept by the capturing waits (see `capture.rs`).
@@ -181,12 +180,13 @@ const DROP_REAP_LIMIT: Duration = Duration::from_secs(1);
 
 impl GroupChild {
     fn new(mut child: Child) -> GroupChild {
+        let watch = ExitWatch::new(child.id());
         GroupChild {
             stdin: child.stdin.take(),
             stdout: child.stdout.take(),
             stderr: child.stderr.take(),
             child,
-            poll_from: Instant::now(),
+            watch,
             grace: None,
             kill_leftovers: true,
             output_limit: crate::capture::DEFAULT_OUTPUT_LIMIT,
@@ -276,6 +276,9 @@ impl GroupChild {
     ///   `SIGKILL`, the leader is reaped, and the result is [`Outcome::TimedOut`]. The wait does not return before
     ///   the deadline. It blocks until the killed leader can be reaped, which is at once unless it is stuck in
     ///   uninterruptible sleep.
+    ///
+    /// In between, the wait sleeps: on Linux until the leader exits (a pidfd), elsewhere on a poll schedule; see
+    /// [How it waits](crate#how-it-waits).
     ///
     /// The clock is read before the leader is checked, so a leader found exited is reported as exited even when the
     /// check ran after the deadline. A deadline in the past still checks once. After the leader was reaped, every
@@ -375,12 +378,17 @@ impl GroupChild {
     /// Ends the guard, then reaps the leader, with the handles locked out: none signals after the reap.
     fn reap(&mut self) -> io::Result<ExitStatus> {
         self.guard = None;
-        let Some(reaped) = self.reaped.get() else {
-            return self.child.wait();
+        let status = match self.reaped.get() {
+            None => self.child.wait(),
+            Some(reaped) => {
+                let mut reaped = reaped.lock();
+                let status = self.child.wait();
+                *reaped = true;
+                status
+            }
         };
-        let mut reaped = reaped.lock();
-        let status = self.child.wait();
-        *reaped = true;
+        // The pid may be reused from now on: nothing is left to watch.
+        self.watch.close();
         status
     }
 
@@ -392,7 +400,7 @@ impl GroupChild {
     }
 
     fn wait_until(&mut self, deadline: Option<Instant>) -> io::Result<Outcome> {
-        self.wait_until_with(deadline, sleep_pause)
+        self.wait_until_with(deadline, ExitWatch::sleep)
     }
 
     /// [`wait_deadline`](GroupChild::wait_deadline) (no deadline for `None`), pausing between checks of the leader
@@ -400,7 +408,7 @@ impl GroupChild {
     pub(crate) fn wait_until_with(
         &mut self,
         deadline: Option<Instant>,
-        mut pause: impl FnMut(Duration) -> io::Result<()>,
+        mut pause: impl FnMut(&ExitWatch, Option<Duration>) -> io::Result<()>,
     ) -> io::Result<Outcome> {
         if let Some(outcome) = self.outcome {
             return Ok(outcome);
@@ -423,13 +431,15 @@ impl GroupChild {
 
     /// Waits until the leader has exited (`true`) or `deadline` passes (`false`), without reaping or signalling.
     ///
-    /// The pause between checks follows [`poll_step`] for the time since `poll_from`, and is taken by calling
-    /// `pause` with its length: zero means "yield the CPU once"; otherwise it is never longer than the time left
-    /// before `deadline`. `pause` may return early (the loop checks again), but must not take longer than asked.
+    /// Between checks it calls `pause` with the watch and the pause's length ([`ExitWatch::next_pause`]): with the
+    /// leader's pidfd, the time left before `deadline` (`None`: no limit), to be slept on the pidfd so that the exit
+    /// ends it; without one, the poll schedule's step, where zero means "yield the CPU once". The length is never
+    /// longer than the time left. `pause` may return early (the loop checks again), but must not take longer than
+    /// asked.
     fn wait_for_exit(
         &mut self,
         deadline: Option<Instant>,
-        mut pause: impl FnMut(Duration) -> io::Result<()>,
+        mut pause: impl FnMut(&ExitWatch, Option<Duration>) -> io::Result<()>,
     ) -> io::Result<bool> {
         loop {
             let now = Instant::now();
@@ -440,8 +450,8 @@ impl GroupChild {
                 Some(Duration::ZERO) => return Ok(false),
                 left => left,
             };
-            let step = poll_step(now.saturating_duration_since(self.poll_from));
-            pause(left.map_or(step, |left| left.min(step)))?;
+            let len = self.watch.next_pause(now, left);
+            pause(&self.watch, len)?;
         }
     }
 
@@ -451,7 +461,7 @@ impl GroupChild {
 
     /// Signals the group; the caller makes sure the leader is not reaped yet.
     fn signal_group(&mut self, signal: i32) -> io::Result<()> {
-        self.poll_from = Instant::now();
+        self.watch.restart();
         signal_group(self.id(), signal)
     }
 
@@ -534,38 +544,15 @@ impl Drop for GroupChild {
             return;
         }
         let _ = self.signal_group(libc::SIGKILL);
-        let reapable = self.wait_for_exit(Instant::now().checked_add(DROP_REAP_LIMIT), sleep_pause);
+        let reapable = self.wait_for_exit(
+            Instant::now().checked_add(DROP_REAP_LIMIT),
+            ExitWatch::sleep,
+        );
         if matches!(reapable, Ok(true)) {
             let _ = self.reap();
         } else {
             self.guard = None;
             self.mark_reaped();
         }
-    }
-}
-
-/// The pause of the plain waits: yield the CPU once for a zero pause, sleep otherwise.
-pub(crate) fn sleep_pause(pause: Duration) -> io::Result<()> {
-    if pause.is_zero() {
-        thread::yield_now();
-    } else {
-        thread::sleep(pause);
-    }
-    Ok(())
-}
-
-/// The pause before the next check of a leader that has been running (or was last signalled) `age` ago; zero
-/// means "yield the CPU once".
-///
-/// Checking right away for the first millisecond catches short commands as soon as a blocking `wait` would. After
-/// that, a pause of 1/20 of the age keeps the added latency near 2.5 % of the child's run time, and the cap keeps a
-/// long wait at about 100 wake-ups a second. `bench/` measures the effect of each constant.
-pub(crate) fn poll_step(age: Duration) -> Duration {
-    const SPIN: Duration = Duration::from_millis(1);
-    const MAX: Duration = Duration::from_millis(10);
-    if age < SPIN {
-        Duration::ZERO
-    } else {
-        (age / 20).min(MAX)
     }
 }

@@ -92,12 +92,25 @@
 //!
 //! No threads, no signal handlers, no process-wide state (the opt-in [`host`] module is the one exception, for
 //! programs such as the `grouptimeout` tool that ask for it by name): a wait checks the leader with
-//! `waitid(…, WNOWAIT)`, which notices an exit without reaping, and sleeps between checks. It checks without
-//! sleeping for the leader's first millisecond, then sleeps 1/20 of the leader's age, at most 10 ms, and never
-//! past the deadline. After the group was sent a signal (a grace signal, [`GroupChild::kill`], a drop), the
-//! schedule starts over from that moment, so a leader that exits on the signal is noticed at once. A capturing
-//! wait spends those pauses in `poll(2)` on the output pipes instead of sleeping, reading whatever arrives; once
-//! every pipe reached end of file it restarts the schedule too, since the leader is then most likely exiting.
+//! `waitid(…, WNOWAIT)`, which notices an exit without reaping, and sleeps between checks, never past the deadline.
+//!
+//! - On Linux 5.3 and later, the sleep ends when the leader exits: the first time a wait has to sleep, it yields
+//!   the CPU once (a short command that shares the CPU ends meanwhile, and needs nothing more), then opens a pidfd
+//!   for the leader, which is unreaped (so its pid cannot name anyone else), and sleeps in `ppoll` on it until the
+//!   deadline. The exit is noticed as soon as a blocking `wait` would notice it, and a long wait does not wake up
+//!   in between. The pidfd is close-on-exec (no command inherits it) and is closed when the leader is reaped or the
+//!   handle dropped. Grace periods, the drop and the capturing waits sleep on it too (a capturing wait polls it
+//!   together with the output pipes).
+//! - Where no pidfd can be had (older kernels, a seccomp filter that refuses `pidfd_open`, no free descriptor,
+//!   other Unix systems, or a build with `--cfg grouptimeout_no_pidfd`), the wait falls back, silently, to a poll
+//!   schedule: it checks without sleeping (yielding the CPU) for the leader's first millisecond, then sleeps 1/20
+//!   of the leader's age, at most 10 ms. After the group was sent a signal (a grace signal, [`GroupChild::kill`], a
+//!   drop), the schedule starts over from that moment, so a leader that exits on the signal is noticed at once. A
+//!   capturing wait spends those pauses in `poll(2)` on the output pipes, reading whatever arrives; once every pipe
+//!   reached end of file it restarts the schedule too, since the leader is then most likely exiting.
+//! - A leader traced by another process (a debugger, `strace -p`) shows its exit to the tracer first: its pidfd is
+//!   readable before this process can wait for it. The wait then switches to the schedule for this leader rather
+//!   than spin.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(missing_docs)]
@@ -123,6 +136,8 @@ pub mod host;
 mod sys;
 #[cfg(unix)]
 mod terminal;
+#[cfg(unix)]
+mod wait;
 
 #[cfg(unix)]
 pub use capture::Captured;

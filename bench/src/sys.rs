@@ -25,6 +25,18 @@ pub fn rusage(who: libc::c_int) -> Usage {
     }
 }
 
+/// CPU time of the calling thread, seconds (`CLOCK_THREAD_CPUTIME_ID`).
+pub fn thread_cpu() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime: {}", io::Error::last_os_error());
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
 /// The one place the bench sends a signal to a group: refuses ids ≤ 1 and our own group.
 pub fn kill_group(pgid: u32, sig: libc::c_int) -> io::Result<()> {
     let p = libc::pid_t::try_from(pgid).map_err(|_| io::Error::other("pgid out of range"))?;

@@ -49,6 +49,7 @@ pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
 /// honoured; `poll` with the timeout rounded up to whole milliseconds elsewhere), and returns how many entries
 /// have events.
 ///
+/// A timeout too long for the call (such as [`Duration::MAX`](std::time::Duration::MAX)) waits without a limit.
 /// An interrupted wait (`EINTR`) returns `Ok(0)`, like a timeout: callers loop on their own clock, so retrying
 /// here with the same timeout could only wait longer than they asked.
 pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io::Result<usize> {
@@ -56,19 +57,24 @@ pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "too many fds to poll"))?;
     #[cfg(any(target_os = "linux", target_os = "android"))]
     let ret = {
-        let ts = libc::timespec {
-            tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
-            tv_nsec: timeout.subsec_nanos() as _,
-        };
-        // SAFETY: `fds` is a valid, exclusively borrowed array of `nfds` pollfd entries and `ts` a valid timespec,
-        // both living across the call; a null sigmask leaves the signal mask unchanged.
-        unsafe { libc::ppoll(fds.as_mut_ptr(), nfds, &ts, std::ptr::null()) }
+        let ts = libc::time_t::try_from(timeout.as_secs())
+            .ok()
+            .map(|tv_sec| libc::timespec {
+                tv_sec,
+                tv_nsec: timeout.subsec_nanos() as _,
+            });
+        let ts_ptr = ts
+            .as_ref()
+            .map_or(std::ptr::null(), |ts| ts as *const libc::timespec);
+        // SAFETY: `fds` is a valid, exclusively borrowed array of `nfds` pollfd entries and `ts_ptr` null (no
+        // limit) or a valid timespec, both living across the call; a null sigmask leaves the signal mask unchanged.
+        unsafe { libc::ppoll(fds.as_mut_ptr(), nfds, ts_ptr, std::ptr::null()) }
     };
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     let ret = {
         // Round up, so that a sub-millisecond pause does not turn into a busy loop.
         let ms = timeout.as_nanos().div_ceil(1_000_000);
-        let ms = libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX);
+        let ms = libc::c_int::try_from(ms).unwrap_or(-1);
         // SAFETY: `fds` is a valid, exclusively borrowed array of `nfds` pollfd entries living across the call.
         unsafe { libc::poll(fds.as_mut_ptr(), nfds, ms) }
     };

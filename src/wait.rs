@@ -1,0 +1,166 @@
+//! How a wait sleeps between two checks of the leader: until the leader's exit, or on a poll schedule.
+//!
+//! On Linux (5.3 and later) a pidfd of the leader becomes readable when the leader exits: a wait sleeps in `ppoll` on
+//! it until the deadline, or indefinitely, and wakes at the exit. The pidfd is opened by the first wait that has to
+//! sleep, after one yield of the CPU (a short command that shares this CPU ends during it, and its wait needs no
+//! pidfd at all: opening and closing one costs about a fifth of a spawn's CPU). It is opened while the leader is
+//! unreaped, so the pid names our child, and closed at the reap. Where no pidfd can be had (an older kernel, a
+//! seccomp filter, no descriptor left, another Unix, or the `grouptimeout_no_pidfd` cfg) the sleep follows
+//! [`poll_step`].
+
+use std::cell::Cell;
+use std::io;
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// What a wait sleeps on: the leader's pidfd if there is one, else the poll schedule.
+#[derive(Debug)]
+pub(crate) struct ExitWatch {
+    /// The leader's pid, until a pidfd was opened for it or could not be (or the leader was reaped).
+    pid: Option<u32>,
+    /// Whether the one yield before the pidfd is opened was taken.
+    yielded: bool,
+    /// Readable once the leader exited; closed at the reap (or by the drop of the handle).
+    pidfd: Option<OwnedFd>,
+    /// Where the poll schedule counts from: the spawn, or the last signal sent to the group (after which the
+    /// leader's exit is likely soon, whatever its age).
+    since: Instant,
+    /// The last pause ended with the pidfd readable (set by the pauses, taken by [`next_pause`](Self::next_pause)).
+    seen: Cell<bool>,
+    /// The pause before that did too, and the leader still could not be waited for.
+    fired: bool,
+}
+
+impl ExitWatch {
+    /// Watches our unreaped child `pid`: with a pidfd, opened when a wait first has to sleep, where one can be
+    /// opened; silently without one otherwise.
+    pub(crate) fn new(pid: u32) -> ExitWatch {
+        ExitWatch {
+            pid: Some(pid),
+            yielded: false,
+            pidfd: None,
+            since: Instant::now(),
+            seen: Cell::new(false),
+            fired: false,
+        }
+    }
+
+    /// The leader's pidfd, while the wait sleeps on it.
+    pub(crate) fn pidfd(&self) -> Option<BorrowedFd<'_>> {
+        use std::os::fd::AsFd as _;
+        self.pidfd.as_ref().map(|fd| fd.as_fd())
+    }
+
+    /// The group was just signalled: the poll schedule starts over, since the leader's exit is likely soon.
+    pub(crate) fn restart(&mut self) {
+        self.since = Instant::now();
+    }
+
+    /// Closes the pidfd (the leader was reaped, or the pidfd is of no use); later pauses follow the schedule.
+    pub(crate) fn close(&mut self) {
+        self.pid = None;
+        self.pidfd = None;
+    }
+
+    /// How long the pause after a check at `now` that found the leader running may last, with `left` until the
+    /// deadline (`None`: no deadline). With a pidfd that is `left`, since the sleep ends at the exit anyway; without
+    /// one, [`poll_step`] of the schedule's age, never more than `left`.
+    ///
+    /// The first pause of all is zero (one yield); the second opens the pidfd. The caller has just found the leader
+    /// unreaped, and only the reap, which calls [`close`](Self::close), makes it go: so the pid is our child's.
+    ///
+    /// A pidfd that is readable while the leader cannot be waited for yet (a leader traced by another process: its
+    /// tracer sees the exit first, and the parent only once the tracer let go of it) would turn the sleep into a
+    /// busy loop. When the last pause ended on a readable pidfd and the leader still runs, the pause is zero (the
+    /// leader may have exited right after the check, and the zero pause polls the pidfd again); the second time in
+    /// a row, the watch closes the pidfd, restarts the schedule and follows it from then on.
+    pub(crate) fn next_pause(&mut self, now: Instant, left: Option<Duration>) -> Option<Duration> {
+        if let Some(pid) = self.pid {
+            if !self.yielded {
+                self.yielded = true;
+                return Some(Duration::ZERO);
+            }
+            self.pid = None;
+            self.pidfd = open_pidfd(pid);
+        }
+        if self.pidfd.is_some() {
+            if !self.seen.take() {
+                self.fired = false;
+                return left;
+            }
+            if !self.fired {
+                self.fired = true;
+                return Some(Duration::ZERO);
+            }
+            self.close();
+            self.since = now;
+        }
+        let step = poll_step(now.saturating_duration_since(self.since));
+        Some(left.map_or(step, |left| left.min(step)))
+    }
+
+    /// A pause that polled the pidfd found it readable: the leader exited (or its tracer was told so).
+    pub(crate) fn exit_seen(&self) {
+        self.seen.set(true);
+    }
+
+    /// The plain waits' pause: sleeps in `ppoll` on the pidfd until the leader exits or `pause` passes (`None`: no
+    /// limit); without one, as [`sleep_pause`] (a `None` pause does not happen there: [`next_pause`](Self::next_pause)
+    /// always gives the schedule's step).
+    pub(crate) fn sleep(&self, pause: Option<Duration>) -> io::Result<()> {
+        let Some(pidfd) = self.pidfd() else {
+            return sleep_pause(pause.unwrap_or(MAX_STEP));
+        };
+        use std::os::fd::AsRawFd as _;
+        let mut fds = [libc::pollfd {
+            fd: pidfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        crate::sys::poll(&mut fds, pause.unwrap_or(Duration::MAX))?;
+        if fds[0].revents != 0 {
+            self.exit_seen();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(all(target_os = "linux", not(grouptimeout_no_pidfd)))]
+fn open_pidfd(pid: u32) -> Option<OwnedFd> {
+    // Any failure (ENOSYS before Linux 5.3, EPERM under seccomp, EMFILE, ...) leaves the schedule in charge.
+    crate::sys::pidfd_open(pid).ok()
+}
+
+#[cfg(not(all(target_os = "linux", not(grouptimeout_no_pidfd))))]
+fn open_pidfd(_pid: u32) -> Option<OwnedFd> {
+    None
+}
+
+/// The longest step of the poll schedule.
+const MAX_STEP: Duration = Duration::from_millis(10);
+
+/// The pause of the plain waits without a pidfd: yield the CPU once for a zero pause, sleep otherwise.
+pub(crate) fn sleep_pause(pause: Duration) -> io::Result<()> {
+    if pause.is_zero() {
+        thread::yield_now();
+    } else {
+        thread::sleep(pause);
+    }
+    Ok(())
+}
+
+/// The pause before the next check of a leader that has been running (or was last signalled) `age` ago, when no
+/// pidfd tells its exit; zero means "yield the CPU once".
+///
+/// Checking right away for the first millisecond catches short commands as soon as a blocking `wait` would. After
+/// that, a pause of 1/20 of the age keeps the added latency near 2.5 % of the child's run time, and the cap keeps a
+/// long wait at about 100 wake-ups a second. `bench/` measures the effect of each constant.
+pub(crate) fn poll_step(age: Duration) -> Duration {
+    const SPIN: Duration = Duration::from_millis(1);
+    if age < SPIN {
+        Duration::ZERO
+    } else {
+        (age / 20).min(MAX_STEP)
+    }
+}
