@@ -142,6 +142,15 @@ fn diff(a: Instant, b: Instant) -> f64 {
     }
 }
 /// Formats seconds with a unit that suits the size.
+/// A difference of two times, with its sign: `+12 µs`, `−3 µs`.
+fn delta(s: f64) -> String {
+    if s < 0.0 {
+        format!("−{}", t(-s))
+    } else {
+        format!("+{}", t(s))
+    }
+}
+
 fn t(s: f64) -> String {
     if s.is_nan() {
         "–".into()
@@ -605,7 +614,7 @@ fn row2(o: &Opts, tab: &mut Table) {
                 if k == 0 {
                     "(floor)".into()
                 } else {
-                    format!("+{}", t(m - base))
+                    delta(m - base)
                 },
                 note,
             );
@@ -976,7 +985,7 @@ fn row8(o: &Opts, tab: &mut Table) {
             if k == 0 {
                 "(base)".into()
             } else {
-                format!("+{}", t(m - base))
+                delta(m - base)
             },
             format!(
                 "n={n}; bench process peak RSS {:.1} MiB (a fork costs more in a bigger process){}",
