@@ -2,7 +2,8 @@
 //! `grouptimeout` tool.
 //!
 //! Nothing else in this crate touches process-wide state. Everything here does, and only when called by name:
-//! signal handlers, the signal mask, the child-subreaper flag, reaping children, resource limits, exiting.
+//! signal handlers and dispositions, the signal mask, the child-subreaper flag, reaping children, resource limits,
+//! the terminal's foreground process group, stopping and exiting.
 //! A library that merely runs commands should not call any of it.
 //!
 //! - [`Signals`]: receive signals synchronously (blocked, and taken with `sigtimedwait`), without a descriptor;
