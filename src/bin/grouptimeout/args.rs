@@ -97,7 +97,8 @@ COMMAND that reads the terminal needs --foreground.
 
 Exit status:
   124  COMMAND timed out (and --preserve-status was not given)
-  125  grouptimeout itself failed (bad option, duration or signal)
+  125  grouptimeout itself failed (bad option, duration or signal), or the
+       fork of COMMAND failed
   126  COMMAND was found but could not be run
   127  COMMAND was not found
   137  KILL had to be sent (128+9)
