@@ -1,7 +1,7 @@
 //! Capturing what noisy commands write, with bounded memory: the head and the tail of each stream are kept, with a
 //! marker saying how much was left out between them.
 //!
-//! The first command writes about 700 KB and exits with an error; the second writes until its deadline.
+//! The first command writes about 860 KB and exits with an error; the second writes until its deadline.
 //!
 //! ```sh
 //! cargo run --example capture_limit
