@@ -329,8 +329,8 @@ impl GroupChild {
     /// leader's group, that ignores every catchable signal and waits for end of file on a pipe whose write end only
     /// this process holds (close-on-exec). When this process dies the kernel closes that end, and the guard sends
     /// `SIGKILL` to its group, which its membership keeps from being reused. The call returns once the guard ignores
-    /// signals, so a member's `kill 0`, or a grace signal, cannot disarm it; it costs about a millisecond, most of
-    /// it the shell's start. Calling it again does nothing.
+    /// signals, so a member's `kill 0`, or a grace signal, cannot disarm it; it cost +0.28 ms per command in
+    /// `BENCHMARKS.md`'s run (row 8; more under load), most of it the shell's start. Calling it again does nothing.
     ///
     /// Whatever ends the group ends the guard too, before the leader is reaped: every wait and [`Drop`] send it
     /// `SIGKILL` and reap it, so no process, pipe or zombie is left behind. When the leader exits and

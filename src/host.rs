@@ -572,15 +572,15 @@ pub fn exit_as_signaled(signal: i32) -> ! {
 /// [`GroupChild::die_with_parent`] with a guard forked from this process (`fork(2)` without `exec`) instead of a
 /// `/bin/sh` spawned through `posix_spawn`; what it guarantees, and how it ends, is the same.
 ///
-/// In a small process, such as a command-line supervisor, a fork costs a fraction of a shell's start (measured by
-/// the bench, `bench/`). But `fork` copies this process's page tables, so it costs more the more memory this
-/// process maps (milliseconds at hundreds of MiB), which is why the library's default is the shell. The forked
-/// child calls only async-signal-safe functions, so this is sound in a multi-threaded process: it ignores every
-/// catchable signal, only then joins the command's group, closes every descriptor but its pipe (on Linux with
-/// `close_range`; elsewhere those below the `RLIMIT_NOFILE` soft limit, at most 65,536), and waits. Since a
-/// signal cannot disarm it before it joins the group, this returns right after the fork, without waiting for the
-/// guard to run; if the group has no process left to join by then, the guard exits quietly (there is nothing to
-/// guard).
+/// In a small process, such as a command-line supervisor, a fork costs a fraction of a shell's start; from the
+/// bench's 26.5 MiB process the two cost about the same (`BENCHMARKS.md`, row 8). `fork` copies this process's page
+/// tables, so it costs more the more memory this process maps (milliseconds at hundreds of MiB), which is why the
+/// library's default is the shell. The forked child calls only async-signal-safe functions, so this is sound in a
+/// multi-threaded process: it ignores every catchable signal, only then joins the command's group, closes every
+/// descriptor but its pipe (on Linux with `close_range`; elsewhere those below the `RLIMIT_NOFILE` soft limit, at
+/// most 65,536), and waits. Since a signal cannot disarm it before it joins the group, this returns right after the
+/// fork, without waiting for the guard to run; if the group has no process left to join by then, the guard exits
+/// quietly (there is nothing to guard).
 ///
 /// # Errors
 ///
