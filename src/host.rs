@@ -540,18 +540,23 @@ pub struct Sweep {
 /// Sends `signal` to the one process `child` (by pid, not its group), unless it was already reaped.
 ///
 /// For a command spawned with plain [`std::process::Command::spawn`] (no process group of its own), where
-/// [`Child::kill`] can send only `SIGKILL`. Taking `&mut Child` keeps other code from reaping it meanwhile; an
-/// exited but unreaped child still holds its pid, so the signal cannot reach anyone else. Once reaped (by
-/// [`Child::wait`] or [`Child::try_wait`]), nothing is sent and `Ok(())` is returned.
+/// [`Child::kill`] can send only `SIGKILL`. It asks `child` first ([`Child::try_wait`]): once it was reaped (by
+/// [`Child::wait`] or [`Child::try_wait`], or by someone else: `ECHILD`), its pid may name another process, even
+/// another child of this process, so nothing is sent and `Ok(())` is returned; a child that has exited is reaped by
+/// that call (its status stays with `child`, for the next wait) and is sent nothing either. Taking `&mut Child` keeps
+/// other code from reaping it between that check and the signal.
 ///
 /// # Errors
 ///
 /// The signal number is invalid, or the process may not be signalled (`PermissionDenied`).
 pub fn signal_child(child: &mut Child, signal: i32) -> io::Result<()> {
-    match sys::has_exited(child.id()) {
+    // Ask `child` itself, not the kernel about its pid: once `child` was reaped, the pid may name another child of
+    // ours. A child that has exited is reaped here (its status stays with `child`) and needs no signal.
+    match child.try_wait() {
         Err(e) if e.raw_os_error() == Some(libc::ECHILD) => return Ok(()),
         Err(e) => return Err(e),
-        Ok(_) => {}
+        Ok(Some(_)) => return Ok(()),
+        Ok(None) => {}
     }
     sys::signal_process(child.id(), signal).map(drop)
 }
