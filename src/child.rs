@@ -327,7 +327,9 @@ impl GroupChild {
     ///
     /// It starts a guard process in the group: `/bin/sh`, spawned (through std's `posix_spawn` path) into the
     /// leader's group, that ignores every catchable signal and waits for end of file on a pipe whose write end only
-    /// this process holds (close-on-exec). When this process dies the kernel closes that end, and the guard sends
+    /// this process holds (close-on-exec). Like any child, it inherits the descriptors of this process that are not
+    /// close-on-exec (std makes all of its own close-on-exec), so it keeps such a descriptor open as long as it runs,
+    /// even after the command closed its copy. When this process dies the kernel closes that end, and the guard sends
     /// `SIGKILL` to its group, which its membership keeps from being reused. The call returns once the guard ignores
     /// signals, so a member's `kill 0`, or a grace signal, cannot disarm it; it cost +0.28 ms per command in
     /// `BENCHMARKS.md`'s run (row 8; more under load), most of it the shell's start. Calling it again does nothing.
@@ -422,7 +424,10 @@ impl GroupChild {
                 .signal_group(signal)
                 .and_then(|()| self.signal_group(libc::SIGCONT));
             if sent.is_ok() {
-                self.wait_for_exit(Instant::now().checked_add(grace), &mut pause)?;
+                // A failed wait still ends in the kill and the reap below; its error is returned after them.
+                sent = self
+                    .wait_for_exit(Instant::now().checked_add(grace), &mut pause)
+                    .map(drop);
             }
         }
         let outcome = self.finish(true, true)?;

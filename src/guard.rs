@@ -5,7 +5,9 @@
 //! this process dies, for any reason, the kernel closes the write end, the guard reads end of file and sends
 //! `SIGKILL` to its own group (`kill(0, SIGKILL)`). That is safe: a live member keeps the group id from being
 //! reused. The guard ignores every catchable signal before it joins the group (a command's `kill 0` or a grace
-//! signal cannot disarm it), and holds no other descriptor of this process's.
+//! signal cannot disarm it). The forked guard closes every other descriptor; the shell guard keeps, besides its
+//! pipe, only what every child of this process inherits (descriptors that are not close-on-exec), as the command
+//! does.
 //!
 //! The guard is our child. [`Guard`]'s drop ends it: `SIGKILL` by pid while it is still ours and unreaped, a reap,
 //! then the write end is closed — so its end of file reaches a dead process and signals nothing.
@@ -130,8 +132,8 @@ impl Drop for Guard {
     }
 }
 
-/// Waits (bounded) until the guard closes `ready`: `true` when it wrote its byte before (it is armed, and holds no
-/// descriptor but its pipe), `false` when it died before.
+/// Waits (bounded) until the guard closes `ready`: `true` when it wrote its byte before (it is armed, and no longer
+/// holds `ready`), `false` when it died before.
 fn wait_ready(ready: OwnedFd) -> io::Result<bool> {
     let mut fds = [libc::pollfd {
         fd: std::os::fd::AsRawFd::as_raw_fd(&ready.as_fd()),
