@@ -439,50 +439,26 @@ fn refuses_when_sigchld_ignored() {
 
 #[test]
 fn no_group_is_signalled_after_its_leader_was_reaped() {
-    if Command::new("strace").arg("-V").output().is_err() {
-        skip_or_fail_in_ci(
-            "no_group_is_signalled_after_its_leader_was_reaped",
-            "strace is not installed",
-        );
-        return;
-    }
-    let trace = temp_path("strace");
-    let trace_arg = trace.to_str().unwrap();
-    let out = run_self_under(
-        &[
-            "strace",
-            "-f",
-            "-qq",
-            "-e",
-            "trace=kill,wait4,waitid",
-            "-o",
-            trace_arg,
-        ],
+    let Some(lines) = strace_scenario(
+        "no_group_is_signalled_after_its_leader_was_reaped",
         "scenarios_for_strace",
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let lines = fs::read_to_string(&trace).unwrap();
-    let _ = fs::remove_file(&trace);
+    ) else {
+        return;
+    };
     let mut reaped = Vec::new();
     let mut group_kills = 0;
-    for line in lines.lines() {
-        let result = line
-            .rsplit_once(") = ")
-            .and_then(|(_, r)| r.split_whitespace().next()?.parse::<i64>().ok());
-        if line.contains("wait4") && result > Some(0) {
-            reaped.push(result.unwrap());
-        }
-        if let Some(rest) = line.split("kill(-").nth(1) {
-            let pgid: i64 = rest.split(',').next().unwrap().parse().unwrap();
-            assert!(
-                !reaped.contains(&pgid),
-                "group {pgid} signalled after its leader was reaped:\n{lines}"
-            );
-            group_kills += 1;
+    for event in reaps_and_kills(&lines) {
+        match event {
+            Traced::Reaped(pid) => reaped.push(pid),
+            Traced::Killed(target) if target < 0 => {
+                let pgid = -target;
+                assert!(
+                    !reaped.contains(&pgid),
+                    "group {pgid} signalled after its leader was reaped:\n{lines}"
+                );
+                group_kills += 1;
+            }
+            Traced::Killed(_) => {}
         }
     }
     // The timeout, the leftovers and the drop each send at least one group kill, and three leaders are reaped.

@@ -2,7 +2,6 @@
 
 mod common;
 
-use std::fs;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -88,49 +87,24 @@ fn handles_hammering_a_group_while_it_is_reaped_never_fail() {
 /// `strace` the scenarios below and check that no kill(2) names a leader's pid, or its group, after its reap.
 #[test]
 fn a_handle_sends_nothing_after_the_reap() {
-    if Command::new("strace").arg("-V").output().is_err() {
-        skip_or_fail_in_ci(
-            "a_handle_sends_nothing_after_the_reap",
-            "strace is not installed",
-        );
+    let Some(lines) = strace_scenario(
+        "a_handle_sends_nothing_after_the_reap",
+        "handle_scenarios_for_strace",
+    ) else {
         return;
-    }
-    let trace = temp_path("strace-handle");
-    let out = Command::new("strace")
-        .args(["-f", "-qq", "-e", "trace=kill,wait4,waitid", "-o"])
-        .arg(&trace)
-        .arg(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "handle_scenarios_for_strace",
-            "--test-threads=1",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let lines = fs::read_to_string(&trace).unwrap();
-    let _ = fs::remove_file(&trace);
-    let mut reaped: Vec<i64> = Vec::new();
+    };
+    let mut reaped = Vec::new();
     let mut kills_of_leaders = 0;
-    for line in lines.lines() {
-        let result = line
-            .rsplit_once(") = ")
-            .and_then(|(_, r)| r.split_whitespace().next()?.parse::<i64>().ok());
-        if line.contains("wait4(") && result > Some(0) {
-            reaped.push(result.unwrap());
-        }
-        if let Some(rest) = line.split("kill(").nth(1) {
-            let target: i64 = rest.split(',').next().unwrap().trim().parse().unwrap();
-            assert!(
-                !reaped.contains(&target.abs()),
-                "{target} signalled after its reap:\n{lines}"
-            );
-            kills_of_leaders += 1;
+    for event in reaps_and_kills(&lines) {
+        match event {
+            Traced::Reaped(pid) => reaped.push(pid),
+            Traced::Killed(target) => {
+                assert!(
+                    !reaped.contains(&target.abs()),
+                    "{target} signalled after its reap:\n{lines}"
+                );
+                kills_of_leaders += 1;
+            }
         }
     }
     assert!(

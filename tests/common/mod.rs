@@ -141,3 +141,55 @@ pub fn skip_or_fail_in_ci(test: &str, why: &str) {
     assert!(!in_ci, "{test}: {why}; CI must install it (see .ci/run)");
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }
+
+/// Runs this test binary's ignored test `scenario` alone under `strace -f`, tracing kill(2) and the waits, and
+/// returns the trace. Where strace is missing, `test` is skipped (see [`skip_or_fail_in_ci`]) and this is `None`.
+pub fn strace_scenario(test: &str, scenario: &str) -> Option<String> {
+    if Command::new("strace").arg("-V").output().is_err() {
+        skip_or_fail_in_ci(test, "strace is not installed");
+        return None;
+    }
+    let trace = temp_path(&format!("strace-{scenario}"));
+    let out = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=kill,wait4,waitid", "-o"])
+        .arg(&trace)
+        .arg(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", scenario, "--test-threads=1"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let lines = fs::read_to_string(&trace).unwrap();
+    let _ = fs::remove_file(&trace);
+    Some(lines)
+}
+
+/// One event of a trace from [`strace_scenario`].
+#[derive(Debug, PartialEq)]
+pub enum Traced {
+    /// `wait4` returned this pid (also when strace reports the return on a `<... wait4 resumed>` line).
+    Reaped(i64),
+    /// kill(2) named this target: a pid, or a process group as its negation.
+    Killed(i64),
+}
+
+/// The reaps and kills of a trace from [`strace_scenario`], in order.
+pub fn reaps_and_kills(trace: &str) -> Vec<Traced> {
+    let mut events = Vec::new();
+    for line in trace.lines() {
+        let result = line
+            .rsplit_once(") = ")
+            .and_then(|(_, r)| r.split_whitespace().next()?.parse::<i64>().ok());
+        if line.contains("wait4") && result > Some(0) {
+            events.push(Traced::Reaped(result.unwrap()));
+        }
+        if let Some(rest) = line.split("kill(").nth(1) {
+            let target = rest.split(',').next().unwrap().trim().parse().unwrap();
+            events.push(Traced::Killed(target));
+        }
+    }
+    events
+}
