@@ -54,6 +54,15 @@ fn on_script_terminal(script: &str, input: &str) -> String {
     String::from_utf8_lossy(&captured.stdout).into_owned()
 }
 
+/// What a terminal showed for a command that read `hello` and echoed `got:hello`, then `rc=0` from its shell.
+#[track_caller]
+fn assert_read_hello_and_exited_0(shown: &str) {
+    assert!(
+        shown.contains("got:hello") && shown.contains("rc=0"),
+        "{shown:?}"
+    );
+}
+
 /// Fields of `/proc/PID/stat` after the command name: 0 state, 1 ppid, 2 pgrp, 3 session, 4 tty, 5 tpgid.
 fn stat_fields(pid: u32) -> Option<Vec<String>> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -83,10 +92,7 @@ fn the_command_reads_the_terminal() {
         &format!("{BIN} 5 sh -c 'read x; echo got:$x'; echo rc=$?"),
         "hello\n",
     );
-    assert!(
-        shown.contains("got:hello") && shown.contains("rc=0"),
-        "{shown:?}"
-    );
+    assert_read_hello_and_exited_0(&shown);
 }
 
 #[test]
@@ -141,11 +147,7 @@ impl Tmux {
             "50",
             "env PS1='$ ' HISTFILE=/dev/null bash --norc --noprofile -i",
         ]);
-        assert!(
-            tmux.wait_for("$ ").is_some(),
-            "no prompt: {}",
-            tmux.screen()
-        );
+        tmux.expect("$ ");
         Some(tmux)
     }
 
@@ -195,6 +197,31 @@ impl Tmux {
         .then_some(screen)
     }
 
+    /// Waits (bounded) until the pane shows `text`, and returns the screen then; panics with the screen if it never
+    /// does.
+    #[track_caller]
+    fn expect(&self, text: &str) -> String {
+        self.wait_for(text)
+            .unwrap_or_else(|| panic!("no {text:?} on the screen: {}", self.screen()))
+    }
+
+    /// Asks the shell for the last status (`echo rc=$?`) and waits (bounded) until it shows `rc=CODE`; returns the
+    /// screen then.
+    #[track_caller]
+    fn expect_status(&self, code: i32) -> String {
+        self.type_line("echo rc=$?");
+        self.expect(&format!("rc={code}"))
+    }
+
+    /// Types the command line `line`, whose command prints `pid:N`, and returns N (the leader) with the tool and the
+    /// leader, killed when dropped if a test fails.
+    fn start_job(&self, line: &str) -> (u32, KillOnDrop) {
+        self.type_line(line);
+        let pid = self.wait_for_pid();
+        let tool = common::parent_of(pid).expect("the leader's parent");
+        (pid, KillOnDrop(vec![pid, tool]))
+    }
+
     /// Waits (bounded) for an output `pid:N` and returns N.
     fn wait_for_pid(&self) -> u32 {
         let mut pid = None;
@@ -217,10 +244,18 @@ impl Drop for Tmux {
     }
 }
 
-/// The tool (parent of the command's leader `pid`) and the leader, killed when dropped if a test fails.
-fn tool_and_leader(pid: u32) -> KillOnDrop {
-    let tool = common::parent_of(pid).expect("the leader's parent");
-    KillOnDrop(vec![pid, tool])
+/// `fg` continues the job stopped at `pid` and hands it the terminal; it reads a line and ends with status 0.
+#[track_caller]
+fn fg_hands_on_the_terminal(tmux: &Tmux, pid: u32, procs: &KillOnDrop) {
+    tmux.type_line("fg");
+    assert!(
+        eventually(LIMIT, || holds_terminal(pid) && !is_stopped(pid)),
+        "fg did not hand the terminal on"
+    );
+    tmux.type_line("hi");
+    tmux.expect("got:hi");
+    tmux.expect_status(0);
+    assert!(procs.0.iter().all(|&p| is_dead(p)));
 }
 
 #[test]
@@ -228,9 +263,7 @@ fn ctrl_c_reaches_the_command_group_directly() {
     let Some(tmux) = Tmux::start("ctrl_c") else {
         return;
     };
-    tmux.type_line(&format!("{BIN} -v 20 sh -c 'echo pid:$$; sleep 30'"));
-    let pid = tmux.wait_for_pid();
-    let procs = tool_and_leader(pid);
+    let (pid, procs) = tmux.start_job(&format!("{BIN} -v 20 sh -c 'echo pid:$$; sleep 30'"));
     assert!(
         eventually(LIMIT, || holds_terminal(pid)),
         "the command's group never got the terminal"
@@ -241,9 +274,7 @@ fn ctrl_c_reaches_the_command_group_directly() {
         eventually(LIMIT, || is_dead(procs.0[1])),
         "the tool still runs"
     );
-    tmux.type_line("echo rc=$?");
-    let screen = tmux.wait_for("rc=130").unwrap_or_else(|| tmux.screen());
-    assert!(screen.contains("rc=130"), "{screen}");
+    let screen = tmux.expect_status(130);
     // With -v the tool reports every signal it sends: Ctrl-C went to the group, not through the tool.
     assert!(!screen.contains("sending signal"), "{screen}");
     assert!(procs.0.iter().all(|&p| is_dead(p)));
@@ -254,37 +285,18 @@ fn ctrl_z_stops_the_job_and_fg_continues_it_with_the_terminal() {
     let Some(tmux) = Tmux::start("ctrl_z_fg") else {
         return;
     };
-    tmux.type_line(&format!(
+    let (pid, procs) = tmux.start_job(&format!(
         "{BIN} 20 sh -c 'echo pid:$$; read x; echo got:$x'"
     ));
-    let pid = tmux.wait_for_pid();
-    let procs = tool_and_leader(pid);
     let tool = procs.0[1];
     assert!(eventually(LIMIT, || holds_terminal(pid)));
     tmux.send(&["C-z"]);
-    assert!(
-        tmux.wait_for("Stopped").is_some(),
-        "the shell never saw the job stop: {}",
-        tmux.screen()
-    );
+    tmux.expect("Stopped");
     assert!(is_stopped(pid) && is_stopped(tool));
     // The shell has the terminal again: the tool took it back before stopping.
     tmux.type_line("echo shell-has-it");
-    assert!(
-        tmux.wait_for("\nshell-has-it").is_some(),
-        "{}",
-        tmux.screen()
-    );
-    tmux.type_line("fg");
-    assert!(
-        eventually(LIMIT, || holds_terminal(pid) && !is_stopped(pid)),
-        "fg did not hand the terminal on"
-    );
-    tmux.type_line("hi");
-    assert!(tmux.wait_for("got:hi").is_some(), "{}", tmux.screen());
-    tmux.type_line("echo rc=$?");
-    assert!(tmux.wait_for("rc=0").is_some(), "{}", tmux.screen());
-    assert!(procs.0.iter().all(|&p| is_dead(p)));
+    tmux.expect("\nshell-has-it");
+    fg_hands_on_the_terminal(&tmux, pid, &procs);
 }
 
 #[test]
@@ -292,16 +304,14 @@ fn ctrl_z_then_bg_continues_the_command_without_the_terminal() {
     let Some(tmux) = Tmux::start("ctrl_z_bg") else {
         return;
     };
-    tmux.type_line(&format!(
+    let (pid, procs) = tmux.start_job(&format!(
         "{BIN} 20 sh -c 'echo pid:$$; read x; echo read:$x; sleep 3; echo done:$x'"
     ));
-    let pid = tmux.wait_for_pid();
-    let procs = tool_and_leader(pid);
     assert!(eventually(LIMIT, || holds_terminal(pid)));
     tmux.type_line("early");
-    assert!(tmux.wait_for("read:early").is_some(), "{}", tmux.screen());
+    tmux.expect("read:early");
     tmux.send(&["C-z"]);
-    assert!(tmux.wait_for("Stopped").is_some(), "{}", tmux.screen());
+    tmux.expect("Stopped");
     tmux.type_line("bg");
     // The command runs on in the background, and the shell keeps the terminal.
     assert!(
@@ -309,9 +319,9 @@ fn ctrl_z_then_bg_continues_the_command_without_the_terminal() {
         "bg did not continue the command"
     );
     assert!(!holds_terminal(pid));
-    assert!(tmux.wait_for("done:early").is_some(), "{}", tmux.screen());
+    tmux.expect("done:early");
     tmux.type_line("wait; echo rc=$?");
-    assert!(tmux.wait_for("rc=0").is_some(), "{}", tmux.screen());
+    tmux.expect("rc=0");
     assert!(procs.0.iter().all(|&p| is_dead(p)));
 }
 
@@ -321,12 +331,10 @@ fn ctrl_z_then_the_deadline_passes() {
         return;
     };
     let start = Instant::now();
-    tmux.type_line(&format!("{BIN} 2 sh -c 'echo pid:$$; read x'"));
-    let pid = tmux.wait_for_pid();
-    let procs = tool_and_leader(pid);
+    let (pid, procs) = tmux.start_job(&format!("{BIN} 2 sh -c 'echo pid:$$; read x'"));
     assert!(eventually(LIMIT, || holds_terminal(pid)));
     tmux.send(&["C-z"]);
-    assert!(tmux.wait_for("Stopped").is_some(), "{}", tmux.screen());
+    tmux.expect("Stopped");
     // The deadline passes while the job is stopped; it fires as soon as the job is continued.
     thread::sleep(Duration::from_secs(3).saturating_sub(start.elapsed()));
     assert!(
@@ -334,7 +342,7 @@ fn ctrl_z_then_the_deadline_passes() {
         "the command was continued while the job was stopped"
     );
     tmux.type_line("fg; echo rc=$?");
-    assert!(tmux.wait_for("rc=124").is_some(), "{}", tmux.screen());
+    tmux.expect("rc=124");
     assert!(procs.0.iter().all(|&p| is_dead(p)));
 }
 
@@ -344,23 +352,14 @@ fn a_background_run_leaves_the_terminal_alone() {
         return;
     };
     // In the background the command's read stops it (SIGTTIN), as without the tool; the deadline ends it.
-    tmux.type_line(&format!(
+    let (_, procs) = tmux.start_job(&format!(
         "{BIN} 2 sh -c 'echo pid:$$; read x </dev/tty; echo got:$x' & wait $!; echo rc=$?"
     ));
-    let pid = tmux.wait_for_pid();
-    let procs = tool_and_leader(pid);
-    let screen = tmux.wait_for("rc=124").unwrap_or_else(|| tmux.screen());
-    assert!(
-        screen.contains("rc=124") && !screen.lines().any(|l| l.starts_with("got:")),
-        "{screen}"
-    );
+    let screen = tmux.expect("rc=124");
+    assert!(!screen.lines().any(|l| l.starts_with("got:")), "{screen}");
     assert!(procs.0.iter().all(|&p| is_dead(p)));
     tmux.type_line("echo shell-has-it");
-    assert!(
-        tmux.wait_for("\nshell-has-it").is_some(),
-        "{}",
-        tmux.screen()
-    );
+    tmux.expect("\nshell-has-it");
 }
 
 #[test]
@@ -369,13 +368,11 @@ fn in_a_pipeline_the_terminal_stays_with_the_pipeline() {
         return;
     };
     // The tool shares its group with the other side of the pipe, which reads the terminal: it keeps it.
-    tmux.type_line(&format!(
+    let (pid, _procs) = tmux.start_job(&format!(
         "{BIN} 10 sh -c 'echo pid:$$ >/dev/tty; sleep 1' | {{ read y </dev/tty; echo typed:$y; }}"
     ));
-    let pid = tmux.wait_for_pid();
-    let _procs = tool_and_leader(pid);
     tmux.type_line("abc");
-    assert!(tmux.wait_for("typed:abc").is_some(), "{}", tmux.screen());
+    tmux.expect("typed:abc");
     assert!(!holds_terminal(pid));
 }
 
@@ -397,10 +394,7 @@ fn ctrl_z_where_the_tool_cannot_stop_continues_the_command() {
     child.set_output_limit(1 << 16);
     let captured = child.wait_with_output_timeout(LIMIT).unwrap();
     let shown = String::from_utf8_lossy(&captured.stdout);
-    assert!(
-        shown.contains("got:hello") && shown.contains("rc=0"),
-        "{shown:?}"
-    );
+    assert_read_hello_and_exited_0(&shown);
 }
 
 #[test]
@@ -424,10 +418,7 @@ fn a_pipe_from_outside_the_group_does_not_keep_the_terminal() {
         "hello\n",
     );
     let _ = fs::remove_file(&fifo);
-    assert!(
-        shown.contains("got:hello") && shown.contains("rc=0"),
-        "{shown:?}"
-    );
+    assert_read_hello_and_exited_0(&shown);
 }
 
 #[test]
@@ -477,11 +468,9 @@ fn a_leader_that_left_its_group_is_not_continued_again_and_again() {
     };
     // The leader joins the shell's group (which ignores SIGTTIN) and reads: each read stops it again, alone, while
     // its own group holds the terminal.
-    tmux.type_line(&format!(
+    let (pid, procs) = tmux.start_job(&format!(
         "{BIN} 4 perl -e 'open F, \"/proc/\".getppid().\"/stat\"; @f = split / /, <F>; setpgrp(0, getpgrp($f[3])); $|=1; print \"pid:$$\\n\"; sysread(STDIN, $x, 1)'"
     ));
-    let pid = tmux.wait_for_pid();
-    let procs = tool_and_leader(pid);
     let tool = procs.0[1];
     assert!(eventually(LIMIT, || is_stopped(pid)));
     thread::sleep(Duration::from_millis(300));
@@ -493,8 +482,7 @@ fn a_leader_that_left_its_group_is_not_continued_again_and_again() {
         "the tool woke {woken} times in a second: it keeps continuing the command"
     );
     assert!(eventually(LIMIT, || is_dead(tool)), "no timeout");
-    tmux.type_line("echo rc=$?");
-    assert!(tmux.wait_for("rc=124").is_some(), "{}", tmux.screen());
+    tmux.expect_status(124);
 }
 
 #[test]
@@ -502,22 +490,11 @@ fn fg_hands_the_terminal_to_a_command_started_in_the_background() {
     let Some(tmux) = Tmux::start("background_fg") else {
         return;
     };
-    tmux.type_line(&format!(
+    let (pid, procs) = tmux.start_job(&format!(
         "{BIN} 20 sh -c 'echo pid:$$; read x; echo got:$x' &"
     ));
-    let pid = tmux.wait_for_pid();
-    let procs = tool_and_leader(pid);
     // Its read stopped it (SIGTTIN), as any background job; the terminal stayed with the shell.
     assert!(eventually(LIMIT, || is_stopped(pid)));
     assert!(!holds_terminal(pid));
-    tmux.type_line("fg");
-    assert!(
-        eventually(LIMIT, || holds_terminal(pid) && !is_stopped(pid)),
-        "fg did not hand the terminal on"
-    );
-    tmux.type_line("hi");
-    assert!(tmux.wait_for("got:hi").is_some(), "{}", tmux.screen());
-    tmux.type_line("echo rc=$?");
-    assert!(tmux.wait_for("rc=0").is_some(), "{}", tmux.screen());
-    assert!(procs.0.iter().all(|&p| is_dead(p)));
+    fg_hands_on_the_terminal(&tmux, pid, &procs);
 }
