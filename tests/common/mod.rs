@@ -157,14 +157,15 @@ pub fn strace_scenario(test: &str, scenario: &str) -> Option<String> {
         .args(["--ignored", "--exact", scenario, "--test-threads=1"])
         .output()
         .unwrap();
+    // Read and removed before any check, so that a failing scenario leaves no file behind.
+    let lines = fs::read_to_string(&trace);
+    let _ = fs::remove_file(&trace);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    let lines = fs::read_to_string(&trace).unwrap();
-    let _ = fs::remove_file(&trace);
-    Some(lines)
+    Some(lines.unwrap())
 }
 
 /// One event of a trace from [`strace_scenario`].
