@@ -57,8 +57,9 @@ fn supervisor_killed(how: &str) {
         panic!("the helper did not report its group: {pids:?}");
     }
     let pgid = pids[3];
-    let members = live_members(pgid);
-    // The leader, two background members and the guard.
+    // The leader, two background members and the guard. The forked guard joins the group by itself after
+    // die_with_parent_forked returns (documented), so it may not be in yet: wait (bounded) for it.
+    let members = wait_for_members(pgid, 4);
     assert_eq!(members.len(), 4, "{members:?} vs {pids:?}");
     let _cleanup_all = KillOnDrop(members.clone());
     helper.kill().unwrap();
