@@ -371,8 +371,10 @@ fn a_killed_tool_takes_the_command_group_along() {
     );
     let mut running = Running::start(BIN, &["30", "sh", "-c", &script]);
     let (background, leader) = (s.pid("pid"), s.pid("leader"));
-    // The leader, its background sleep and the tool's guard.
-    assert_eq!(common::live_members(leader).len(), 3);
+    // The leader, its background sleep and the tool's guard, which joins the group by itself after the tool's
+    // die_with_parent_forked returned: wait (bounded) for it.
+    let members = common::wait_for_members(leader, 3);
+    assert_eq!(members.len(), 3, "{members:?}");
     running.signal(libc::SIGKILL);
     let r = running.finish();
     assert_eq!(r.status.signal(), Some(libc::SIGKILL));
