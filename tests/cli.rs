@@ -634,7 +634,7 @@ fn known_difference(duration: &str) -> bool {
 fn durations_accepted_and_rejected_like_gnu() {
     let gnu = "/usr/bin/timeout";
     if !Path::new(gnu).exists() {
-        common::skip_or_fail_in_ci(
+        common::skip_or_fail(
             "durations_accepted_and_rejected_like_gnu",
             &format!("{gnu} (GNU coreutils) is absent"),
         );
@@ -831,7 +831,7 @@ fn ending(program: &str, case: &Case, dir: &Scratch) -> Ending {
 fn messages_and_statuses_match_gnu() {
     let gnu = "/usr/bin/timeout";
     if !Path::new(gnu).exists() {
-        common::skip_or_fail_in_ci(
+        common::skip_or_fail(
             "messages_and_statuses_match_gnu",
             &format!("{gnu} (GNU coreutils) is absent"),
         );
@@ -948,7 +948,7 @@ fn messages_and_statuses_match_gnu() {
             ..case(&[b"10", b"true"])
         });
     } else {
-        common::skip_or_fail_in_ci(
+        common::skip_or_fail(
             "messages_and_statuses_match_gnu (process limit)",
             "setpriv or prlimit (util-linux) is absent",
         );

@@ -141,7 +141,7 @@ fn children_the_tool_already_had_are_left_alone() {
     assert_die(&pids_in(&escapee), "the command's escapee");
     // The same through a process substitution (`exec > >(gzip > FILE)`): all of the output arrives.
     if !works("bash", &["-c", "true"]) || !works("gzip", &["--version"]) {
-        return common::skip_or_fail_in_ci(
+        return common::skip_or_fail(
             "children_the_tool_already_had_are_left_alone",
             "no bash or no gzip",
         );
@@ -166,7 +166,7 @@ fn children_the_tool_already_had_are_left_alone() {
 fn a_proc_of_another_pid_namespace_is_not_trusted() {
     // Issue 8.3: under `unshare -pf` without `--mount-proc`, /proc lists pids of the outer namespace.
     if !works("unshare", &["-pf", "true"]) {
-        return common::skip_or_fail_in_ci(
+        return common::skip_or_fail(
             "a_proc_of_another_pid_namespace_is_not_trusted",
             "unshare -pf is missing or not permitted",
         );
@@ -190,7 +190,7 @@ fn a_proc_of_another_pid_namespace_is_not_trusted() {
 fn no_proc_is_named_and_the_status_kept() {
     // Issue 8.6: without /proc the sweep cannot run; say so, naming /proc, and keep the command's status.
     if !works("unshare", &["-m", "true"]) {
-        return common::skip_or_fail_in_ci(
+        return common::skip_or_fail(
             "no_proc_is_named_and_the_status_kept",
             "unshare -m is missing or not permitted",
         );
@@ -233,7 +233,7 @@ fn the_timeout_signal_works_though_the_caller_ignored_it() {
 fn few_descriptors_leave_no_survivor() {
     // Issue 8.5: the sweep needs no descriptor beyond the one taken before the command starts.
     if !works("prlimit", &["--nofile=4:1024", "true"]) {
-        return common::skip_or_fail_in_ci("few_descriptors_leave_no_survivor", "no prlimit");
+        return common::skip_or_fail("few_descriptors_leave_no_survivor", "no prlimit");
     }
     let mut files = Files(Vec::new());
     let escapee = files.path("escapee");
@@ -322,7 +322,7 @@ fn under_a_storm(files: &mut Files, args: &[&str], script: &str, signal: i32) ->
 fn a_signal_storm_while_exiting_does_not_change_the_status() {
     // Issue 8.7: the handled signals stay handled until the tool has exited.
     if !works("strace", &["-o", "/dev/null", "true"]) {
-        return common::skip_or_fail_in_ci(
+        return common::skip_or_fail(
             "a_signal_storm_while_exiting_does_not_change_the_status",
             "no strace",
         );
@@ -347,10 +347,7 @@ fn reaping_adopted_orphans_costs_what_exited() {
     // Issue 8.8: with many adopted daemons alive, each exiting orphan must not cost a pass over all children.
     // Counted in system calls (wait4 and waitid, traced with strace), not in time.
     if !works("strace", &["-o", "/dev/null", "true"]) {
-        return common::skip_or_fail_in_ci(
-            "reaping_adopted_orphans_costs_what_exited",
-            "no strace",
-        );
+        return common::skip_or_fail("reaping_adopted_orphans_costs_what_exited", "no strace");
     }
     const DAEMONS: usize = 300;
     const SHORT: usize = 150;

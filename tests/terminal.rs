@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use grouptimeout::CommandExt;
 
 mod common;
-use common::{eventually, is_dead, skip_or_fail_in_ci, KillOnDrop};
+use common::{eventually, is_dead, skip_or_fail, KillOnDrop};
 
 const BIN: &str = env!("CARGO_BIN_EXE_grouptimeout");
 /// Upper bound of every wait: a regression fails instead of hanging.
@@ -31,7 +31,7 @@ fn have(test: &str, program: &str, arg: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !runs {
-        skip_or_fail_in_ci(test, &format!("`{program}` is not installed"));
+        skip_or_fail(test, &format!("`{program}` is not installed"));
     }
     runs
 }
