@@ -11,7 +11,7 @@ use std::io;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use grouptimeout::{Captured, CommandExt};
+use grouptimeout::{Captured, GroupCommandExt};
 
 /// A build log of 20,000 lines, then an error on standard error.
 const BUILD: &str = r#"

@@ -51,7 +51,7 @@ use crate::GroupChild;
 ///   with default dispositions for these signals, including any that this process had ignored (an inherited
 ///   `SIG_IGN`, such as `SIGCHLD` ignored by a careless parent, is replaced).
 /// - `SIGCHLD` may be in the set: it is never installed with `SA_NOCLDWAIT`, so children stay waitable (this is
-///   what lets [`CommandExt::spawn_group`](crate::CommandExt::spawn_group) run in a process started with
+///   what lets [`GroupCommandExt::spawn_group`](crate::GroupCommandExt::spawn_group) run in a process started with
 ///   `SIGCHLD` ignored). It is reported when a child stops or continues too, not only when one exits (see
 ///   [`take_stop`]).
 ///
@@ -235,7 +235,7 @@ pub fn sigpipe_was_ignored_at_start() -> bool {
 /// std resets `SIGPIPE` to its default in every child it spawns (it ignores `SIGPIPE` itself, and an ignored signal
 /// survives `exec`). This adds a [`pre_exec`](std::os::unix::process::CommandExt::pre_exec) step that sets it
 /// back to ignored after that reset, just before the `exec`. Works with
-/// [`spawn_group`](crate::CommandExt::spawn_group) and with plain [`Command::spawn`].
+/// [`spawn_group`](crate::GroupCommandExt::spawn_group) and with plain [`Command::spawn`].
 ///
 /// # Cost
 ///

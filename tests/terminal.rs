@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use grouptimeout::CommandExt;
+use grouptimeout::GroupCommandExt;
 
 mod common;
 use common::{eventually, is_dead, skip_or_fail, KillOnDrop};

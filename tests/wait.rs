@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use grouptimeout::{CommandExt, GroupChild, Outcome};
+use grouptimeout::{GroupChild, GroupCommandExt, Outcome};
 
 const LONG: Duration = Duration::from_secs(60);
 

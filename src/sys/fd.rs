@@ -57,7 +57,10 @@ pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "too many fds to poll"))?;
     #[cfg(any(target_os = "linux", target_os = "android"))]
     let ret = {
-        let ts = libc::time_t::try_from(timeout.as_secs())
+        // `tv_sec`'s type (`time_t`) is inferred: naming `libc::time_t` is deprecated on musl.
+        let ts = timeout
+            .as_secs()
+            .try_into()
             .ok()
             .map(|tv_sec| libc::timespec {
                 tv_sec,

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use args::{Options, Parsed, UsageError};
 use grouptimeout::host::{self, Signals, Subreaper};
-use grouptimeout::{CommandExt, GroupChild};
+use grouptimeout::{GroupChild, GroupCommandExt};
 use terminal::JobControl;
 
 /// Writes `NAME: message` to stderr, `NAME` being the name the tool was run as ([`messages::program`]), ignoring
@@ -312,7 +312,7 @@ fn supervise_command(
     let status = match waited {
         Ok(status) => status,
         Err(e) => {
-            say!("{e}");
+            say!("error waiting for command {name}: {e}");
             return EXIT_CANCELED;
         }
     };
@@ -338,7 +338,7 @@ fn supervise(
             // the next call returns its status.
             Err(e) => match leader.try_wait() {
                 Ok(Some(status)) => {
-                    say!("{e}");
+                    say!("cannot kill the processes the command left in its group: {e}");
                     Some(status)
                 }
                 _ => return Err(e),
@@ -411,7 +411,10 @@ fn cleanup(opts: &Options, name: &str, leader: &mut Leader, state: &mut State, m
     leader.set_kill_leftovers(true);
     if let Err(e) = leader.signal(signal) {
         if opts.verbose {
-            say!("{e}");
+            say!(
+                "cannot send signal {} to command {name}: {e}",
+                signals::signal_name(signal)
+            );
         }
     }
 }
