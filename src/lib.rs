@@ -120,9 +120,8 @@
 //! # Platforms
 //!
 //! Unix only: process groups are a Unix concept, and on other targets the crate stops with a `compile_error!` that
-//! says so. Tested on Linux (glibc and musl); also type-checked for macOS and FreeBSD (not built into a binary nor
-//! run there). The [`host`] functions that need Linux
-//! say so, and fail elsewhere.
+//! says so. Tested on Linux (glibc and musl); also type-checked for macOS and FreeBSD (not linked nor run there).
+//! The [`host`] functions that need Linux say so, and fail elsewhere.
 //!
 //! # How it waits
 //!

@@ -473,6 +473,9 @@ fn run_self_under(launcher: &[&str], test: &str) -> std::process::Output {
 
 #[test]
 fn a_host_ignoring_sigchld_gets_a_clear_error() {
+    if !common::have("a_host_ignoring_sigchld_gets_a_clear_error", "perl", "-v") {
+        return;
+    }
     let out = run_self_under(
         &["perl", "-e", "$SIG{CHLD} = 'IGNORE'; exec @ARGV or die"],
         "refuses_when_sigchld_ignored",
@@ -604,6 +607,13 @@ fn spawn_leader_that_leaves_its_group() -> (GroupChild, KillOnDrop) {
 
 #[test]
 fn a_leader_that_left_its_group_is_killed_at_the_deadline() {
+    if !common::have(
+        "a_leader_that_left_its_group_is_killed_at_the_deadline",
+        "perl",
+        "-v",
+    ) {
+        return;
+    }
     let (mut child, _cleanup) = spawn_leader_that_leaves_its_group();
     let started = Instant::now();
     let outcome = child.wait_timeout(Duration::from_millis(300)).unwrap();
@@ -617,6 +627,13 @@ fn a_leader_that_left_its_group_is_killed_at_the_deadline() {
 
 #[test]
 fn a_leader_that_left_its_group_gets_the_grace_signal() {
+    if !common::have(
+        "a_leader_that_left_its_group_gets_the_grace_signal",
+        "perl",
+        "-v",
+    ) {
+        return;
+    }
     let (mut child, _cleanup) = spawn_leader_that_leaves_its_group();
     child.set_grace(libc::SIGTERM, Duration::from_secs(30));
     let outcome = child.wait_timeout(Duration::from_millis(300)).unwrap();
@@ -630,6 +647,13 @@ fn a_leader_that_left_its_group_gets_the_grace_signal() {
 
 #[test]
 fn a_leader_that_left_its_group_is_killed_by_drop() {
+    if !common::have(
+        "a_leader_that_left_its_group_is_killed_by_drop",
+        "perl",
+        "-v",
+    ) {
+        return;
+    }
     let (child, _cleanup) = spawn_leader_that_leaves_its_group();
     let leader = child.id();
     drop(child);

@@ -16,25 +16,11 @@ use std::time::{Duration, Instant};
 use grouptimeout::GroupCommandExt;
 
 mod common;
-use common::{eventually, is_dead, skip_or_fail, KillOnDrop};
+use common::{eventually, have, is_dead, KillOnDrop};
 
 const BIN: &str = env!("CARGO_BIN_EXE_grouptimeout");
 /// Upper bound of every wait: a regression fails instead of hanging.
 const LIMIT: Duration = Duration::from_secs(20);
-
-/// Whether `program` runs (`program ARG` exits 0); otherwise the test is skipped (or fails in CI).
-fn have(test: &str, program: &str, arg: &str) -> bool {
-    let runs = Command::new(program)
-        .arg(arg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !runs {
-        skip_or_fail(test, &format!("`{program}` is not installed"));
-    }
-    runs
-}
 
 /// Runs `sh -c SCRIPT` on a new pseudo-terminal through `script`, with `input` typed in, and returns what the
 /// terminal showed (bounded: the whole run is a killed group after [`LIMIT`]).
