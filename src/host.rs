@@ -303,7 +303,10 @@ pub struct Subreaper {
 const SCAN_INTERVAL: Duration = Duration::from_millis(250);
 
 /// How many exited children a scan reaps as the kernel names them before it reads the whole children list.
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(grouptimeout_portable)
+))]
 const SCAN_PEEKS: usize = 4;
 
 impl Subreaper {
@@ -317,9 +320,13 @@ impl Subreaper {
     /// one pid, ours; `/proc/self` alone is fooled when our pid is the same number in an outer namespace); the children list cannot be opened or read
     /// (a kernel without `CONFIG_PROC_CHILDREN`, or no descriptor left); `SIGCHLD` is ignored (`Unsupported`: the
     /// kernel would reap children at once and their pids could be reused before they are signalled); the `prctl`
-    /// call failed. On systems other than Linux and Android this always fails with `Unsupported`.
+    /// call failed. On systems other than Linux and Android (and in a build with `--cfg grouptimeout_portable`) this
+    /// always fails with `Unsupported`.
     pub fn new() -> io::Result<Subreaper> {
-        #[cfg(any(target_os = "linux", target_os = "android"))]
+        #[cfg(all(
+            any(target_os = "linux", target_os = "android"),
+            not(grouptimeout_portable)
+        ))]
         {
             auto_reaped_is_unsupported()?;
             let pid = std::process::id();
@@ -337,7 +344,10 @@ impl Subreaper {
             sys::set_child_subreaper()?;
             Ok(subreaper)
         }
-        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        #[cfg(not(all(
+            any(target_os = "linux", target_os = "android"),
+            not(grouptimeout_portable)
+        )))]
         {
             Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -396,7 +406,10 @@ impl Subreaper {
         self.scan_owed = false;
         self.next_scan = Instant::now().checked_add(SCAN_INTERVAL);
         let mut reaped = 0;
-        #[cfg(any(target_os = "linux", target_os = "android"))]
+        #[cfg(all(
+            any(target_os = "linux", target_os = "android"),
+            not(grouptimeout_portable)
+        ))]
         {
             let mut last = None;
             for _ in 0..SCAN_PEEKS {
@@ -502,7 +515,10 @@ impl Subreaper {
 /// Fails unless `/proc` shows this process's own PID namespace: the `NSpid:` line of `/proc/self/status` lists our
 /// pid in each namespace from `/proc`'s down to ours, so it must hold exactly one number, `pid`. (`/proc/self` alone
 /// is fooled when our pid happens to be the same number in an outer namespace whose `/proc` this is.)
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(grouptimeout_portable)
+))]
 fn proc_is_ours(pid: u32) -> io::Result<()> {
     let status = std::fs::read_to_string("/proc/self/status").map_err(|e| {
         io::Error::new(
