@@ -344,9 +344,9 @@ impl GroupChild {
     /// [`wait_with_output_timeout`](GroupChild::wait_with_output_timeout); the default is 16 MiB.
     ///
     /// Output past the limit is still read (the command never blocks on a full pipe) and discarded, except for the
-    /// tail; see [which bytes are kept](crate::Captured#which-bytes-are-kept). Memory stays below about 1.5 times the limit
-    /// per stream, plus a 64 KiB read buffer. `usize::MAX` keeps everything, as [`std::process::Child::wait_with_output`]
-    /// does.
+    /// tail; see [which bytes are kept](crate::Captured#which-bytes-are-kept). Memory stays below about 1.5 times the
+    /// limit per stream, plus a 64 KiB read buffer. `usize::MAX` keeps everything, as
+    /// [`std::process::Child::wait_with_output`] does.
     pub fn set_output_limit(&mut self, bytes: usize) {
         self.output_limit = bytes;
     }

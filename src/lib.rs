@@ -93,15 +93,16 @@
 //! where a system call failed on the thing the caller named, so that callers can match on it as they do on std's
 //! errors:
 //!
-//! - [`spawn_group`](GroupCommandExt::spawn_group): std's own spawn error, as [`Command::spawn`](std::process::Command::spawn) returns it:
-//!   `ENOENT` for a missing program (`kind()` [`NotFound`](std::io::ErrorKind::NotFound)), `EACCES` for one that is
-//!   not executable or is a directory ([`PermissionDenied`](std::io::ErrorKind::PermissionDenied)), `ENOEXEC`,
-//!   `EAGAIN`… The message is the system's text; like std's, it does not name the program, which the caller has.
+//! - [`spawn_group`](GroupCommandExt::spawn_group): std's own spawn error, as
+//!   [`Command::spawn`](std::process::Command::spawn) returns it: `ENOENT` for a missing program (`kind()`
+//!   [`NotFound`](std::io::ErrorKind::NotFound)), `EACCES` for one that is not executable or is a directory
+//!   ([`PermissionDenied`](std::io::ErrorKind::PermissionDenied)), `ENOEXEC`, `EAGAIN`… The message is the
+//!   system's text; like std's, it does not name the program, which the caller has.
 //! - [`signal`](GroupChild::signal), [`kill`](GroupChild::kill) and [`GroupHandle`]'s: the error of `kill(2)`:
 //!   `EPERM` when no member of the group could be signalled (they switched to a user this process may not signal),
 //!   `EINVAL` for an invalid signal number ([`InvalidInput`](std::io::ErrorKind::InvalidInput)).
 //! - The waits, [`signal`](GroupChild::signal) and [`die_with_parent`](GroupChild::die_with_parent): `ECHILD`
-//!   (`raw_os_error() == Some(libc::ECHILD)`, std's kind for it) when the leader was reaped by someone else (a
+//!   (10 on Linux, macOS and FreeBSD; `kind()` std's kind for it) when the leader was reaped by someone else (a
 //!   `SIGCHLD` set to be ignored after the spawn, a `waitpid(-1)` elsewhere in the program). The group was not
 //!   signalled then, since its id may already name someone else's group.
 //! - A wait that hits the deadline with an invalid grace signal ([`GroupChild::set_grace`]) returns `EINVAL`, after
