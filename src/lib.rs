@@ -127,6 +127,8 @@ mod capture;
 #[cfg(unix)]
 mod child;
 #[cfg(unix)]
+mod contain;
+#[cfg(unix)]
 mod guard;
 #[cfg(unix)]
 mod handle;
@@ -143,6 +145,8 @@ mod wait;
 pub use capture::Captured;
 #[cfg(unix)]
 pub use child::{CommandExt, GroupChild, Outcome};
+#[cfg(unix)]
+pub use contain::{Contain, Containment, Leftover};
 #[cfg(unix)]
 pub use handle::GroupHandle;
 
