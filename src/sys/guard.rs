@@ -9,9 +9,15 @@ use super::checked_pid;
 
 /// The highest signal number the forked guard sets to be ignored: Linux's `SIGRTMAX`; elsewhere FreeBSD's
 /// (`sigaction` refuses the numbers a system lacks).
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(grouptimeout_portable)
+))]
 const LAST_SIGNAL: libc::c_int = 64;
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg(not(all(
+    any(target_os = "linux", target_os = "android"),
+    not(grouptimeout_portable)
+)))]
 const LAST_SIGNAL: libc::c_int = 128;
 
 /// Forks a guard that ignores every catchable signal, joins group `pgid`, keeps only `read` (as its standard input)
@@ -107,7 +113,7 @@ fn guard_main(pgid: libc::pid_t, read: libc::c_int, ignore: &libc::sigaction) ->
 
 /// Closes every descriptor from `first` on (`close_range` on Linux, a bounded loop where that is missing).
 fn close_from(first: libc::c_int) {
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     {
         // SAFETY: close_range takes integer arguments only; closing our own descriptors in this forked child.
         if unsafe {
