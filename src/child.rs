@@ -424,7 +424,7 @@ impl GroupChild {
             return Ok(());
         }
         self.leader_exited()?;
-        self.guard = Some(Guard::start(self.id(), how)?);
+        self.guard = Some(Guard::start(self.id(), how, self.job.cgroup_folder())?);
         Ok(())
     }
 

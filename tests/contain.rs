@@ -491,7 +491,7 @@ mod linux {
         let out = Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
             .arg(std::env::current_exe().unwrap())
-            .args(["--exact", test, "--nocapture"])
+            .args(["--exact", &format!("linux::{test}"), "--nocapture"])
             .env("GROUPTIMEOUT_TEST_UNPRIVILEGED", "1")
             .output();
         match out {
@@ -503,5 +503,62 @@ mod linux {
                 String::from_utf8_lossy(&out.stderr)
             ),
         }
+    }
+
+    /// With `die_with_parent`, a supervisor killed with `SIGKILL` takes the whole cgroup along (the escapee too),
+    /// and its guard removes the folder. The supervisor is this test binary, re-run.
+    #[test]
+    fn cgroup_die_with_parent_ends_the_job_and_its_folder() {
+        let test = "cgroup_die_with_parent_ends_the_job_and_its_folder";
+        if std::env::var_os("GROUPTIMEOUT_TEST_SUPERVISOR").is_some() {
+            let how = contain(test, Containment::Cgroup).unwrap();
+            let (mut child, lines) = start(
+                &how,
+                Containment::Cgroup,
+                "setsid sleep 30 & echo $!; exec sleep 30",
+                1,
+            );
+            child.die_with_parent().unwrap();
+            println!(
+                "escapee {} folder {}",
+                lines[0],
+                folder_of(&child).unwrap().display()
+            );
+            std::thread::sleep(LONG);
+            return;
+        }
+        if contain(test, Containment::Cgroup).is_none() {
+            return;
+        }
+        let mut supervisor = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", &format!("linux::{test}"), "--nocapture"])
+            .env("GROUPTIMEOUT_TEST_SUPERVISOR", "1")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(supervisor.stdout.take().unwrap());
+        let mut line = String::new();
+        while !line.starts_with("escapee ") {
+            line.clear();
+            assert_ne!(
+                out.read_line(&mut line).unwrap(),
+                0,
+                "the supervisor ended early"
+            );
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let escapee: u32 = words[1].parse().unwrap();
+        let folder = PathBuf::from(words[3]);
+        let _cleanup = KillOnDrop(vec![escapee]);
+        supervisor.kill().unwrap();
+        supervisor.wait().unwrap();
+        assert_eq!(
+            survivors_after(Duration::from_secs(10), &[escapee]),
+            [] as [u32; 0]
+        );
+        assert!(
+            eventually(Duration::from_secs(10), || !folder.exists()),
+            "{folder:?} left behind"
+        );
     }
 }

@@ -110,6 +110,10 @@ impl Cgroup {
         }
     }
 
+    pub(super) fn folder(&self) -> &Path {
+        &self.dir
+    }
+
     /// The processes in the cgroup now.
     fn pids(&self) -> io::Result<Vec<u32>> {
         let path = self.dir.join("cgroup.procs");

@@ -283,6 +283,16 @@ impl Job {
         }
     }
 
+    /// The folder of the job's cgroup, for the guard of `die_with_parent`.
+    pub(crate) fn cgroup_folder(&self) -> Option<&std::path::Path> {
+        match self.0.as_ref()?.bound {
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Cgroup(ref cgroup) => Some(cgroup.folder()),
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Lineage(_) => None,
+        }
+    }
+
     /// Whether process `pid` belongs to the job whose leader is `leader`, as far as `/proc` tells now.
     pub(crate) fn contains(&self, leader: u32, pid: u32) -> bool {
         let in_group = || crate::sys::group_of(pid).is_ok_and(|pgid| pgid == leader);
