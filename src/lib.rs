@@ -68,8 +68,9 @@
 //! # What is not promised
 //!
 //! - A descendant that leaves the group (`setsid`, `setpgid`, a double-forking daemon) is not reached by a group
-//!   kill. The `grouptimeout` command-line tool also catches those on Linux; for a hard boundary use cgroups or a
-//!   container.
+//!   kill. [`spawn_contained`](CommandExt::spawn_contained) reaches them too (a cgroup of the job's own, or a
+//!   lineage mark; see [`Contain`] for each mode's guarantee and what it cannot catch); the `grouptimeout`
+//!   command-line tool also catches them on Linux.
 //! - A member this process may not signal (one that switched to another user) survives the group kill.
 //! - The guarantee needs the leader to stay unreaped until this crate reaps it. A process that ignores `SIGCHLD`
 //!   lets the kernel reap children at once: [`spawn_group`](CommandExt::spawn_group) refuses to run there. Code
