@@ -536,8 +536,18 @@ impl GroupChild {
     fn signal_group(&mut self, signal: i32) -> io::Result<()> {
         self.watch.restart();
         let job = self.job.signal(self.id(), signal);
-        self.job.take_reached(&mut self.leftovers);
+        self.take_reached();
         signal_group(self.id(), signal).and(job)
+    }
+
+    /// Moves what the job's kills reached into the leftovers, except the guard of `die_with_parent` (a member of the
+    /// group that lineage kills find): it is ours, not something the job left behind.
+    fn take_reached(&mut self) {
+        self.job.take_reached(&mut self.leftovers);
+        if let Some(guard) = &self.guard {
+            let pid = guard.id();
+            self.leftovers.retain(|left| left.pid != pid);
+        }
     }
 
     /// Kills the group if asked, then reaps the leader and records the outcome.
@@ -554,6 +564,7 @@ impl GroupChild {
         match killed {
             Err(e) if !self.leader_exited()? => Err(e),
             killed => {
+                self.take_reached();
                 let status = self.reap()?;
                 let outcome = if timed_out {
                     Outcome::TimedOut(status)

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use grouptimeout::{CommandExt, GroupChild, Outcome};
 
 mod common;
-use common::{eventually, is_dead, kill_pids, parent_of, survivors_after, temp_path};
+use common::{eventually, is_dead, is_root, kill_pids, parent_of, survivors_after, temp_path};
 
 const BIN: &str = env!("CARGO_BIN_EXE_grouptimeout");
 /// No single run may take longer than this: a regression fails instead of hanging.
@@ -447,11 +447,6 @@ fn the_command_does_not_inherit_the_tools_blocked_signals() {
             assert_eq!(u64::from_str_radix(hex, 16).unwrap(), 0, "{script}: {text}");
         }
     }
-}
-
-/// Whether this test runs as root (the tests that need it skip otherwise).
-fn is_root() -> bool {
-    std::os::unix::fs::MetadataExt::uid(&fs::metadata("/proc/self").unwrap()) == 0
 }
 
 #[test]

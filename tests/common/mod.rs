@@ -123,6 +123,40 @@ pub fn temp_path(name: &str) -> PathBuf {
     path
 }
 
+/// The cgroup v2 folder of process `pid` (a job's, in cgroup mode), from its `/proc/PID/cgroup` and the cgroup2
+/// mount; `None` when it is gone or the machine has no cgroup v2.
+pub fn job_folder(pid: u32) -> Option<PathBuf> {
+    let rel = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let rel = rel.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
+    let mounts = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let point = mounts.lines().find_map(|l| {
+        let (before, after) = l.split_once(" - ")?;
+        after
+            .starts_with("cgroup2 ")
+            .then(|| before.split(' ').nth(4).unwrap().to_string())
+    })?;
+    Some(PathBuf::from(format!("{point}{rel}")))
+}
+
+/// The job cgroups that process `maker` made (`grouptimeout-MAKER-…`) beside this test process's own cgroup, as
+/// `spawn_contained` names them, that are still there.
+pub fn job_folders_made_by(maker: u32) -> Vec<PathBuf> {
+    let prefix = format!("grouptimeout-{maker}-");
+    let Some(Ok(entries)) = job_folder(std::process::id()).map(fs::read_dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Whether this test runs as root (the tests that need it skip otherwise).
+pub fn is_root() -> bool {
+    std::os::unix::fs::MetadataExt::uid(&fs::metadata("/proc/self").unwrap()) == 0
+}
+
 /// The process group of this test process.
 pub fn own_group() -> u32 {
     state_and_group(std::process::id())
