@@ -26,15 +26,22 @@ use crate::wait::ExitWatch;
 
 /// The shell guard: ignore every catchable signal, say so on standard output and close it, then wait for end of
 /// file on standard input. `read` fails on end of file (and on a read error), which sends `SIGKILL` to the group;
-/// a line makes it exit quietly.
-#[cfg(any(target_os = "linux", target_os = "android"))]
+/// a line makes it exit quietly. Signals by name where the numbers differ; EMT and INFO (BSD and macOS) come last,
+/// since dash stops at the first name it does not know (Linux has neither: `--cfg grouptimeout_portable`).
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(grouptimeout_portable)
+))]
 const SCRIPT: &str = "trap '' 1 2 3 4 5 6 7 8 10 11 12 13 14 15 16 17 18 20 21 22 23 24 25 26 27 28 29 30 31 34 35 \
                       36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64; \
                       echo; exec >&-; read x || kill -KILL 0";
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg(not(all(
+    any(target_os = "linux", target_os = "android"),
+    not(grouptimeout_portable)
+)))]
 const SCRIPT: &str =
-    "trap '' HUP INT QUIT ILL TRAP ABRT EMT FPE BUS SEGV SYS PIPE ALRM TERM URG TSTP CONT CHLD \
-                      TTIN TTOU IO XCPU XFSZ VTALRM PROF WINCH INFO USR1 USR2 2>/dev/null; \
+    "trap '' HUP INT QUIT ILL TRAP ABRT FPE BUS SEGV SYS PIPE ALRM TERM URG TSTP CONT CHLD \
+                      TTIN TTOU IO XCPU XFSZ VTALRM PROF WINCH USR1 USR2 EMT INFO 2>/dev/null; \
                       echo; exec >&-; read x || kill -KILL 0";
 
 /// How often a guard that died before it was armed (a member signalled the group meanwhile) is started again.

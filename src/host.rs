@@ -305,7 +305,10 @@ pub struct Subreaper {
 const SCAN_INTERVAL: Duration = Duration::from_millis(250);
 
 /// How many exited children a scan reaps as the kernel names them before it reads the whole children list.
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(grouptimeout_portable)
+))]
 const SCAN_PEEKS: usize = 4;
 
 impl Subreaper {
@@ -318,9 +321,13 @@ impl Subreaper {
     /// PID namespace (`/proc/self` is not our pid: `Unsupported`); the children list cannot be opened or read
     /// (a kernel without `CONFIG_PROC_CHILDREN`, or no descriptor left); `SIGCHLD` is ignored (`Unsupported`: the
     /// kernel would reap children at once and their pids could be reused before they are signalled); the `prctl`
-    /// call failed. On systems other than Linux and Android this always fails with `Unsupported`.
+    /// call failed. On systems other than Linux and Android (and in a build with `--cfg grouptimeout_portable`) this
+    /// always fails with `Unsupported`.
     pub fn new() -> io::Result<Subreaper> {
-        #[cfg(any(target_os = "linux", target_os = "android"))]
+        #[cfg(all(
+            any(target_os = "linux", target_os = "android"),
+            not(grouptimeout_portable)
+        ))]
         {
             auto_reaped_is_unsupported()?;
             let pid = std::process::id();
@@ -356,7 +363,10 @@ impl Subreaper {
             sys::set_child_subreaper()?;
             Ok(subreaper)
         }
-        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        #[cfg(not(all(
+            any(target_os = "linux", target_os = "android"),
+            not(grouptimeout_portable)
+        )))]
         {
             Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -415,7 +425,10 @@ impl Subreaper {
         self.scan_owed = false;
         self.next_scan = Instant::now().checked_add(SCAN_INTERVAL);
         let mut reaped = 0;
-        #[cfg(any(target_os = "linux", target_os = "android"))]
+        #[cfg(all(
+            any(target_os = "linux", target_os = "android"),
+            not(grouptimeout_portable)
+        ))]
         {
             let mut last = None;
             for _ in 0..SCAN_PEEKS {

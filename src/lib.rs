@@ -102,7 +102,7 @@
 //!   handle dropped. Grace periods, the drop and the capturing waits sleep on it too (a capturing wait polls it
 //!   together with the output pipes).
 //! - Where no pidfd can be had (older kernels, a seccomp filter that refuses `pidfd_open`, no free descriptor,
-//!   other Unix systems, or a build with `--cfg grouptimeout_no_pidfd`), the wait falls back, silently, to a poll
+//!   other Unix systems, or a build with `--cfg grouptimeout_no_pidfd` or `--cfg grouptimeout_portable`), the wait falls back, silently, to a poll
 //!   schedule: it checks without sleeping (yielding the CPU) for the leader's first millisecond, then sleeps 1/20
 //!   of the leader's age, at most 10 ms. After the group was sent a signal (a grace signal, [`GroupChild::kill`], a
 //!   drop), the schedule starts over from that moment, so a leader that exits on the signal is noticed at once. A

@@ -5,8 +5,8 @@
 //! sleep, after one yield of the CPU (a short command that shares this CPU ends during it, and its wait needs no
 //! pidfd at all: opening and closing one costs about a fifth of a spawn's CPU). It is opened while the leader is
 //! unreaped, so the pid names our child, and closed at the reap. Where no pidfd can be had (an older kernel, a
-//! seccomp filter, no descriptor left, another Unix, or the `grouptimeout_no_pidfd` cfg) the sleep follows
-//! [`poll_step`].
+//! seccomp filter, no descriptor left, another Unix, or the `grouptimeout_no_pidfd` or `grouptimeout_portable`
+//! cfg) the sleep follows [`poll_step`].
 
 use std::cell::Cell;
 use std::io;
@@ -167,13 +167,21 @@ impl ExitWatch {
     }
 }
 
-#[cfg(all(target_os = "linux", not(grouptimeout_no_pidfd)))]
+#[cfg(all(
+    target_os = "linux",
+    not(grouptimeout_no_pidfd),
+    not(grouptimeout_portable)
+))]
 fn open_pidfd(pid: u32) -> Option<OwnedFd> {
     // Any failure (ENOSYS before Linux 5.3, EPERM under seccomp, EMFILE, ...) leaves the schedule in charge.
     crate::sys::pidfd_open(pid).ok()
 }
 
-#[cfg(not(all(target_os = "linux", not(grouptimeout_no_pidfd))))]
+#[cfg(not(all(
+    target_os = "linux",
+    not(grouptimeout_no_pidfd),
+    not(grouptimeout_portable)
+)))]
 fn open_pidfd(_pid: u32) -> Option<OwnedFd> {
     None
 }

@@ -433,6 +433,12 @@ fn kill_after_reaches_members_that_ignore_the_signal() {
 
 #[test]
 fn escapees_are_swept() {
+    if common::linux_only(
+        "escapees_are_swept",
+        "the sweep (the tool as a child subreaper)",
+    ) {
+        return;
+    }
     let s = Scratch::new();
     // setsid, and a double-forking daemon, both out of the group; on exit and on timeout.
     let script = format!(
@@ -458,6 +464,12 @@ fn escapees_are_swept() {
 
 #[test]
 fn adopted_orphans_are_reaped_while_the_command_runs() {
+    if common::linux_only(
+        "adopted_orphans_are_reaped_while_the_command_runs",
+        "the tool as a child subreaper",
+    ) {
+        return;
+    }
     // Orphans re-parented to the tool (its subreaper) exit; the tool reaps them at once, not at the end.
     // Besides the command, the tool has one more child of its own: the guard (a fork of the tool named group-guard).
     let script = "for i in 1 2 3 4 5; do (sleep 0.01 &); done

@@ -3,8 +3,13 @@
 //!
 //! In a test binary of its own: it makes this process a child subreaper (process-wide), and it gives a pid out again
 //! (see `common::spawn_with_pid`). On Linux the guard is held by a pidfd; where the crate holds it by its pid (the
-//! `grouptimeout_no_pidfd` cfg, other systems) this cannot be told apart, as documented, and the test does not run.
-#![cfg(all(target_os = "linux", not(grouptimeout_no_pidfd)))]
+//! `grouptimeout_no_pidfd` and `grouptimeout_portable` cfgs, other systems) this cannot be told apart, as documented,
+//! and the test does not run.
+#![cfg(all(
+    target_os = "linux",
+    not(grouptimeout_no_pidfd),
+    not(grouptimeout_portable)
+))]
 
 mod common;
 

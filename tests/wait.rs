@@ -13,7 +13,11 @@ use grouptimeout::{CommandExt, GroupChild, Outcome};
 const LONG: Duration = Duration::from_secs(60);
 
 /// Whether this build sleeps on a pidfd (Linux, not turned off by the cfg).
-const PIDFD: bool = cfg!(all(target_os = "linux", not(grouptimeout_no_pidfd)));
+const PIDFD: bool = cfg!(all(
+    target_os = "linux",
+    not(grouptimeout_no_pidfd),
+    not(grouptimeout_portable)
+));
 
 fn sh(script: &str) -> Command {
     let mut cmd = Command::new("sh");

@@ -11,19 +11,28 @@ use super::{cvt, retry_eintr};
 /// inherits an end; elsewhere it is set right after `pipe(2)`, as std does for its own pipes.
 pub(crate) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [-1 as libc::c_int; 2];
-    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[cfg(all(
+        any(target_os = "linux", target_os = "android"),
+        not(grouptimeout_portable)
+    ))]
     {
         // SAFETY: `fds` is a live array of two ints, as pipe2 requires.
         cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
     }
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    #[cfg(not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(grouptimeout_portable)
+    )))]
     {
         // SAFETY: `fds` is a live array of two ints, as pipe requires.
         cvt(unsafe { libc::pipe(fds.as_mut_ptr()) })?;
     }
     // SAFETY: the kernel just gave us these two descriptors; nothing else owns them.
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    #[cfg(not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(grouptimeout_portable)
+    )))]
     for fd in [&read, &write] {
         // SAFETY: fcntl on a descriptor we own, with integer arguments only.
         cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) })?;
@@ -55,7 +64,10 @@ pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
 pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io::Result<usize> {
     let nfds = libc::nfds_t::try_from(fds.len())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "too many fds to poll"))?;
-    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[cfg(all(
+        any(target_os = "linux", target_os = "android"),
+        not(grouptimeout_portable)
+    ))]
     let ret = {
         let ts = libc::time_t::try_from(timeout.as_secs())
             .ok()
@@ -70,7 +82,10 @@ pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io
         // limit) or a valid timespec, both living across the call; a null sigmask leaves the signal mask unchanged.
         unsafe { libc::ppoll(fds.as_mut_ptr(), nfds, ts_ptr, std::ptr::null()) }
     };
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    #[cfg(not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(grouptimeout_portable)
+    )))]
     let ret = {
         // Round up, so that a sub-millisecond pause does not turn into a busy loop.
         let ms = timeout.as_nanos().div_ceil(1_000_000);

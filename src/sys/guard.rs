@@ -9,15 +9,24 @@ use super::{checked_pid, cvt};
 
 /// The highest signal number the forked guard sets to be ignored: Linux's `SIGRTMAX`; elsewhere FreeBSD's
 /// (`sigaction` refuses the numbers a system lacks).
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(grouptimeout_portable)
+))]
 const LAST_SIGNAL: libc::c_int = 64;
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg(not(all(
+    any(target_os = "linux", target_os = "android"),
+    not(grouptimeout_portable)
+)))]
 const LAST_SIGNAL: libc::c_int = 128;
 
 /// The forked guard's name (`comm`, what `ps -e`, `pkill -x` and `killall` match; Linux only), so that killing the
 /// supervisor by its name does not kill its guard too. It does not contain "grouptimeout", which plain
 /// `pkill grouptimeout` (a pattern) would find in it. The command line stays the supervisor's (`pkill -f` matches it).
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(grouptimeout_portable)
+))]
 const GUARD_NAME: &[u8; 12] = b"group-guard\0";
 
 /// Forks a guard that ignores every catchable signal, joins group `pgid`, keeps only `read` (as its standard input)
@@ -73,7 +82,10 @@ pub(crate) fn fork_guard(pgid: u32, read: &OwnedFd) -> io::Result<u32> {
 
 /// The body of the forked guard; see [`fork_guard`]. Never returns, never allocates.
 fn guard_main(pgid: libc::pid_t, read: libc::c_int, ignore: &libc::sigaction) -> ! {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[cfg(all(
+        any(target_os = "linux", target_os = "android"),
+        not(grouptimeout_portable)
+    ))]
     // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes, which GUARD_NAME is.
     unsafe {
         libc::prctl(libc::PR_SET_NAME, GUARD_NAME.as_ptr());
@@ -121,7 +133,7 @@ fn guard_main(pgid: libc::pid_t, read: libc::c_int, ignore: &libc::sigaction) ->
 
 /// Closes every descriptor from `first` on (`close_range` on Linux, a bounded loop where that is missing).
 fn close_from(first: libc::c_int) {
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     {
         // SAFETY: close_range takes integer arguments only; closing our own descriptors in this forked child.
         if unsafe {
@@ -170,7 +182,7 @@ const CLD_EXITED: libc::c_int = 1;
 /// is our unreaped child, so it names that process for good: once someone else reaped it (a subreaper's sweep, a
 /// `waitpid(-1)` elsewhere in the program), a signal through it fails with `ESRCH` and a wait with `ECHILD`, even
 /// when its pid was given to a new process. Held by its pid (other systems, older kernels, no descriptor left, the
-/// `grouptimeout_no_pidfd` cfg), a pid reaped by someone else and given to another child of ours cannot be told
+/// `grouptimeout_no_pidfd` and `grouptimeout_portable` cfgs), a pid reaped by someone else and given to another child of ours cannot be told
 /// apart from it.
 #[derive(Debug)]
 pub(crate) struct Held {
@@ -182,9 +194,17 @@ impl Held {
     /// Holds our unreaped child `pid`; the caller makes sure nothing reaped it yet.
     pub(crate) fn new(pid: u32) -> io::Result<Held> {
         // Any failure (ENOSYS before Linux 5.3, EPERM under seccomp, EMFILE) leaves the pid.
-        #[cfg(all(target_os = "linux", not(grouptimeout_no_pidfd)))]
+        #[cfg(all(
+            target_os = "linux",
+            not(grouptimeout_no_pidfd),
+            not(grouptimeout_portable)
+        ))]
         let pidfd = super::pidfd_open(pid).ok();
-        #[cfg(not(all(target_os = "linux", not(grouptimeout_no_pidfd))))]
+        #[cfg(not(all(
+            target_os = "linux",
+            not(grouptimeout_no_pidfd),
+            not(grouptimeout_portable)
+        )))]
         let pidfd = None;
         let held = Held {
             pid: checked_pid(pid)?,
@@ -215,7 +235,7 @@ impl Held {
     /// Sends it `SIGKILL` (through the pidfd if there is one); `ESRCH` (reaped already) counts as success.
     pub(crate) fn kill(&self) -> io::Result<()> {
         let sent = match &self.pidfd {
-            #[cfg(target_os = "linux")]
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             // SAFETY: pidfd_send_signal takes a descriptor, a signal number, a null siginfo and flags 0.
             Some(fd) => cvt(unsafe {
                 libc::syscall(
@@ -244,7 +264,7 @@ impl Held {
     /// `waitid` for exit, without blocking, with `flags` added.
     fn wait(&self, flags: libc::c_int) -> io::Result<Option<End>> {
         let (idtype, id) = match &self.pidfd {
-            #[cfg(target_os = "linux")]
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Some(fd) => (libc::P_PIDFD, fd.as_raw_fd() as libc::id_t),
             _ => (libc::P_PID, self.pid as libc::id_t),
         };

@@ -10,6 +10,9 @@
 //!
 //! Each wrapper checks its arguments, retries `EINTR` where the call can be interrupted, and turns
 //! a failure into `io::Error::last_os_error()` through [`cvt`].
+//!
+//! Where a wrapper says "on Linux", a build with `--cfg grouptimeout_portable` takes the branch of macOS and FreeBSD
+//! instead wherever that branch is plain POSIX, so that Linux runs it too (the README's "Platforms" lists each point).
 
 use std::io;
 
@@ -48,7 +51,10 @@ fn checked_pid(id: u32) -> io::Result<libc::pid_t> {
 
 mod fd;
 mod guard;
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(grouptimeout_portable)
+))]
 mod linux;
 mod process;
 mod signal;
@@ -56,7 +62,10 @@ mod terminal;
 
 pub(crate) use fd::*;
 pub(crate) use guard::*;
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(grouptimeout_portable)
+))]
 pub(crate) use linux::*;
 pub(crate) use process::*;
 pub(crate) use signal::*;

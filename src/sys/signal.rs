@@ -157,8 +157,10 @@ pub(crate) fn block(signals: &[libc::c_int]) -> io::Result<SavedMask> {
 /// `sigtimedwait` where it exists. Elsewhere (macOS, OpenBSD) a pending signal is looked for with `sigpending`
 /// and taken with `sigwait`, and the wait sleeps at most 10 ms at a time: a signal is seen up to 10 ms late.
 #[cfg(any(
-    target_os = "linux",
-    target_os = "android",
+    all(
+        any(target_os = "linux", target_os = "android"),
+        not(grouptimeout_portable)
+    ),
     target_os = "freebsd",
     target_os = "netbsd"
 ))]
@@ -185,7 +187,10 @@ pub(crate) fn wait_blocked(
 }
 
 /// The pid of the child whose exit `info` (of `signal`) reports, if it reports one (Linux and Android).
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(grouptimeout_portable)
+))]
 fn exited_child(signal: libc::c_int, info: &libc::siginfo_t) -> Option<u32> {
     let exited = [libc::CLD_EXITED, libc::CLD_KILLED, libc::CLD_DUMPED];
     if signal != libc::SIGCHLD || !exited.contains(&info.si_code) {
@@ -204,8 +209,10 @@ fn exited_child(_signal: libc::c_int, _info: &libc::siginfo_t) -> Option<u32> {
 
 /// See the Linux version above.
 #[cfg(not(any(
-    target_os = "linux",
-    target_os = "android",
+    all(
+        any(target_os = "linux", target_os = "android"),
+        not(grouptimeout_portable)
+    ),
     target_os = "freebsd",
     target_os = "netbsd"
 )))]

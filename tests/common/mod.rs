@@ -199,6 +199,26 @@ pub fn skip_or_fail(test: &str, why: &str) {
     let in_ci = std::env::var_os("GROUPTIMEOUT_REQUIRE_TOOLS")
         .is_some_and(|v| !v.is_empty() && v != "false" && v != "0");
     assert!(!in_ci, "{test}: {why}; GROUPTIMEOUT_REQUIRE_TOOLS is set, so every tool must be installed (see .ci/run)");
+    skipped(test, why);
+}
+
+/// For a test of a Linux-only facility (the subreaper and its sweep, ...): in a build with
+/// `--cfg grouptimeout_portable`, which takes the branches of macOS and FreeBSD (README, "Platforms"), the facility
+/// is off, so this prints a `SKIPPED` line saying so and returns `true`, and the test returns without checking. Unlike
+/// [`skip_or_fail`] it never fails: nothing is missing, the build has no such facility. `false` in other builds.
+pub fn linux_only(test: &str, facility: &str) -> bool {
+    let off = cfg!(grouptimeout_portable);
+    if off {
+        skipped(
+            test,
+            &format!("{facility} is Linux-only, and this build takes the portable branches (--cfg grouptimeout_portable)"),
+        );
+    }
+    off
+}
+
+/// Writes `SKIPPED test: why` straight to the process's standard error (see [`skip_or_fail`]).
+fn skipped(test: &str, why: &str) {
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }
 

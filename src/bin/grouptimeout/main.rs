@@ -212,7 +212,11 @@ fn run(opts: &Options) -> ! {
     };
     // After the handlers (SIGCHLD must not be ignored), before the spawn (children we already have are not the
     // command's). `None`: not Linux, there is nothing to sweep with.
-    let mut subreaper = cfg!(any(target_os = "linux", target_os = "android")).then(Subreaper::new);
+    let mut subreaper = cfg!(all(
+        any(target_os = "linux", target_os = "android"),
+        not(grouptimeout_portable)
+    ))
+    .then(Subreaper::new);
     let code = supervise_command(opts, &mut signals, &mut subreaper);
     // Exit with `signals` still installed (not dropped): see above.
     std::process::exit(code)
@@ -264,7 +268,10 @@ fn supervise_command(
     // the tool dies. Not fatal if it cannot be arranged. On Linux a forked one (cheaper than a shell in a process this
     // small), which renames itself; elsewhere a fork cannot, and would die with a `killall grouptimeout`: a shell.
     if let Leader::Group(child) = &mut leader {
-        let guarded = if cfg!(any(target_os = "linux", target_os = "android")) {
+        let guarded = if cfg!(all(
+            any(target_os = "linux", target_os = "android"),
+            not(grouptimeout_portable)
+        )) {
             host::die_with_parent_forked(child)
         } else {
             child.die_with_parent()
