@@ -222,6 +222,9 @@ impl GroupChild {
     /// At the deadline, send `signal` to the group (followed by `SIGCONT`, so that stopped members act on it), wait
     /// up to `grace` for the leader to exit, then send `SIGKILL` to the group and reap the leader.
     ///
+    /// A stop signal (`SIGSTOP`, `SIGTSTP`, `SIGTTIN`, `SIGTTOU`) is not followed by `SIGCONT`: the group stays
+    /// stopped for the grace period (a `SIGCONT` would undo the stop at once), and `SIGKILL` ends it, stopped or not.
+    ///
     /// The default is no grace: `SIGKILL` at the deadline. The leader's exit ends the grace period at once, and the
     /// members still running then are sent `SIGKILL`; so a wait with a grace period returns at most about `grace`
     /// after its deadline. An invalid `signal` is reported by the wait that hits the deadline, after the group was
@@ -288,7 +291,8 @@ impl GroupChild {
     /// - The deadline passes first: the group is stopped as [`set_grace`](GroupChild::set_grace) says, then sent
     ///   `SIGKILL`, the leader is reaped, and the result is [`Outcome::TimedOut`]. The wait does not return before
     ///   the deadline. It blocks until the killed leader can be reaped, which is at once unless it is stuck in
-    ///   uninterruptible sleep.
+    ///   uninterruptible sleep, or traced by a process that does not run (a stopped `strace -p`: the tracer sees the
+    ///   exit first, and this process can reap the leader only after it did).
     ///
     /// In between, the wait sleeps: on Linux until the leader exits (a pidfd), elsewhere on a poll schedule; see
     /// [How it waits](crate#how-it-waits).
@@ -440,9 +444,11 @@ impl GroupChild {
         }
         let mut sent = Ok(());
         if let Some((signal, grace)) = self.grace {
-            sent = self
-                .signal_group(signal)
-                .and_then(|()| self.signal_group(libc::SIGCONT));
+            sent = self.signal_group(signal);
+            // A stopped member acts on nothing but SIGKILL until continued; but a stop signal must stay a stop.
+            if sent.is_ok() && !is_stop_signal(signal) {
+                sent = self.signal_group(libc::SIGCONT);
+            }
             if sent.is_ok() {
                 // A failed wait still ends in the kill and the reap below; its error is returned after them.
                 sent = self
@@ -520,6 +526,12 @@ fn leader_exited(pid: u32) -> io::Result<bool> {
     })
 }
 
+/// Whether `signal` stops a process by default (`SIGSTOP`, `SIGTSTP`, `SIGTTIN`, `SIGTTOU`): never follow one with
+/// `SIGCONT`, which would undo it.
+pub(crate) fn is_stop_signal(signal: i32) -> bool {
+    [libc::SIGSTOP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU].contains(&signal)
+}
+
 /// Signals group `pgid` (and its leader by pid); the caller makes sure the leader is not reaped yet.
 fn signal_group(pgid: u32, signal: i32) -> io::Result<()> {
     match sys::signal_group(pgid, signal) {
@@ -544,7 +556,7 @@ pub(crate) fn signal_unreaped_group(pgid: u32, signal: i32) -> io::Result<()> {
 /// Kills the group and reaps the leader, unless a wait already did.
 ///
 /// Waits at most about a second for the killed leader to become reapable. A leader stuck in uninterruptible sleep
-/// (a hung NFS read, say) may take longer: it then stays a zombie of this process after it dies, as with a
+/// (a hung NFS read, say), or traced by a stopped tracer, may take longer: it then stays a zombie of this process after it dies, as with a
 /// dropped [`std::process::Child`]. Nothing is signalled if the leader was reaped by someone else.
 impl Drop for GroupChild {
     fn drop(&mut self) {

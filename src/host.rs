@@ -17,8 +17,9 @@
 //! - [`signal_child`]: signal one unreaped child of a [`std::process::Child`] by pid.
 //! - [`exit_as_signaled`]: end this process the way a command that died of a signal ended.
 //! - [`die_with_parent_forked`]: [`GroupChild::die_with_parent`] with a forked guard, cheaper in a small process.
-//! - [`Terminal`], [`take_stop`] and [`stop_self`]: job control at a terminal, as shells do it: hand the terminal
-//!   to the command's group and take it back, notice that the command was stopped (Ctrl-Z), and stop along with it.
+//! - [`Terminal`], [`take_stop`], [`stop_self`] and [`stop_own_group`]: job control at a terminal, as shells do
+//!   it: hand the terminal to the command's group and take it back, notice that the command was stopped (Ctrl-Z),
+//!   and stop along with it.
 
 use std::io::{self, Read, Seek, SeekFrom};
 use std::process::{Child, Command};
@@ -28,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use crate::guard::Start;
 use crate::sys;
-pub use crate::terminal::{stop_self, take_stop, Terminal};
+pub use crate::terminal::{stop_own_group, stop_self, take_stop, Terminal};
 use crate::GroupChild;
 
 /// Signals received synchronously: blocked, and taken one at a time by [`wait`](Signals::wait).
@@ -273,7 +274,8 @@ pub fn stop_ignoring(signal: i32) -> io::Result<bool> {
 /// - Children this process already had when [`new`](Subreaper::new) ran (a shell's `sleep 9 & exec supervisor …`,
 ///   or the `gzip` of `exec > >(gzip)`) are never signalled nor reaped: they are not the supervised command's.
 /// - A pid is signalled only while it is listed as an unreaped child of this process, in a `/proc` shown to be
-///   this process's own (`/proc/self` names our pid), so it cannot name a stranger. Children are reaped by pid,
+///   this process's own (the `NSpid:` line of `/proc/self/status` names our pid and no other), so it cannot name a
+///   stranger. Children are reaped by pid,
 ///   never with `waitpid(-1)`, and the pids given as `owned` are never reaped.
 /// - Uses one descriptor (the open `/proc/self/task/PID/children`), taken in `new`: it works with every other
 ///   descriptor in use.
@@ -317,8 +319,9 @@ impl Subreaper {
     ///
     /// # Errors
     ///
-    /// Each names what is missing, and nothing was changed: `/proc` is missing (`NotFound`) or belongs to another
-    /// PID namespace (`/proc/self` is not our pid: `Unsupported`); the children list cannot be opened or read
+    /// Each names what is missing, and nothing was changed: `/proc` is missing (`NotFound`) or is not shown to belong
+    /// to this process's PID namespace (`Unsupported`: the `NSpid:` line of `/proc/self/status` must hold exactly
+    /// one pid, ours; `/proc/self` alone is fooled when our pid is the same number in an outer namespace); the children list cannot be opened or read
     /// (a kernel without `CONFIG_PROC_CHILDREN`, or no descriptor left); `SIGCHLD` is ignored (`Unsupported`: the
     /// kernel would reap children at once and their pids could be reused before they are signalled); the `prctl`
     /// call failed. On systems other than Linux and Android (and in a build with `--cfg grouptimeout_portable`) this
@@ -331,25 +334,7 @@ impl Subreaper {
         {
             auto_reaped_is_unsupported()?;
             let pid = std::process::id();
-            match std::fs::read_link("/proc/self") {
-                Ok(link) if link.as_os_str() == pid.to_string().as_str() => {}
-                Ok(link) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::Unsupported,
-                        format!(
-                            "/proc is not this process's (/proc/self is {}, not {pid}: a /proc of another PID \
-                             namespace), so the processes it lists cannot be told apart from strangers",
-                            link.display()
-                        ),
-                    ))
-                }
-                Err(e) => {
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!("/proc is missing or unusable (cannot read /proc/self: {e}), so child processes cannot be listed"),
-                    ))
-                }
-            }
+            proc_is_ours(pid)?;
             let path = format!("/proc/{pid}/task/{pid}/children");
             let children = std::fs::File::open(&path)
                 .map_err(|e| io::Error::new(e.kind(), format!("cannot open {path}: {e}")))?;
@@ -529,6 +514,43 @@ impl Subreaper {
             .filter_map(|s| s.parse().ok())
             .collect())
     }
+}
+
+/// Fails unless `/proc` shows this process's own PID namespace: the `NSpid:` line of `/proc/self/status` lists our
+/// pid in each namespace from `/proc`'s down to ours, so it must hold exactly one number, `pid`. (`/proc/self` alone
+/// is fooled when our pid happens to be the same number in an outer namespace whose `/proc` this is.)
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(grouptimeout_portable)
+))]
+fn proc_is_ours(pid: u32) -> io::Result<()> {
+    let status = std::fs::read_to_string("/proc/self/status").map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "/proc is missing or unusable (cannot read /proc/self/status: {e}), so child processes cannot be \
+                 listed"
+            ),
+        )
+    })?;
+    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"));
+    let pids: Vec<&str> = line.map_or_else(Vec::new, |l| l.split_whitespace().collect());
+    if pids != [pid.to_string()] {
+        let why = match line {
+            None => "it shows no NSpid line, so its PID namespace cannot be checked".to_string(),
+            Some(_) => format!(
+                "/proc/self/status says NSpid: {}, not just {pid}: a /proc of another PID namespace",
+                pids.join(" ")
+            ),
+        };
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "/proc is not this process's ({why}), so the processes it lists cannot be told apart from strangers"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Fails when `SIGCHLD` is ignored in this process: the kernel then reaps children itself.

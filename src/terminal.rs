@@ -191,3 +191,22 @@ pub fn take_stop(child: &GroupChild) -> io::Result<Option<i32>> {
 pub fn stop_self() -> io::Result<()> {
     sys::raise_stop()
 }
+
+/// Stops this process's whole process group as Ctrl-Z would stop it: sends `SIGTSTP` to the group, this process
+/// included, and returns once this process is continued.
+///
+/// For a supervisor that handed the terminal to its command's group while its own group was the terminal's
+/// foreground group: there a Ctrl-Z would have stopped its whole group, a script that runs it included (`sh -c
+/// 'supervisor cmd; echo after'`), and its shell waits for that script, not for the supervisor. [`stop_self`] alone
+/// would stop the supervisor and leave the script waiting for it, so the shell would show no prompt. This is what
+/// `sudo` does in the same place. Call it only then: the other members of the group are stopped too.
+///
+/// As with [`stop_self`], nothing stops where `SIGTSTP` is ignored, or where the kernel discards it because the
+/// group is orphaned; a member that handles it gets it.
+///
+/// # Errors
+///
+/// This process's group id is 0 or 1 (`InvalidInput`: init's group, never signalled), or `kill` failed.
+pub fn stop_own_group() -> io::Result<()> {
+    sys::stop_own_group()
+}

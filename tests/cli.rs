@@ -338,6 +338,28 @@ fn stop_signal_does_not_stop_the_tool() {
 }
 
 #[test]
+fn a_stop_signal_leaves_the_command_stopped() {
+    // Issue 16.10: `-s STOP` without `-k` used to follow STOP with CONT at once. As under GNU, the command stays
+    // stopped (GNU stops itself too; the tool, outside the group, waits on).
+    let mut tool =
+        start_with_default_signals(&["-s", "STOP", ".3", "sh", "-c", "echo $$; exec sleep 30"]);
+    let pid = tool.scratch.pid("stdout");
+    let _cleanup = common::KillOnDrop(vec![pid]);
+    let stopped = |pid| matches!(common::state_and_group(pid), Some(('T', _)));
+    assert!(
+        common::eventually(Duration::from_secs(5), || stopped(pid)),
+        "the command was not stopped"
+    );
+    thread::sleep(Duration::from_millis(700));
+    assert!(stopped(pid), "the command was continued");
+    // TERM to the tool is passed on (with CONT: it is not a stop signal), and ends it.
+    tool.signal(libc::SIGTERM);
+    let r = tool.finish();
+    assert_eq!(code(&r), 124, "{}", r.stderr);
+    assert_dies(pid, "the stopped command");
+}
+
+#[test]
 fn kill_signal_does_not_kill_the_tool() {
     let r = run(&["-s", "KILL", ".2", "sleep", "10"]);
     // An exit status, not a death by signal: the tool was not in the group it killed.

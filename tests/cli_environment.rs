@@ -245,6 +245,9 @@ fn the_timeout_signal_works_though_the_caller_ignored_it() {
         "INT not ignored: {mask:x}"
     );
     assert_eq!(mask & 1 << (libc::SIGTERM - 1), 0, "TERM ignored: {mask:x}");
+    // The tool never stops on TTIN/TTOU (issue 16.4), but its command keeps their default actions.
+    let stops = 1 << (libc::SIGTTIN - 1) | 1 << (libc::SIGTTOU - 1);
+    assert_eq!(mask & stops, 0, "TTIN or TTOU ignored: {mask:x}");
 }
 
 #[test]
@@ -445,4 +448,100 @@ fn the_command_does_not_inherit_the_tools_blocked_signals() {
             assert_eq!(u64::from_str_radix(hex, 16).unwrap(), 0, "{script}: {text}");
         }
     }
+}
+
+/// Whether this test runs as root (the tests that need it skip otherwise).
+fn is_root() -> bool {
+    std::os::unix::fs::MetadataExt::uid(&fs::metadata("/proc/self").unwrap()) == 0
+}
+
+#[test]
+fn a_command_the_tool_may_not_kill_is_named_at_once_and_left() {
+    // Issue 16.9: an unprivileged tool whose command becomes root (a setuid-root program) cannot kill it; it used to
+    // wait silently for the command's end. Like GNU it now exits 137 when its KILL fails, and it says why.
+    let test = "a_command_the_tool_may_not_kill_is_named_at_once_and_left";
+    if !is_root() || !works("setpriv", &["--version"]) {
+        return common::skip_or_fail(test, "needs root and setpriv");
+    }
+    let mut files = Files(Vec::new());
+    // A setuid-root copy of setpriv, which makes its command root in every uid.
+    let suid = files.path("setpriv");
+    fs::copy("/usr/bin/setpriv", &suid).unwrap();
+    fs::set_permissions(&suid, std::os::unix::fs::PermissionsExt::from_mode(0o4755)).unwrap();
+    let pid_file = files.path("pid");
+    let script = format!(
+        "setpriv --reuid=65534 --regid=65534 --clear-groups \"$GT\" -k .5 1 {suid} --reuid=0 --regid=0 \
+         --clear-groups sh -c 'echo $$ > {pid_file}; exec sleep 30'"
+    );
+    let started = Instant::now();
+    let stderr = files.path("stderr");
+    let child = start("sh", &["-c", &script], &stderr);
+    let pid = pids_in(&pid_file)[0];
+    // Left running on purpose, and not in the run's group: killed by its pid however the test ends.
+    let _cleanup = common::KillOnDrop(vec![pid]);
+    let r = finish(child, &stderr);
+    let elapsed = started.elapsed();
+    let left = !is_dead(pid);
+    assert_eq!(r.code, 137, "{}", r.stderr);
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+    assert!(left, "the command was killed after all: {}", r.stderr);
+    assert!(
+        r.stderr.contains("cannot kill command") && r.stderr.contains(&pid.to_string()),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("Operation not permitted"), "{}", r.stderr);
+}
+
+#[test]
+fn a_proc_of_the_outer_namespace_is_not_trusted_when_our_pid_matches() {
+    // Issue 16.5: under `unshare -pf` without `--mount-proc`, /proc is the outer namespace's; when the tool's pid is
+    // the same number in both namespaces, `/proc/self` names it and used to pass the check. `ns_last_pid`, set in
+    // both namespaces just before the forks, gives the tool the same pid in both (retried: other processes on the
+    // machine may take the pid first).
+    let test = "a_proc_of_the_outer_namespace_is_not_trusted_when_our_pid_matches";
+    if common::linux_only(test, "the sweep through /proc") {
+        return;
+    }
+    if !is_root() || !works("unshare", &["-pf", "true"]) {
+        return common::skip_or_fail(test, "needs root and unshare -pf");
+    }
+    let mut files = Files(Vec::new());
+    for _ in 0..20 {
+        let last: u32 = fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let max: u32 = fs::read_to_string("/proc/sys/kernel/pid_max")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let m = if last + 600 < max { last + 500 } else { 300 };
+        let out = files.path("nspid");
+        // The outer sh execs unshare, whose fork is outer pid m+1 (inner 1); that shell sets its namespace's last pid
+        // to m+1 and forks the tool: pid m+2 in both when nothing else forked meanwhile. The command records the
+        // tool's NSpid line as the outer /proc shows it.
+        let script = format!(
+            "echo {m} > /proc/sys/kernel/ns_last_pid; exec unshare -pf sh -c 'echo {} > /proc/sys/kernel/ns_last_pid; \
+             \"$GT\" 5 sh -c \"grep NSpid /proc/\\$PPID/status > {out}; setsid sleep 30 & exit 3\"; exit $?'",
+            m + 1
+        );
+        let r = sh(&mut files, &script);
+        let nspid = fs::read_to_string(&out).unwrap_or_default();
+        let tool = (m + 2).to_string();
+        if nspid.split_whitespace().skip(1).collect::<Vec<_>>() != [&tool, &tool] {
+            continue;
+        }
+        assert_eq!(r.code, 3, "{}", r.stderr);
+        assert!(
+            r.stderr.contains("/proc is not this process's") && r.stderr.contains("NSpid"),
+            "{}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("could not kill"), "{}", r.stderr);
+        return;
+    }
+    panic!("the tool never got the same pid in both namespaces in 20 tries");
 }

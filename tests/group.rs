@@ -558,3 +558,26 @@ fn a_leader_that_left_its_group_is_killed_by_drop() {
         "the leader is still running (or left as our zombie) after the drop"
     );
 }
+
+#[test]
+fn a_stop_signal_as_grace_signal_is_not_undone_by_sigcont() {
+    // Issue 16.10: the grace signal used to be followed by SIGCONT whatever it was, so a SIGSTOP never held.
+    let mut child = Command::new("sleep").arg("30").spawn_group().unwrap();
+    let pid = child.id();
+    let _cleanup = KillOnDrop(vec![pid]);
+    child.set_grace(libc::SIGSTOP, Duration::from_secs(3));
+    let watcher = thread::spawn(move || {
+        // Stopped soon after the deadline, and still stopped a while later: no SIGCONT followed.
+        eventually(Duration::from_secs(2), || {
+            matches!(state_and_group(pid), Some(('T', _)))
+        }) && {
+            thread::sleep(Duration::from_millis(500));
+            matches!(state_and_group(pid), Some(('T', _)))
+        }
+    });
+    let outcome = child.wait_timeout(Duration::from_millis(200)).unwrap();
+    assert!(outcome.timed_out(), "{outcome:?}");
+    // SIGKILL ended the stopped group after the grace period.
+    assert_eq!(outcome.status().signal(), Some(libc::SIGKILL));
+    assert!(watcher.join().unwrap(), "the group did not stay stopped");
+}

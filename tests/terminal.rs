@@ -501,3 +501,53 @@ fn fg_hands_the_terminal_to_a_command_started_in_the_background() {
     assert!(!holds_terminal(pid));
     fg_hands_on_the_terminal(&tmux, pid, &procs);
 }
+
+#[test]
+fn stty_tostop_never_stops_the_tool() {
+    // Issue 16.4: with `stty tostop`, a background tool's `-v` message raised SIGTTOU and stopped it before it sent
+    // the deadline's signal; the command ran on until `fg`. Its pid goes to a file: the command's own write to the
+    // terminal would stop it (it keeps the default action, as without the tool).
+    let Some(tmux) = Tmux::start("tostop") else {
+        return;
+    };
+    let file = common::temp_path("tostop-pid");
+    tmux.type_line(&format!(
+        "stty tostop; {BIN} -v 2 sh -c 'echo $$ > {0}; exec sleep 30' & wait $!; echo rc=$?; stty -tostop",
+        file.display()
+    ));
+    let mut pid = None;
+    assert!(eventually(LIMIT, || {
+        pid = fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok());
+        pid.is_some()
+    }));
+    let _ = fs::remove_file(&file);
+    let pid: u32 = pid.unwrap();
+    let procs = KillOnDrop(vec![pid, common::parent_of(pid).expect("the tool")]);
+    let screen = tmux.expect("\nrc=");
+    assert!(screen.contains("rc=124"), "{screen}");
+    assert!(screen.contains("sending signal TERM"), "{screen}");
+    assert!(procs.0.iter().all(|&p| is_dead(p)));
+}
+
+#[test]
+fn ctrl_z_stops_a_script_that_runs_the_tool() {
+    // Issue 16.11: the shell waits for the script's group; stopping the tool alone left no prompt.
+    let Some(tmux) = Tmux::start("ctrl_z_script") else {
+        return;
+    };
+    let (pid, mut procs) = tmux.start_job(&format!(
+        "sh -c '{BIN} 20 sh -c \"echo pid:\\$\\$; read x; echo got:\\$x\"; echo after'"
+    ));
+    let tool = procs.0[1];
+    procs.0.push(common::parent_of(tool).expect("the script"));
+    assert!(eventually(LIMIT, || holds_terminal(pid)));
+    tmux.send(&["C-z"]);
+    tmux.expect("Stopped");
+    assert!(procs.0.iter().all(|&p| is_stopped(p)));
+    tmux.type_line("jobs; echo shell-has-it");
+    tmux.expect("\nshell-has-it");
+    fg_hands_on_the_terminal(&tmux, pid, &procs);
+    tmux.expect("\nafter");
+}

@@ -80,3 +80,11 @@ pub(crate) fn raise_stop() -> io::Result<()> {
     // SAFETY: raise has no memory-safety preconditions.
     cvt(unsafe { libc::raise(libc::SIGTSTP) }).map(drop)
 }
+
+/// Sends `SIGTSTP` to this process's own process group (this process included), as Ctrl-Z sends it to the
+/// foreground group. Refuses a group id of 0 or 1 (see [`checked_pid`]).
+pub(crate) fn stop_own_group() -> io::Result<()> {
+    let pgid = checked_pid(own_group())?;
+    // SAFETY: kill has no memory-safety preconditions; checked_pid ruled out the ids with special meanings.
+    cvt(unsafe { libc::kill(-pgid, libc::SIGTSTP) }).map(drop)
+}

@@ -101,7 +101,9 @@ Exit status:
        fork of COMMAND failed
   126  COMMAND was found but could not be run
   127  COMMAND was not found
-  137  KILL had to be sent (128+9)
+  137  KILL had to be sent (128+9); if it could not be sent (COMMAND runs as
+       a user grouptimeout may not signal), grouptimeout says so and exits,
+       leaving COMMAND running
   -    otherwise COMMAND's status; if it died of a signal, grouptimeout
        ends with the same signal (core dumps off)
 ";

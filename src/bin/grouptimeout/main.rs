@@ -107,12 +107,16 @@ impl Leader {
     }
 
     /// Sends `signal` to the group (or, in the foreground, to the command alone), and `SIGCONT` after it in a group
-    /// (a stopped member acts on nothing else), as GNU does.
+    /// (a stopped member acts on nothing else), as GNU does; but not after a stop signal, which it would undo (GNU,
+    /// in the command's group, stops itself before it can send the `SIGCONT`).
     fn signal(&mut self, signal: i32) -> io::Result<()> {
         match self {
             Leader::Group(child) => {
                 child.signal(signal)?;
-                if signal != libc::SIGKILL && signal != libc::SIGCONT {
+                if signal != libc::SIGKILL
+                    && signal != libc::SIGCONT
+                    && !signals::is_stop_signal(signal)
+                {
                     child.signal(libc::SIGCONT)?;
                 }
                 Ok(())
@@ -173,6 +177,9 @@ struct State {
     sent_kill: bool,
     /// Whether any signal was sent (from then on leftovers are killed even with `--leave-running`).
     signalled: bool,
+    /// Whether `KILL` could not be sent to the command (`EPERM`: it runs as a user the tool may not signal): it will
+    /// not end because of us, so the tool leaves it running and exits, as GNU does.
+    unkillable: bool,
 }
 
 /// Runs the command and exits with the tool's status, never returning: the handled signals stay blocked until the
@@ -188,8 +195,17 @@ fn run(opts: &Options) -> ! {
             );
         }
     }
-    // SIGCHLD also reports the command's stops, and SIGCONT the tool's own `fg`/`bg` (see `JobControl`).
-    let mut handled = vec![libc::SIGALRM, libc::SIGCHLD, libc::SIGCONT];
+    // SIGCHLD also reports the command's stops, and SIGCONT the tool's own `fg`/`bg` (see `JobControl`). TTIN and
+    // TTOU, blocked, never stop the tool (GNU ignores them): with `stty tostop`, a background tool's message would
+    // stop it before its deadline's signal; the kernel lets a write through when SIGTTOU is blocked. Blocked and
+    // handled, not ignored: the command, spawned with them unblocked, gets their default actions.
+    let mut handled = vec![
+        libc::SIGALRM,
+        libc::SIGCHLD,
+        libc::SIGCONT,
+        libc::SIGTTIN,
+        libc::SIGTTOU,
+    ];
     // GNU also passes on the signal chosen with -s when the tool receives it.
     let chosen = (opts.signal != 0
         && ![libc::SIGKILL, libc::SIGSTOP].contains(&opts.signal)
@@ -288,6 +304,7 @@ fn supervise_command(
         timed_out: false,
         sent_kill: false,
         signalled: false,
+        unkillable: false,
     };
     let reaper = subreaper.as_mut().and_then(|s| s.as_mut().ok());
     let waited = supervise(
@@ -302,15 +319,23 @@ fn supervise_command(
     if let Some(job) = &job {
         job.finish();
     }
-    if waited.is_err() {
+    // A command left running (it could not be killed) is still a child std owns: the sweep must not touch it.
+    let mut owned = Vec::new();
+    match waited {
         // Kill and reap the leader (if still ours) before the sweep, which must not reap a child std owns.
-        leader.abandon();
+        Err(_) => leader.abandon(),
+        // Not dropped: the drop would try to kill it again and wait a second for it.
+        Ok(None) => {
+            owned.push(leader.id());
+            std::mem::forget(leader);
+        }
+        Ok(Some(_)) => {}
     }
     let leave = opts.leave_running && !state.signalled;
     if !leave {
         match subreaper {
             None => {}
-            Some(Ok(subreaper)) => match subreaper.sweep(&[], SWEEP_LIMIT) {
+            Some(Ok(subreaper)) => match subreaper.sweep(&owned, SWEEP_LIMIT) {
                 Ok(done) if !done.left.is_empty() => {
                     say!("could not kill processes {:?}", done.left)
                 }
@@ -323,7 +348,8 @@ fn supervise_command(
         }
     }
     let status = match waited {
-        Ok(status) => status,
+        Ok(Some(status)) => status,
+        Ok(None) => return EXIT_KILLED,
         Err(e) => {
             say!("{e}");
             return EXIT_CANCELED;
@@ -332,7 +358,8 @@ fn supervise_command(
     exit_code(opts, &state, status)
 }
 
-/// Waits for the command, passing on signals and firing the timeouts, until it is reaped.
+/// Waits for the command, passing on signals and firing the timeouts, until it is reaped; `None` when it could not be
+/// killed and is left running (see [`State::unkillable`]).
 fn supervise(
     opts: &Options,
     mut subreaper: Option<&mut Subreaper>,
@@ -341,7 +368,7 @@ fn supervise(
     signals: &mut Signals,
     state: &mut State,
     mut job: Option<&mut JobControl>,
-) -> io::Result<ExitStatus> {
+) -> io::Result<Option<ExitStatus>> {
     loop {
         // Read the clock before checking the command: an exit seen now counts as before the deadline.
         let now = Instant::now();
@@ -358,11 +385,15 @@ fn supervise(
             },
         };
         if let Some(status) = exited {
-            return Ok(status);
+            return Ok(Some(status));
+        }
+        if state.unkillable {
+            say!("leaving command {name} (pid {}) running", leader.id());
+            return Ok(None);
         }
         if state.alarm.is_some_and(|alarm| now >= alarm) {
             state.alarm = None;
-            cleanup(opts, name, leader, state, libc::SIGALRM);
+            cleanup(opts, name, leader, state, job.as_deref_mut(), libc::SIGALRM);
             continue;
         }
         // Wake for the next timeout, for a scan for exited orphans that no SIGCHLD named, or to see whether a command
@@ -399,15 +430,24 @@ fn supervise(
             None | Some(libc::SIGCHLD) => {}
             // The tool was continued (`fg`, `bg`); with `-s CONT` it is also passed on, as GNU does.
             Some(libc::SIGCONT) if opts.signal != libc::SIGCONT => {}
-            Some(signal) => cleanup(opts, name, leader, state, signal),
+            // Ignored, as GNU ignores them (even with `-s TTIN`).
+            Some(libc::SIGTTIN | libc::SIGTTOU) => {}
+            Some(signal) => cleanup(opts, name, leader, state, job.as_deref_mut(), signal),
         }
     }
 }
 
 /// GNU's `cleanup`: a timeout (`SIGALRM`, from the timer or from outside) sends the `-s` signal and counts as timed
 /// out; any other signal is passed on. The first of them starts the `--kill-after` countdown, after which the
-/// timeout signal is `KILL`.
-fn cleanup(opts: &Options, name: &str, leader: &mut Leader, state: &mut State, mut signal: i32) {
+/// timeout signal is `KILL`. A signal that cannot be sent is reported at once (GNU says nothing).
+fn cleanup(
+    opts: &Options,
+    name: &str,
+    leader: &mut Leader,
+    state: &mut State,
+    job: Option<&mut JobControl>,
+    mut signal: i32,
+) {
     if signal == libc::SIGALRM {
         state.timed_out = true;
         signal = state.term;
@@ -425,9 +465,19 @@ fn cleanup(opts: &Options, name: &str, leader: &mut Leader, state: &mut State, m
     state.signalled = true;
     state.sent_kill |= signal == libc::SIGKILL;
     leader.set_kill_leftovers(true);
+    if let Some(job) = job {
+        job.sent(signal);
+    }
     if let Err(e) = leader.signal(signal) {
-        if opts.verbose {
-            say!("{e}");
+        let pid = leader.id();
+        if signal == libc::SIGKILL && e.kind() == io::ErrorKind::PermissionDenied {
+            say!("cannot kill command {name} (pid {pid}): {e}");
+            state.unkillable = true;
+        } else {
+            say!(
+                "cannot send signal {} to command {name} (pid {pid}): {e}",
+                signals::signal_name(signal)
+            );
         }
     }
 }

@@ -53,6 +53,11 @@ fn realtime_range() -> Option<(i32, i32)> {
     }
 }
 
+/// Whether `signal` stops a process by default (`STOP`, `TSTP`, `TTIN`, `TTOU`).
+pub fn is_stop_signal(signal: i32) -> bool {
+    [libc::SIGSTOP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU].contains(&signal)
+}
+
 /// Whether `n` is 0 or a signal this system has a name for.
 fn is_known_signal(n: i32) -> bool {
     n == 0

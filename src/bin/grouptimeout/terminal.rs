@@ -30,6 +30,13 @@ pub struct JobControl {
     /// of a job that is not stopped sends no `SIGCONT`, so the tool checks now and then whether it is in the
     /// foreground (see [`recheck_in`](JobControl::recheck_in)).
     waiting_for_foreground: bool,
+    /// Whether the tool's group held the terminal when the tool last handed it on: a Ctrl-Z would then have stopped
+    /// that whole group (a script that runs the tool, waited for by the shell), so the tool stops it, not only
+    /// itself, as `sudo` does; otherwise the shell would wait for a script that does not stop.
+    stop_own_group: bool,
+    /// Whether the tool sent the command a stop signal (`-s STOP`): the stop that follows is the tool's doing, and the
+    /// command stays stopped until the tool is continued.
+    sent_stop: bool,
 }
 
 impl JobControl {
@@ -45,6 +52,8 @@ impl JobControl {
             pgid: 0,
             may_retry: false,
             waiting_for_foreground: false,
+            stop_own_group: false,
+            sent_stop: false,
         }
     }
 
@@ -52,6 +61,12 @@ impl JobControl {
     pub fn start(&mut self, child: &GroupChild) {
         self.pgid = child.id();
         self.give_if_foreground(child);
+    }
+
+    /// After the tool sent `signal` to the command's group: a stop signal (`-s STOP`) is not undone by a `SIGCONT`
+    /// (see [`on_event`](JobControl::on_event)).
+    pub fn sent(&mut self, signal: i32) {
+        self.sent_stop |= crate::signals::is_stop_signal(signal);
     }
 
     /// On `SIGCHLD` or `SIGCONT`, or `None` when the wait for signals timed out (see
@@ -62,9 +77,12 @@ impl JobControl {
     ///   hand-over), give it and continue the group, once per hand-over. In the background, leave it stopped, as
     ///   without the tool's job control: the timeout still fires, and once a `fg` gave the tool's group the
     ///   terminal, hand it on and continue the command.
-    /// - It stopped otherwise (Ctrl-Z, `SIGSTOP`): take the terminal back and stop the tool too, so that the shell
-    ///   sees the job stopped; once continued, continue the command. The deadline keeps running meanwhile, and a
-    ///   deadline that passed while the tool was stopped fires as soon as it is continued.
+    /// - It stopped otherwise (Ctrl-Z, `SIGSTOP`): take the terminal back and stop the tool too (with its whole group
+    ///   if that group held the terminal, as Ctrl-Z would have stopped it: a script running the tool stops too), so
+    ///   that the shell sees the job stopped; once continued, continue the command. The deadline keeps running
+    ///   meanwhile, and a deadline that passed while the tool was stopped fires as soon as it is continued.
+    /// - It stopped because the tool sent it a stop signal (`-s STOP`, see [`sent`](JobControl::sent)): the same,
+    ///   but the command is continued only when the tool is (`fg`, `bg`), never at once where the tool cannot stop.
     /// - The tool was continued (`fg`, `bg`): hand the terminal on if the tool's group got it, and continue the
     ///   command's group.
     pub fn on_event(&mut self, child: &mut GroupChild, signal: Option<i32>) {
@@ -83,7 +101,8 @@ impl JobControl {
             return;
         };
         let held = self.holds_terminal();
-        if stop == libc::SIGTTIN || stop == libc::SIGTTOU {
+        let own = std::mem::take(&mut self.sent_stop);
+        if !own && (stop == libc::SIGTTIN || stop == libc::SIGTTOU) {
             if !held {
                 self.give_if_foreground(child);
             }
@@ -99,8 +118,13 @@ impl JobControl {
             let _ = terminal.take_back();
         }
         // Returns once continued, or at once where the tool cannot stop (an orphaned group, `SIGTSTP` ignored).
-        let _ = host::stop_self();
-        self.resume(child);
+        if !self.stop_own_group || host::stop_own_group().is_err() {
+            let _ = host::stop_self();
+        }
+        // After a stop of the tool's own, the `SIGCONT` that continues the tool continues the command.
+        if !own {
+            self.resume(child);
+        }
     }
 
     /// How long the tool may wait for a signal before it calls [`on_event`](JobControl::on_event) with `None`:
@@ -136,6 +160,7 @@ impl JobControl {
         if let Some(terminal) = &self.terminal {
             if terminal.is_foreground().unwrap_or(false) && terminal.give_to(child).is_ok() {
                 self.may_retry = true;
+                self.stop_own_group = true;
             }
         }
     }
