@@ -7,6 +7,7 @@ use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitSta
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::contain::{Contain, Containment, Job, Leftover};
 use crate::guard::{Guard, Start};
 use crate::handle::{GroupHandle, Reaped};
 use crate::sys;
@@ -52,32 +53,60 @@ pub trait CommandExt {
     ///   leader the moment it exits, nothing would keep its group id from being reused, and a later group kill
     ///   could hit an unrelated process. Nothing is spawned; restore the default disposition to use this crate.
     fn spawn_group(&mut self) -> io::Result<GroupChild>;
+
+    /// [`spawn_group`](CommandExt::spawn_group) plus a job boundary: every promise of `spawn_group` holds, and
+    /// wherever the group is killed (the deadline, a grace signal, the leftovers after the leader's exit,
+    /// [`kill`](GroupChild::kill) and [`signal`](GroupChild::signal), a [`GroupHandle`]'s, the drop), the job's
+    /// processes that left the group (`setsid`, double-forking daemons) are signalled too, before the call returns.
+    ///
+    /// The boundary is a cgroup v2 of the job's own where one can be made (Linux), else the job's lineage (a mark in
+    /// the environment, Linux), else the group alone; [`GroupChild::containment`] says which, and
+    /// [`GroupChild::leftovers`] lists what the kills reached. [`Contain`] chooses otherwise (a cgroup folder
+    /// delegated to a service, no fallback), and says what each mode reaches and what it cannot catch.
+    ///
+    /// The cost: in cgroup mode the child enters the cgroup before `exec` (a `pre_exec` hook: std forks instead of
+    /// using `posix_spawn`, which costs more the larger this process is), and the folder is made and removed; in
+    /// lineage mode each kill scans `/proc`. `BENCHMARKS.md` has the numbers.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Contain::spawn`]: as for `spawn_group`, or the child could not enter the cgroup made for it.
+    fn spawn_contained(&mut self) -> io::Result<GroupChild>;
 }
 
 impl CommandExt for Command {
     fn spawn_group(&mut self) -> io::Result<GroupChild> {
-        if sys::children_are_auto_reaped()? {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!(
-                    "not spawning {:?}: this process ignores SIGCHLD (SIG_IGN or SA_NOCLDWAIT), so the kernel \
-                     reaps children at once and a process group id could be reused before it is signalled; \
-                     restore SIGCHLD's default disposition first",
-                    self.get_program()
-                ),
-            ));
-        }
-        let child = self.process_group(0).spawn().map_err(|error| {
-            io::Error::new(
-                error.kind(),
-                SpawnError {
-                    program: self.get_program().to_owned(),
-                    error,
-                },
-            )
-        })?;
-        Ok(GroupChild::new(child))
+        spawn_with(self, Job::default())
     }
+
+    fn spawn_contained(&mut self) -> io::Result<GroupChild> {
+        Contain::new().spawn(self)
+    }
+}
+
+/// [`CommandExt::spawn_group`], for a job with the boundary `job`.
+pub(crate) fn spawn_with(command: &mut Command, job: Job) -> io::Result<GroupChild> {
+    if sys::children_are_auto_reaped()? {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "not spawning {:?}: this process ignores SIGCHLD (SIG_IGN or SA_NOCLDWAIT), so the kernel \
+                 reaps children at once and a process group id could be reused before it is signalled; \
+                 restore SIGCHLD's default disposition first",
+                command.get_program()
+            ),
+        ));
+    }
+    let child = command.process_group(0).spawn().map_err(|error| {
+        io::Error::new(
+            error.kind(),
+            SpawnError {
+                program: command.get_program().to_owned(),
+                error,
+            },
+        )
+    })?;
+    Ok(GroupChild::new(child, job))
 }
 
 /// A failed spawn: names the program, and keeps std's error as its `source()`.
@@ -160,6 +189,10 @@ pub struct GroupChild {
     guard: Option<Guard>,
     /// Shared with the [`GroupHandle`]s, made by the first call of [`handle`](GroupChild::handle).
     reaped: OnceLock<Arc<Reaped>>,
+    /// The job's boundary beyond the group (`contain/`); nothing for [`CommandExt::spawn_group`].
+    job: Job,
+    /// What the job's kills reached besides the leader.
+    leftovers: Vec<Leftover>,
 }
 
 impl fmt::Debug for GroupChild {
@@ -171,6 +204,7 @@ impl fmt::Debug for GroupChild {
             .field("stderr", &self.stderr)
             .field("outcome", &self.outcome)
             .field("guard", &self.guard_id())
+            .field("containment", &self.containment())
             .finish_non_exhaustive()
     }
 }
@@ -179,7 +213,7 @@ impl fmt::Debug for GroupChild {
 pub(crate) const DROP_REAP_LIMIT: Duration = Duration::from_secs(1);
 
 impl GroupChild {
-    fn new(mut child: Child) -> GroupChild {
+    fn new(mut child: Child, job: Job) -> GroupChild {
         let watch = ExitWatch::new(child.id());
         GroupChild {
             stdin: child.stdin.take(),
@@ -193,6 +227,8 @@ impl GroupChild {
             outcome: None,
             guard: None,
             reaped: OnceLock::new(),
+            job,
+            leftovers: Vec::new(),
         }
     }
 
@@ -212,6 +248,31 @@ impl GroupChild {
     /// the group.
     pub fn guard_id(&self) -> Option<u32> {
         self.guard.as_ref().map(Guard::id)
+    }
+
+    /// Which boundary the job has: [`Containment::Group`] for [`spawn_group`](CommandExt::spawn_group), else what
+    /// [`spawn_contained`](CommandExt::spawn_contained) could make (see [`Contain`]).
+    pub fn containment(&self) -> Containment {
+        self.job.containment()
+    }
+
+    /// The processes besides the leader that the job's `SIGKILL`s reached (pid and name at the time), once each, in
+    /// the order found; complete when a wait has returned (a [`GroupHandle`]'s kills are added at the next wait).
+    /// Empty for a [`spawn_group`](CommandExt::spawn_group) child (no scan is made for a plain group), and when
+    /// nothing was left to kill.
+    pub fn leftovers(&self) -> &[Leftover] {
+        &self.leftovers
+    }
+
+    /// Whether process `pid` belongs to the job now: it is in the job's cgroup; or it carries the job's lineage mark
+    /// or is in the leader's group; or, for a plain group, it is in the leader's group.
+    ///
+    /// For a supervisor that sweeps orphans (a subreaper, see [`host::Subreaper`](crate::host::Subreaper)) and must
+    /// leave alone those that are not the job's. The answer is about whatever process `pid` names at the time of
+    /// the call: the caller keeps the pid from being reused (an unreaped child of its own, such as an adopted
+    /// orphan, is).
+    pub fn in_job(&self, pid: u32) -> bool {
+        self.job.contains(self.id(), pid)
     }
 
     /// Whether the leader was not reaped yet through this handle, so that its id still names our group.
@@ -387,7 +448,7 @@ impl GroupChild {
             return Ok(());
         }
         self.leader_exited()?;
-        self.guard = Some(Guard::start(self.id(), how)?);
+        self.guard = Some(Guard::start(self.id(), how, self.job.cgroup_folder())?);
         Ok(())
     }
 
@@ -398,7 +459,7 @@ impl GroupChild {
         if self.outcome.is_some() {
             *reaped.lock() = true;
         }
-        GroupHandle::new(self.id(), Arc::clone(reaped))
+        GroupHandle::new(self.id(), Arc::clone(reaped), self.job.clone())
     }
 
     /// Ends the guard, then reaps the leader, with the handles locked out: none signals after the reap.
@@ -475,10 +536,13 @@ impl GroupChild {
         leader_exited(self.id())
     }
 
-    /// Signals the group; the caller makes sure the leader is not reaped yet.
+    /// Signals the job's processes outside the group, then the group; the caller makes sure the leader is not
+    /// reaped yet.
     fn signal_group(&mut self, signal: i32) -> io::Result<()> {
         self.watch.restart();
-        signal_group(self.id(), signal)
+        let job = self.job.signal(self.id(), signal);
+        self.job.take_reached(&mut self.leftovers);
+        signal_group(self.id(), signal).and(job)
     }
 
     /// Kills the group if asked, then reaps the leader and records the outcome.
@@ -502,7 +566,9 @@ impl GroupChild {
                     Outcome::Exited(status)
                 };
                 self.outcome = Some(outcome);
-                killed.map(|()| outcome)
+                self.job.take_reached(&mut self.leftovers);
+                let ended = self.job.end(!kill_group);
+                killed.and(ended).map(|()| outcome)
             }
         }
     }
@@ -548,9 +614,10 @@ fn signal_group(pgid: u32, signal: i32) -> io::Result<()> {
 
 /// [`GroupChild::signal`] for a leader that this crate has not reaped yet (the caller makes sure of that): refuses
 /// a leader reaped by someone else, then signals the group.
-pub(crate) fn signal_unreaped_group(pgid: u32, signal: i32) -> io::Result<()> {
+pub(crate) fn signal_unreaped_group(pgid: u32, signal: i32, job: &Job) -> io::Result<()> {
     leader_exited(pgid)?;
-    signal_group(pgid, signal)
+    let in_job = job.signal(pgid, signal);
+    signal_group(pgid, signal).and(in_job)
 }
 
 /// Kills the group and reaps the leader, unless a wait already did.
@@ -563,6 +630,7 @@ impl Drop for GroupChild {
         if self.outcome.is_some() || self.leader_exited().is_err() {
             self.guard = None;
             self.mark_reaped();
+            let _ = self.job.end(false);
             return;
         }
         let _ = self.signal_group(libc::SIGKILL);
@@ -576,5 +644,6 @@ impl Drop for GroupChild {
             self.guard = None;
             self.mark_reaped();
         }
+        let _ = self.job.end(false);
     }
 }

@@ -17,6 +17,7 @@ use std::fs::File;
 use std::io::{self, Read as _};
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::os::unix::process::CommandExt as _;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -26,7 +27,9 @@ use crate::wait::ExitWatch;
 
 /// The shell guard: ignore every catchable signal, say so on standard output and close it, then wait for end of
 /// file on standard input. `read` fails on end of file (and on a read error), which sends `SIGKILL` to the group;
-/// a line makes it exit quietly. Signals by name where the numbers differ; EMT and INFO (BSD and macOS) come last,
+/// a line makes it exit quietly. With `JOB_CGROUP` set (the folder of the job's cgroup, see `crate::contain`) it
+/// first ends the cgroup (`cgroup.kill`) and removes the folder once it is empty (`rmdir` fails until then; at most
+/// 100 tries). Signals by name where the numbers differ; EMT and INFO (BSD and macOS) come last,
 /// since dash stops at the first name it does not know (Linux has neither: `--cfg grouptimeout_portable`).
 #[cfg(all(
     any(target_os = "linux", target_os = "android"),
@@ -34,7 +37,8 @@ use crate::wait::ExitWatch;
 ))]
 const SCRIPT: &str = "trap '' 1 2 3 4 5 6 7 8 10 11 12 13 14 15 16 17 18 20 21 22 23 24 25 26 27 28 29 30 31 34 35 \
                       36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64; \
-                      echo; exec >&-; read x || kill -KILL 0";
+                      echo; exec >&-; read x || { [ -z \"$JOB_CGROUP\" ] || { echo 1 >\"$JOB_CGROUP/cgroup.kill\"; i=0; \
+                      while [ $i -lt 100 ] && ! rmdir \"$JOB_CGROUP\"; do i=$((i+1)); done; }; kill -KILL 0; }";
 #[cfg(not(all(
     any(target_os = "linux", target_os = "android"),
     not(grouptimeout_portable)
@@ -42,7 +46,8 @@ const SCRIPT: &str = "trap '' 1 2 3 4 5 6 7 8 10 11 12 13 14 15 16 17 18 20 21 2
 const SCRIPT: &str =
     "trap '' HUP INT QUIT ILL TRAP ABRT FPE BUS SEGV SYS PIPE ALRM TERM URG TSTP CONT CHLD \
                       TTIN TTOU IO XCPU XFSZ VTALRM PROF WINCH USR1 USR2 EMT INFO 2>/dev/null; \
-                      echo; exec >&-; read x || kill -KILL 0";
+                      echo; exec >&-; read x || { [ -z \"$JOB_CGROUP\" ] || { echo 1 >\"$JOB_CGROUP/cgroup.kill\"; i=0; \
+                      while [ $i -lt 100 ] && ! rmdir \"$JOB_CGROUP\"; do i=$((i+1)); done; }; kill -KILL 0; }";
 
 /// How often a guard that died before it was armed (a member signalled the group meanwhile) is started again.
 const ATTEMPTS: usize = 3;
@@ -74,9 +79,11 @@ impl Guard {
     /// has set its traps; the fork ignores every signal before it joins the group.
     ///
     /// The caller holds the group's leader unreaped.
-    pub(crate) fn start(pgid: u32, how: Start) -> io::Result<Guard> {
+    ///
+    /// `cgroup` is the job's cgroup folder, which the shell guard ends too (the forked guard does not).
+    pub(crate) fn start(pgid: u32, how: Start, cgroup: Option<&Path>) -> io::Result<Guard> {
         for _ in 0..ATTEMPTS {
-            if let Some(guard) = Guard::start_once(pgid, how)? {
+            if let Some(guard) = Guard::start_once(pgid, how, cgroup)? {
                 return Ok(guard);
             }
         }
@@ -87,7 +94,7 @@ impl Guard {
     }
 
     /// One attempt: `None` when the guard was killed before it was armed.
-    fn start_once(pgid: u32, how: Start) -> io::Result<Option<Guard>> {
+    fn start_once(pgid: u32, how: Start, cgroup: Option<&Path>) -> io::Result<Option<Guard>> {
         let (read, write) = sys::cloexec_pipe().map_err(|e| {
             context(
                 pgid,
@@ -101,9 +108,13 @@ impl Guard {
             })?;
             return Guard::hold(pid, write).map(Some);
         }
-        let mut child = Command::new("/bin/sh")
+        let mut shell = Command::new("/bin/sh");
+        shell.env_clear();
+        if let Some(cgroup) = cgroup {
+            shell.env("JOB_CGROUP", cgroup);
+        }
+        let mut child = shell
             .args(["-c", SCRIPT])
-            .env_clear()
             .stdin(read)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

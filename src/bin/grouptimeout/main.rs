@@ -327,6 +327,8 @@ fn supervise_command(
         // Not dropped: the drop would try to kill it again and wait a second for it.
         Ok(None) => {
             owned.push(leader.id());
+            // Its guard too: a child of ours, never to be swept.
+            owned.extend(leader.group().and_then(|child| child.guard_id()));
             std::mem::forget(leader);
         }
         Ok(Some(_)) => {}
