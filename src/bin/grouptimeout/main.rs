@@ -280,10 +280,19 @@ fn supervise_command(
     if let (Some(job), Some(child)) = (&mut job, leader.group()) {
         job.start(child);
     }
-    // `kill -9` on the tool (or its crash) must not leave the command's group running: a forked guard (cheaper
-    // than a shell in a process this small) kills the group when the tool dies. Not fatal if it cannot be arranged.
+    // `kill -9` on the tool (or its crash) must not leave the command's group running: a guard kills the group when
+    // the tool dies. Not fatal if it cannot be arranged. On Linux a forked one (cheaper than a shell in a process this
+    // small), which renames itself; elsewhere a fork cannot, and would die with a `killall grouptimeout`: a shell.
     if let Leader::Group(child) = &mut leader {
-        if let Err(e) = host::die_with_parent_forked(child) {
+        let guarded = if cfg!(all(
+            any(target_os = "linux", target_os = "android"),
+            not(grouptimeout_portable)
+        )) {
+            host::die_with_parent_forked(child)
+        } else {
+            child.die_with_parent()
+        };
+        if let Err(e) = guarded {
             say!("warning: {e}");
         }
     }
@@ -318,6 +327,8 @@ fn supervise_command(
         // Not dropped: the drop would try to kill it again and wait a second for it.
         Ok(None) => {
             owned.push(leader.id());
+            // Its guard too: a child of ours, never to be swept.
+            owned.extend(leader.group().and_then(|child| child.guard_id()));
             std::mem::forget(leader);
         }
         Ok(Some(_)) => {}
@@ -411,7 +422,10 @@ fn supervise(
                 } else {
                     None
                 };
-                let _ = subreaper.reap_exited(&[leader.id()], exited);
+                // The guard is ours as the leader is: never reaped here, so its pid is never given to another.
+                let guard = leader.group().and_then(|child| child.guard_id());
+                let owned: Vec<u32> = [Some(leader.id()), guard].into_iter().flatten().collect();
+                let _ = subreaper.reap_exited(&owned, exited);
             }
         }
         match received {
