@@ -507,10 +507,10 @@ fn adopted_orphans_are_reaped_while_the_command_runs() {
         return;
     }
     // Orphans re-parented to the tool (its subreaper) exit; the tool reaps them at once, not at the end.
-    // Besides the command, the tool has one more child of its own: the guard (a fork of the tool, in the group).
+    // Besides the command, the tool has one more child of its own: the guard (a fork of the tool named group-guard).
     let script = "for i in 1 2 3 4 5; do (sleep 0.01 &); done
         others() { for c in $(cat /proc/$PPID/task/*/children); do
-            [ $c = $$ ] || [ \"$(cat /proc/$c/comm 2>/dev/null)\" = grouptimeout ] || echo $c; done; }
+            [ $c = $$ ] || [ \"$(cat /proc/$c/comm 2>/dev/null)\" = group-guard ] || echo $c; done; }
         n=0
         while [ -n \"$(others)\" ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n+1)); done
         echo \"left: $(others)\"";

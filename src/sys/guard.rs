@@ -5,7 +5,7 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use super::checked_pid;
+use super::{checked_pid, cvt};
 
 /// The highest signal number the forked guard sets to be ignored: Linux's `SIGRTMAX`; elsewhere FreeBSD's
 /// (`sigaction` refuses the numbers a system lacks).
@@ -20,11 +20,23 @@ const LAST_SIGNAL: libc::c_int = 64;
 )))]
 const LAST_SIGNAL: libc::c_int = 128;
 
+/// The forked guard's name (`comm`, what `ps -e`, `pkill -x` and `killall` match; Linux only), so that killing the
+/// supervisor by its name does not kill its guard too. It does not contain "grouptimeout", which plain
+/// `pkill grouptimeout` (a pattern) would find in it. The command line stays the supervisor's (`pkill -f` matches it).
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(grouptimeout_portable)
+))]
+const GUARD_NAME: &[u8; 12] = b"group-guard\0";
+
 /// Forks a guard that ignores every catchable signal, joins group `pgid`, keeps only `read` (as its standard input)
 /// open, and then reads it: one byte makes it exit quietly; end of file or an error makes it send `SIGKILL` to its
 /// own group. Returns its pid at once, without waiting for the guard to join the group.
 ///
-/// The forked child calls only async-signal-safe functions (`sigaction`, `sigprocmask`, `setpgid`, `dup2`, `close`,
+/// On Linux the child first renames itself [`GUARD_NAME`] (`prctl(PR_SET_NAME)`, a system call). Elsewhere it keeps
+/// this process's name: no async-signal-safe call renames a process there.
+///
+/// The forked child calls only async-signal-safe functions (`prctl`, `sigaction`, `sigprocmask`, `setpgid`, `dup2`, `close`,
 /// `read`, `kill`, `_exit`, and `close_range` or
 /// `getrlimit`), so this is sound in a multi-threaded process. It joins the group only after it ignores
 /// every signal, so a signal sent to the group never finds it unprotected, and this process need not wait for it:
@@ -70,6 +82,14 @@ pub(crate) fn fork_guard(pgid: u32, read: &OwnedFd) -> io::Result<u32> {
 
 /// The body of the forked guard; see [`fork_guard`]. Never returns, never allocates.
 fn guard_main(pgid: libc::pid_t, read: libc::c_int, ignore: &libc::sigaction) -> ! {
+    #[cfg(all(
+        any(target_os = "linux", target_os = "android"),
+        not(grouptimeout_portable)
+    ))]
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes, which GUARD_NAME is.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, GUARD_NAME.as_ptr());
+    }
     for signal in 1..=LAST_SIGNAL {
         if signal != libc::SIGKILL && signal != libc::SIGSTOP {
             // SAFETY: `ignore` is a valid sigaction; an invalid signal number only fails with EINVAL.
@@ -140,5 +160,138 @@ fn close_from(first: libc::c_int) {
     for fd in first..max {
         // SAFETY: closing a descriptor number; EBADF for one that is not open is harmless.
         unsafe { libc::close(fd) };
+    }
+}
+
+/// How a child process ended, as `waitid` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum End {
+    /// It exited with this status.
+    Exited(i32),
+    /// This signal ended it.
+    Killed(i32),
+}
+
+/// `CLD_EXITED`, the `si_code` of a child that exited: 1 on Linux, macOS and the BSDs (libc 0.2.139 defines it for
+/// Linux only).
+const CLD_EXITED: libc::c_int = 1;
+
+/// One child process of ours (a guard), held by a pidfd where one can be had, else by its pid.
+///
+/// The pidfd (Linux 5.4 and later: `pidfd_open`, and `waitid(P_PIDFD)`) is opened by [`Held::new`] while the process
+/// is our unreaped child, so it names that process for good: once someone else reaped it (a subreaper's sweep, a
+/// `waitpid(-1)` elsewhere in the program), a signal through it fails with `ESRCH` and a wait with `ECHILD`, even
+/// when its pid was given to a new process. Held by its pid (other systems, older kernels, no descriptor left, the
+/// `grouptimeout_no_pidfd` and `grouptimeout_portable` cfgs), a pid reaped by someone else and given to another child of ours cannot be told
+/// apart from it.
+#[derive(Debug)]
+pub(crate) struct Held {
+    pid: libc::pid_t,
+    pidfd: Option<OwnedFd>,
+}
+
+impl Held {
+    /// Holds our unreaped child `pid`; the caller makes sure nothing reaped it yet.
+    pub(crate) fn new(pid: u32) -> io::Result<Held> {
+        // Any failure (ENOSYS before Linux 5.3, EPERM under seccomp, EMFILE) leaves the pid.
+        #[cfg(all(
+            target_os = "linux",
+            not(grouptimeout_no_pidfd),
+            not(grouptimeout_portable)
+        ))]
+        let pidfd = super::pidfd_open(pid).ok();
+        #[cfg(not(all(
+            target_os = "linux",
+            not(grouptimeout_no_pidfd),
+            not(grouptimeout_portable)
+        )))]
+        let pidfd = None;
+        let held = Held {
+            pid: checked_pid(pid)?,
+            pidfd,
+        };
+        // Linux 5.3 has pidfds but not `waitid(P_PIDFD)` (EINVAL): one peek, which succeeds for our unreaped child,
+        // tells.
+        if held.pidfd.is_some() && held.wait(libc::WNOWAIT).is_err() {
+            return Ok(Held {
+                pidfd: None,
+                ..held
+            });
+        }
+        Ok(held)
+    }
+
+    /// The pidfd, if the process is held by one.
+    pub(crate) fn pidfd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd as _;
+        self.pidfd.as_ref().map(|fd| fd.as_fd())
+    }
+
+    /// Whether it has exited, without reaping it; fails with `ECHILD` once it is not our unreaped child any more.
+    pub(crate) fn has_exited(&self) -> io::Result<bool> {
+        self.wait(libc::WNOWAIT).map(|end| end.is_some())
+    }
+
+    /// Sends it `SIGKILL` (through the pidfd if there is one); `ESRCH` (reaped already) counts as success.
+    pub(crate) fn kill(&self) -> io::Result<()> {
+        let sent = match &self.pidfd {
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            // SAFETY: pidfd_send_signal takes a descriptor, a signal number, a null siginfo and flags 0.
+            Some(fd) => cvt(unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.as_raw_fd(),
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0 as libc::c_uint,
+                )
+            } as libc::c_int),
+            // SAFETY: kill has no memory-safety preconditions; checked_pid ruled out 0, 1 and negative ids.
+            _ => cvt(unsafe { libc::kill(self.pid, libc::SIGKILL) }),
+        };
+        match sent {
+            Err(e) if e.raw_os_error() != Some(libc::ESRCH) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Reaps it if it has exited, without blocking: how it ended, or `None` while it runs. Fails with `ECHILD` once
+    /// it is not our unreaped child any more.
+    pub(crate) fn reap_if_exited(&self) -> io::Result<Option<End>> {
+        self.wait(0)
+    }
+
+    /// `waitid` for exit, without blocking, with `flags` added.
+    fn wait(&self, flags: libc::c_int) -> io::Result<Option<End>> {
+        let (idtype, id) = match &self.pidfd {
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Some(fd) => (libc::P_PIDFD, fd.as_raw_fd() as libc::id_t),
+            _ => (libc::P_PID, self.pid as libc::id_t),
+        };
+        super::retry_eintr(|| {
+            let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+            // SAFETY: `info` points to a zeroed `siginfo_t` that lives across the call; one process (a pid or a
+            // pidfd) is waited for, never a group or any child.
+            cvt(unsafe {
+                libc::waitid(
+                    idtype,
+                    id,
+                    info.as_mut_ptr(),
+                    flags | libc::WEXITED | libc::WNOHANG,
+                )
+            })?;
+            // SAFETY: zero-initialised and possibly filled in by the kernel: every bit pattern is a valid siginfo_t;
+            // si_status reads the field waitid sets for a child's exit.
+            let (signo, code, status) = unsafe {
+                let info = info.assume_init();
+                (info.si_signo, info.si_code, info.si_status())
+            };
+            // With WNOHANG and no exited child the kernel leaves si_signo 0 (we zeroed it).
+            Ok((signo != 0).then_some(if code == CLD_EXITED {
+                End::Exited(status)
+            } else {
+                End::Killed(status)
+            }))
+        })
     }
 }

@@ -303,10 +303,19 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
     if let (Some(job), Some(child)) = (&mut job, leader.group()) {
         job.start(child);
     }
-    // `kill -9` on the tool (or its crash) must not leave the command's group running: a forked guard (cheaper
-    // than a shell in a process this small) kills the group when the tool dies. Not fatal if it cannot be arranged.
+    // `kill -9` on the tool (or its crash) must not leave the command's group running: a guard kills the group when
+    // the tool dies. Not fatal if it cannot be arranged. On Linux a forked one (cheaper than a shell in a process this
+    // small), which renames itself; elsewhere a fork cannot, and would die with a `killall grouptimeout`: a shell.
     if let Leader::Group(child) = &mut leader {
-        if let Err(e) = host::die_with_parent_forked(child) {
+        let guarded = if cfg!(all(
+            any(target_os = "linux", target_os = "android"),
+            not(grouptimeout_portable)
+        )) {
+            host::die_with_parent_forked(child)
+        } else {
+            child.die_with_parent()
+        };
+        if let Err(e) = guarded {
             say!("warning: {e}");
         }
         // A cgroup holds every process the command starts, and the library ends it whole: no subreaper (a
@@ -346,7 +355,11 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
         // Kill the job, and in the foreground reap the leader (if still ours), before the sweep, which must not reap a
         // child std owns (a contained leader is one of the children the subreaper had before: never touched).
         Err(_) => leader.abandon(),
-        Ok(None) => owned.push(leader.id()),
+        Ok(None) => {
+            owned.push(leader.id());
+            // Its guard too: a child of ours, never to be swept.
+            owned.extend(leader.group().and_then(|child| child.guard_id()));
+        }
         Ok(Some(_)) => {}
     }
     let mut killed = leader.leftovers().to_vec();
@@ -458,7 +471,10 @@ fn supervise(
                 } else {
                     None
                 };
-                let _ = subreaper.reap_exited(&[leader.id()], exited);
+                // The guard is ours as the leader is: never reaped here, so its pid is never given to another.
+                let guard = leader.group().and_then(|child| child.guard_id());
+                let owned: Vec<u32> = [Some(leader.id()), guard].into_iter().flatten().collect();
+                let _ = subreaper.reap_exited(&owned, exited);
             }
         }
         match received {
