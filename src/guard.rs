@@ -5,7 +5,7 @@
 //! this process dies, for any reason, the kernel closes the write end, the guard reads end of file and sends
 //! `SIGKILL` to its own group (`kill(0, SIGKILL)`). That is safe: a live member keeps the group id from being
 //! reused. The guard ignores every catchable signal before it joins the group (a command's `kill 0` or a grace
-//! signal cannot disarm it). The forked guard closes every other descriptor; the shell guard keeps, besides its
+//! signal cannot disarm it). The forked guard closes every other descriptor (but a contained job's `cgroup.kill`); the shell guard keeps, besides its
 //! pipe, only what every child of this process inherits (descriptors that are not close-on-exec), as the command
 //! does.
 //!
@@ -80,7 +80,7 @@ impl Guard {
     ///
     /// The caller holds the group's leader unreaped.
     ///
-    /// `cgroup` is the job's cgroup folder, which the shell guard ends too (the forked guard does not).
+    /// `cgroup` is the job's cgroup folder, which the guard ends too (`cgroup.kill`) and removes once empty.
     pub(crate) fn start(pgid: u32, how: Start, cgroup: Option<&Path>) -> io::Result<Guard> {
         for _ in 0..ATTEMPTS {
             if let Some(guard) = Guard::start_once(pgid, how, cgroup)? {
@@ -102,8 +102,16 @@ impl Guard {
             )
         })?;
         if let Start::Fork = how {
+            // The job's cgroup.kill is opened and its folder's path made here: the forked child may not allocate.
+            let cgroup = match cgroup {
+                Some(folder) => Some(fork_cgroup(folder).map_err(|e| context(pgid, e))?),
+                None => None,
+            };
+            let cgroup = cgroup
+                .as_ref()
+                .map(|(kill, folder)| sys::GuardCgroup { kill, folder });
             // Armed before it joins the group (see `sys::fork_guard`): nothing to wait for.
-            let pid = sys::fork_guard(pgid, &read).map_err(|e| {
+            let pid = sys::fork_guard(pgid, &read, cgroup).map_err(|e| {
                 context(pgid, io::Error::new(e.kind(), format!("cannot fork: {e}")))
             })?;
             return Guard::hold(pid, write).map(Some);
@@ -215,6 +223,19 @@ fn wait_ready(ready: OwnedFd) -> io::Result<bool> {
             _ => armed = true,
         }
     }
+}
+
+/// The job's `cgroup.kill` in `folder`, open for writing (close-on-exec), and the folder's path for `rmdir`.
+fn fork_cgroup(folder: &Path) -> io::Result<(File, std::ffi::CString)> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let path = folder.join("cgroup.kill");
+    let kill = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))?;
+    let folder = std::ffi::CString::new(folder.as_os_str().as_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    Ok((kill, folder))
 }
 
 fn context(pgid: u32, e: io::Error) -> io::Error {

@@ -658,7 +658,9 @@ pub fn exit_as_signaled(signal: i32) -> ! {
 /// library's default is the shell. The forked child calls only async-signal-safe functions, so this is sound in a
 /// multi-threaded process: it ignores every catchable signal, only then joins the command's group, closes every
 /// descriptor but its pipe (on Linux with `close_range`; elsewhere those below the `RLIMIT_NOFILE` soft limit, at
-/// most 65,536), and waits. Since a signal cannot disarm it before it joins the group, this returns right after the
+/// most 65,536), and waits. For a job in a cgroup of its own ([`spawn_contained`](crate::CommandExt::spawn_contained))
+/// it also keeps the job's `cgroup.kill` open, and ends the cgroup as the shell guard does: `cgroup.kill`, then the
+/// folder's removal once it is empty (tried for about a second), then the group. Since a signal cannot disarm it before it joins the group, this returns right after the
 /// fork, without waiting for the guard to run; if the group has no process left to join by then, the guard exits
 /// quietly (there is nothing to guard).
 ///

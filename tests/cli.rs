@@ -671,6 +671,48 @@ fn escapees_die_and_verbose_names_them() {
     }
 }
 
+/// Issue 17.3 for the tool: its forked guard ends the job's cgroup when the tool is killed with `SIGKILL`, so a
+/// `setsid` escapee dies too, and the folder is removed.
+#[test]
+fn a_killed_tool_takes_the_cgroup_along() {
+    let test = "a_killed_tool_takes_the_cgroup_along";
+    if common::linux_only(test, "a cgroup of the job's own") {
+        return;
+    }
+    let s = Scratch::new();
+    let script = format!(
+        "setsid sleep 30 & echo $! > {}; echo $$ > {}; exec sleep 30",
+        s.file("pid"),
+        s.file("leader")
+    );
+    let mut running = Running::start(BIN, &["30", "sh", "-c", &script]);
+    let (escapee, leader) = (s.pid("pid"), s.pid("leader"));
+    let _cleanup = common::KillOnDrop(vec![escapee, leader]);
+    let folder = common::job_folder(leader).filter(|f| {
+        f.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("grouptimeout-"))
+    });
+    let Some(folder) = folder else {
+        running.signal(libc::SIGKILL);
+        running.finish();
+        return common::skip_or_fail(
+            test,
+            "no cgroup could be made for the job (root and cgroup v2 needed)",
+        );
+    };
+    // The guard joins the group by itself after the tool's die_with_parent_forked returned: wait for it.
+    assert_eq!(common::wait_for_members(leader, 2).len(), 2);
+    running.signal(libc::SIGKILL);
+    let r = running.finish();
+    assert_eq!(r.status.signal(), Some(libc::SIGKILL));
+    assert_dies(escapee, "setsid escapee of a killed tool");
+    assert_dies(leader, "command of a killed tool");
+    assert!(
+        common::eventually(Duration::from_secs(10), || !folder.exists()),
+        "{folder:?} left behind"
+    );
+}
+
 /// Starts `script` under the tool, waits until it is ready, sends `signal` to the tool, and returns the run.
 fn with_signal(args: &[&str], script: &str, signal: i32) -> Run {
     let s = Scratch::new();

@@ -1,6 +1,8 @@
 //! The forked guard process (see `crate::guard`): a copy of this process that joins a group and kills it when the
 //! pipe from its supervisor reaches end of file.
 
+use std::ffi::CStr;
+use std::fs::File;
 use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -29,22 +31,42 @@ const LAST_SIGNAL: libc::c_int = 128;
 ))]
 const GUARD_NAME: &[u8; 12] = b"group-guard\0";
 
+/// How many times the forked guard tries to remove the job's cgroup folder, 10 ms apart (it is removable once the
+/// killed processes have exited).
+const RMDIR_TRIES: usize = 100;
+
+/// The job's cgroup, for the forked guard to end: its `cgroup.kill`, open for writing, and its folder's path.
+pub(crate) struct GuardCgroup<'a> {
+    pub(crate) kill: &'a File,
+    pub(crate) folder: &'a CStr,
+}
+
 /// Forks a guard that ignores every catchable signal, joins group `pgid`, keeps only `read` (as its standard input)
 /// open, and then reads it: one byte makes it exit quietly; end of file or an error makes it send `SIGKILL` to its
 /// own group. Returns its pid at once, without waiting for the guard to join the group.
 ///
+/// With `cgroup`, the guard also keeps the job's `cgroup.kill` open (as its standard output), and at end of file
+/// first writes `1` to it (every process of the job's cgroup is killed), then removes the folder once it is empty
+/// (`rmdir` until it succeeds, at most [`RMDIR_TRIES`] times 10 ms apart), and only then kills its group (itself
+/// included).
+///
 /// On Linux the child first renames itself [`GUARD_NAME`] (`prctl(PR_SET_NAME)`, a system call). Elsewhere it keeps
 /// this process's name: no async-signal-safe call renames a process there.
 ///
-/// The forked child calls only async-signal-safe functions (`prctl`, `sigaction`, `sigprocmask`, `setpgid`, `dup2`, `close`,
-/// `read`, `kill`, `_exit`, and `close_range` or
+/// The forked child calls only async-signal-safe functions (`prctl`, `sigaction`, `sigprocmask`, `fcntl`, `setpgid`,
+/// `dup2`, `close`, `read`, `write`, `rmdir`, `nanosleep`, `kill`, `_exit`, and `close_range` or
 /// `getrlimit`), so this is sound in a multi-threaded process. It joins the group only after it ignores
 /// every signal, so a signal sent to the group never finds it unprotected, and this process need not wait for it:
 /// if this process dies meanwhile, the guard still joins, then reads end of file. If it cannot join (the group has no
 /// process left), it exits at once without signalling anything, since it is still in this process's group then.
-pub(crate) fn fork_guard(pgid: u32, read: &OwnedFd) -> io::Result<u32> {
+pub(crate) fn fork_guard(
+    pgid: u32,
+    read: &OwnedFd,
+    cgroup: Option<GuardCgroup<'_>>,
+) -> io::Result<u32> {
     let pgid = checked_pid(pgid)?;
     let read = read.as_raw_fd();
+    let cgroup = cgroup.map(|c| (c.kill.as_raw_fd(), c.folder));
     let mut ignore = MaybeUninit::<libc::sigaction>::zeroed();
     // SAFETY: `ignore` is a zeroed sigaction we own; we set its handler to SIG_IGN and empty its mask.
     let ignore = unsafe {
@@ -68,7 +90,7 @@ pub(crate) fn fork_guard(pgid: u32, read: &OwnedFd) -> io::Result<u32> {
     // SAFETY: the child runs `guard_main`, which calls only async-signal-safe functions and never returns.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        guard_main(pgid, read, &ignore);
+        guard_main(pgid, read, cgroup, &ignore);
     }
     let forked = if pid == -1 {
         Err(io::Error::last_os_error())
@@ -80,8 +102,14 @@ pub(crate) fn fork_guard(pgid: u32, read: &OwnedFd) -> io::Result<u32> {
     forked
 }
 
-/// The body of the forked guard; see [`fork_guard`]. Never returns, never allocates.
-fn guard_main(pgid: libc::pid_t, read: libc::c_int, ignore: &libc::sigaction) -> ! {
+/// The body of the forked guard; see [`fork_guard`]. Never returns, never allocates. `cgroup`: the job's open
+/// `cgroup.kill` and its folder.
+fn guard_main(
+    pgid: libc::pid_t,
+    read: libc::c_int,
+    cgroup: Option<(libc::c_int, &CStr)>,
+    ignore: &libc::sigaction,
+) -> ! {
     #[cfg(all(
         any(target_os = "linux", target_os = "android"),
         not(grouptimeout_portable)
@@ -102,14 +130,21 @@ fn guard_main(pgid: libc::pid_t, read: libc::c_int, ignore: &libc::sigaction) ->
         libc::sigemptyset(none.as_mut_ptr());
         libc::sigprocmask(libc::SIG_SETMASK, none.as_ptr(), std::ptr::null_mut());
     }
-    // SAFETY: setpgid and dup2 take integer arguments only.
-    let armed = unsafe { libc::setpgid(0, pgid) == 0 && libc::dup2(read, 0) == 0 };
+    // `cgroup.kill` is moved above the standard descriptors first (it may be one of them), then kept as descriptor 1.
+    // SAFETY: fcntl, setpgid and dup2 take integer arguments only.
+    let armed = unsafe {
+        let kill = cgroup.map_or(0, |(kill, _)| libc::fcntl(kill, libc::F_DUPFD, 3));
+        kill != -1
+            && libc::setpgid(0, pgid) == 0
+            && libc::dup2(read, 0) == 0
+            && (cgroup.is_none() || libc::dup2(kill, 1) == 1)
+    };
     if !armed {
         // Maybe still in our supervisor's group: never signal anything from here.
         // SAFETY: _exit ends this process at once.
         unsafe { libc::_exit(127) };
     }
-    close_from(1);
+    close_from(if cgroup.is_some() { 2 } else { 1 });
     let mut byte = 0u8;
     loop {
         // SAFETY: reads at most one byte into a live local.
@@ -123,7 +158,24 @@ fn guard_main(pgid: libc::pid_t, read: libc::c_int, ignore: &libc::sigaction) ->
             break;
         }
     }
-    // End of file: the supervisor died. We are a member of the group, which keeps its id from being reused.
+    // End of file: the supervisor died. The job's cgroup first (the group kill below ends this process too).
+    if let Some((_, folder)) = cgroup {
+        // SAFETY: writes one byte from a static to descriptor 1, `cgroup.kill`.
+        unsafe { libc::write(1, b"1".as_ptr().cast(), 1) };
+        let pause = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 10_000_000,
+        };
+        for _ in 0..RMDIR_TRIES {
+            // SAFETY: `folder` is a NUL-terminated string made before the fork; rmdir only reads it.
+            if unsafe { libc::rmdir(folder.as_ptr()) } == 0 {
+                break;
+            }
+            // SAFETY: nanosleep reads a live timespec; the remainder is not wanted.
+            unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+        }
+    }
+    // We are a member of the group, which keeps its id from being reused.
     // SAFETY: kill with pid 0 signals this process's own group, which setpgid made the command's.
     unsafe {
         libc::kill(0, libc::SIGKILL);
