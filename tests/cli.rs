@@ -705,8 +705,13 @@ fn a_killed_tool_takes_the_cgroup_along() {
             "no cgroup could be made for the job (root and cgroup v2 needed)",
         );
     };
-    // The guard joins the group by itself after the tool's die_with_parent_forked returned: wait for it.
-    assert_eq!(common::wait_for_members(leader, 2).len(), 2);
+    // The escapee leaves the group (setsid), and the guard joins it by itself after the tool's die_with_parent_forked
+    // returned: wait (bounded) for both, so that the group is the leader and the guard.
+    assert!(common::eventually(Duration::from_secs(10), || {
+        common::state_and_group(escapee).is_some_and(|(_, group)| group == escapee)
+    }));
+    let members = common::wait_for_members(leader, 2);
+    assert_eq!(members.len(), 2, "{members:?}");
     running.signal(libc::SIGKILL);
     let r = running.finish();
     assert_eq!(r.status.signal(), Some(libc::SIGKILL));
