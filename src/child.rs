@@ -7,6 +7,7 @@ use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitSta
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::contain::{Contain, Containment, Job, Leftover};
 use crate::guard::{Guard, Start};
 use crate::handle::{GroupHandle, Reaped};
 use crate::sys;
@@ -52,25 +53,53 @@ pub trait GroupCommandExt {
     ///   leader the moment it exits, nothing would keep its group id from being reused, and a later group kill
     ///   could hit an unrelated process. Nothing is spawned; restore the default disposition to use this crate.
     fn spawn_group(&mut self) -> io::Result<GroupChild>;
+
+    /// [`spawn_group`](GroupCommandExt::spawn_group) plus a job boundary: every promise of `spawn_group` holds, and
+    /// wherever the group is killed (the deadline, a grace signal, the leftovers after the leader's exit,
+    /// [`kill`](GroupChild::kill) and [`signal`](GroupChild::signal), a [`GroupHandle`]'s, the drop), the job's
+    /// processes that left the group (`setsid`, double-forking daemons) are signalled too, before the call returns.
+    ///
+    /// The boundary is a cgroup v2 of the job's own where one can be made (Linux), else the job's lineage (a mark in
+    /// the environment, Linux), else the group alone; [`GroupChild::containment`] says which, and
+    /// [`GroupChild::leftovers`] lists what the kills reached. [`Contain`] chooses otherwise (a cgroup folder
+    /// delegated to a service, no fallback), and says what each mode reaches and what it cannot catch.
+    ///
+    /// The cost: in cgroup mode the child enters the cgroup before `exec` (a `pre_exec` hook: std forks instead of
+    /// using `posix_spawn`, which costs more the larger this process is), and the folder is made and removed; in
+    /// lineage mode each kill scans `/proc`. `BENCHMARKS.md` has the numbers.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Contain::spawn`]: as for `spawn_group`, or the child could not enter the cgroup made for it.
+    fn spawn_contained(&mut self) -> io::Result<GroupChild>;
 }
 
 impl GroupCommandExt for Command {
     fn spawn_group(&mut self) -> io::Result<GroupChild> {
-        if sys::children_are_auto_reaped()? {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!(
-                    "not spawning {:?}: this process ignores SIGCHLD (SIG_IGN or SA_NOCLDWAIT), so the kernel \
-                     reaps children at once and a process group id could be reused before it is signalled; \
-                     restore SIGCHLD's default disposition first",
-                    self.get_program()
-                ),
-            ));
-        }
-        // std's error as it is: `raw_os_error()` is the errno (see "Errors" in the crate docs).
-        let child = self.process_group(0).spawn()?;
-        Ok(GroupChild::new(child))
+        spawn_with(self, Job::default())
     }
+
+    fn spawn_contained(&mut self) -> io::Result<GroupChild> {
+        Contain::new().spawn(self)
+    }
+}
+
+/// [`GroupCommandExt::spawn_group`], for a job with the boundary `job`.
+pub(crate) fn spawn_with(command: &mut Command, job: Job) -> io::Result<GroupChild> {
+    if sys::children_are_auto_reaped()? {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "not spawning {:?}: this process ignores SIGCHLD (SIG_IGN or SA_NOCLDWAIT), so the kernel \
+                 reaps children at once and a process group id could be reused before it is signalled; \
+                 restore SIGCHLD's default disposition first",
+                command.get_program()
+            ),
+        ));
+    }
+    // std's error as it is: `raw_os_error()` is the errno (see "Errors" in the crate docs).
+    let child = command.process_group(0).spawn()?;
+    Ok(GroupChild::new(child, job))
 }
 
 /// How a wait ended: with the leader's exit status either way.
@@ -160,6 +189,10 @@ pub struct GroupChild {
     guard: Option<Guard>,
     /// Shared with the [`GroupHandle`]s, made by the first call of [`handle`](GroupChild::handle).
     reaped: OnceLock<Arc<Reaped>>,
+    /// The job's boundary beyond the group (`contain/`); nothing for [`GroupCommandExt::spawn_group`].
+    job: Job,
+    /// What the job's kills reached besides the leader.
+    leftovers: Vec<Leftover>,
 }
 
 impl fmt::Debug for GroupChild {
@@ -170,16 +203,17 @@ impl fmt::Debug for GroupChild {
             .field("stdout", &self.stdout)
             .field("stderr", &self.stderr)
             .field("outcome", &self.outcome)
-            .field("guard", &self.guard.as_ref().map(Guard::id))
+            .field("guard", &self.guard_id())
+            .field("containment", &self.containment())
             .finish_non_exhaustive()
     }
 }
 
-/// How long [`Drop`] waits for a killed leader to become reapable.
-const DROP_REAP_LIMIT: Duration = Duration::from_secs(1);
+/// How long [`Drop`] waits for a killed leader (and a guard's drop for the killed guard) to become reapable.
+pub(crate) const DROP_REAP_LIMIT: Duration = Duration::from_secs(1);
 
 impl GroupChild {
-    fn new(mut child: Child) -> GroupChild {
+    fn new(mut child: Child, job: Job) -> GroupChild {
         let watch = ExitWatch::new(child.id());
         GroupChild {
             stdin: child.stdin.take(),
@@ -193,6 +227,8 @@ impl GroupChild {
             outcome: None,
             guard: None,
             reaped: OnceLock::new(),
+            job,
+            leftovers: Vec::new(),
         }
     }
 
@@ -340,6 +376,44 @@ impl GroupChild {
         self.kill_leftovers = kill;
     }
 
+    /// The pid of the guard process of [`die_with_parent`](GroupChild::die_with_parent) (or
+    /// [`host::die_with_parent_forked`](crate::host::die_with_parent_forked)) while this handle holds it: `None`
+    /// before, and once a wait, [`Drop`] or a failed start ended it.
+    ///
+    /// The guard is a child of this process. Code that signals or reaps this process's children by pid must leave it
+    /// alone, as it leaves the leader: pass it in `owned`, with [`id`](GroupChild::id), to
+    /// [`host::Subreaper::sweep`](crate::host::Subreaper::sweep) and
+    /// [`reap_exited`](crate::host::Subreaper::reap_exited). A guard killed or reaped by other code no longer guards
+    /// the group.
+    pub fn guard_id(&self) -> Option<u32> {
+        self.guard.as_ref().map(Guard::id)
+    }
+
+    /// Which boundary the job has: [`Containment::Group`] for [`spawn_group`](GroupCommandExt::spawn_group), else what
+    /// [`spawn_contained`](GroupCommandExt::spawn_contained) could make (see [`Contain`]).
+    pub fn containment(&self) -> Containment {
+        self.job.containment()
+    }
+
+    /// The processes besides the leader that the job's `SIGKILL`s reached (pid and name at the time), once each, in
+    /// the order found; complete when a wait has returned (a [`GroupHandle`]'s kills are added at the next wait).
+    /// Empty for a [`spawn_group`](GroupCommandExt::spawn_group) child (no scan is made for a plain group), and when
+    /// nothing was left to kill.
+    pub fn leftovers(&self) -> &[Leftover] {
+        &self.leftovers
+    }
+
+    /// Whether process `pid` belongs to the job now: it is in the job's cgroup; or it carries the job's lineage mark
+    /// or is in the leader's group; or, for a plain group, it is in the leader's group.
+    ///
+    /// For a supervisor that sweeps orphans (a subreaper, see [`host::Subreaper`](crate::host::Subreaper)) and must
+    /// leave alone those that are not the job's. The answer is about whatever process `pid` names at the time of
+    /// the call: the caller keeps the pid from being reused (an unreaped child of its own, such as an adopted
+    /// orphan, is).
+    pub fn in_job(&self, pid: u32) -> bool {
+        self.job.contains(self.id(), pid)
+    }
+
     /// Sets the most bytes of each output stream kept by
     /// [`wait_with_output_timeout`](GroupChild::wait_with_output_timeout); the default is 16 MiB.
     ///
@@ -394,7 +468,13 @@ impl GroupChild {
     /// `BENCHMARKS.md`'s run (row 8; more under load), most of it the shell's start. Calling it again does nothing.
     ///
     /// Whatever ends the group ends the guard too, before the leader is reaped: every wait and [`Drop`] send it
-    /// `SIGKILL` and reap it, so no process, pipe or zombie is left behind. When the leader exits and
+    /// `SIGKILL` and reap it, so no process, pipe or zombie is left behind. That reap waits at most about a second (a
+    /// guard that does not die by then, stuck in uninterruptible sleep or held by a stopped tracer, is left to become
+    /// a zombie of this process). On Linux (5.4 and later) the guard is held by a pidfd opened while it was our
+    /// unreaped child: if other code reaps it (a `waitpid(-1)`, a subreaper's sweep), nothing is ever sent to, nor
+    /// waited for, a process that reused its pid. Elsewhere (and where no pidfd can be had) it is held by its pid,
+    /// and only while `waitid` says it is our unreaped child; other code that reaps it there must not let its pid be
+    /// given to another child of ours before this handle ends: leave it alone ([`guard_id`](GroupChild::guard_id)). When the leader exits and
     /// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers) keeps its leftovers, the guard alone is ended
     /// and the leftovers are left as they were (no longer guarded). While the guard runs it is one more member of
     /// the group (its pid is not the leader's), and it holds the group's id even after all other members are gone.
@@ -409,8 +489,9 @@ impl GroupChild {
     /// # Errors
     ///
     /// The guard cannot be started (`/bin/sh` missing, no process or descriptor left); the group is gone (the leader
-    /// left it and no member is left: `PermissionDenied`); it was killed before it could ignore signals three times
-    /// in a row, or did not start within 5 s; or the leader was reaped by someone else. Nothing is left running
+    /// left it and no member is left: `PermissionDenied`); `/bin/sh` exited without arming it (a `/bin/sh` that is
+    /// not a shell); it was killed before it could ignore signals three times in a row, or did not start within 5 s;
+    /// or the leader was reaped by someone else. Nothing is left running
     /// then. Once the leader was reaped by this crate there is nothing left to guard: `Ok(())`.
     ///
     /// # Examples
@@ -439,7 +520,7 @@ impl GroupChild {
             return Ok(());
         }
         self.leader_exited()?;
-        self.guard = Some(Guard::start(self.id(), how)?);
+        self.guard = Some(Guard::start(self.id(), how, self.job.cgroup_folder())?);
         Ok(())
     }
 
@@ -472,7 +553,7 @@ impl GroupChild {
         if self.outcome.is_some() {
             *reaped.lock() = true;
         }
-        GroupHandle::new(self.id(), Arc::clone(reaped))
+        GroupHandle::new(self.id(), Arc::clone(reaped), self.job.clone())
     }
 
     /// Ends the guard, then reaps the leader, with the handles locked out: none signals after the reap.
@@ -534,40 +615,37 @@ impl GroupChild {
         sent.map(|()| outcome)
     }
 
-    /// Waits until the leader has exited (`true`) or `deadline` passes (`false`), without reaping or signalling.
-    ///
-    /// Between checks it calls `pause` with the watch and the pause's length ([`ExitWatch::next_pause`]): with the
-    /// leader's pidfd, the time left before `deadline` (`None`: no limit), to be slept on the pidfd so that the exit
-    /// ends it; without one, the poll schedule's step, where zero means "yield the CPU once". The length is never
-    /// longer than the time left. `pause` may return early (the loop checks again), but must not take longer than
-    /// asked.
+    /// Waits until the leader has exited (`true`) or `deadline` passes (`false`), without reaping or signalling;
+    /// `pause` as for [`ExitWatch::wait_for`].
     fn wait_for_exit(
         &mut self,
         deadline: Option<Instant>,
-        mut pause: impl FnMut(&ExitWatch, Option<Duration>) -> io::Result<()>,
+        pause: impl FnMut(&ExitWatch, Option<Duration>) -> io::Result<()>,
     ) -> io::Result<bool> {
-        loop {
-            let now = Instant::now();
-            if self.leader_exited()? {
-                return Ok(true);
-            }
-            let left = match deadline.map(|d| d.saturating_duration_since(now)) {
-                Some(Duration::ZERO) => return Ok(false),
-                left => left,
-            };
-            let len = self.watch.next_pause(now, left);
-            pause(&self.watch, len)?;
-        }
+        let pid = self.id();
+        self.watch.wait_for(deadline, || leader_exited(pid), pause)
     }
 
     fn leader_exited(&self) -> io::Result<bool> {
         leader_exited(self.id())
     }
 
-    /// Signals the group; the caller makes sure the leader is not reaped yet.
+    /// Signals the job's processes outside the group, then the group; the caller makes sure the leader is not
+    /// reaped yet.
     fn signal_group(&mut self, signal: i32) -> io::Result<()> {
         self.watch.restart();
-        signal_group(self.id(), signal)
+        let job = self.job.signal(self.id(), signal);
+        self.take_reached();
+        signal_group(self.id(), signal).and(job)
+    }
+
+    /// Moves what the job's kills reached into the leftovers, except the guard of `die_with_parent` (a member of the
+    /// group that lineage kills find): it is ours, not something the job left behind.
+    fn take_reached(&mut self) {
+        self.job.take_reached(&mut self.leftovers);
+        if let Some(pid) = self.guard_id() {
+            self.leftovers.retain(|left| left.pid != pid);
+        }
     }
 
     /// Kills the group if asked, then reaps the leader and records the outcome.
@@ -584,6 +662,7 @@ impl GroupChild {
         match killed {
             Err(e) if !self.leader_exited()? => Err(e),
             killed => {
+                self.take_reached();
                 let status = self.reap()?;
                 let outcome = if timed_out {
                     Outcome::TimedOut(status)
@@ -591,7 +670,9 @@ impl GroupChild {
                     Outcome::Exited(status)
                 };
                 self.outcome = Some(outcome);
-                killed.map(|()| outcome)
+                self.job.take_reached(&mut self.leftovers);
+                let ended = self.job.end(!kill_group);
+                killed.and(ended).map(|()| outcome)
             }
         }
     }
@@ -621,9 +702,10 @@ fn signal_group(pgid: u32, signal: i32) -> io::Result<()> {
 
 /// [`GroupChild::signal`] for a leader that this crate has not reaped yet (the caller makes sure of that): refuses
 /// a leader reaped by someone else, then signals the group.
-pub(crate) fn signal_unreaped_group(pgid: u32, signal: i32) -> io::Result<()> {
+pub(crate) fn signal_unreaped_group(pgid: u32, signal: i32, job: &Job) -> io::Result<()> {
     leader_exited(pgid)?;
-    signal_group(pgid, signal)
+    let in_job = job.signal(pgid, signal);
+    signal_group(pgid, signal).and(in_job)
 }
 
 /// Kills the group and reaps the leader, unless a wait already did.
@@ -636,6 +718,7 @@ impl Drop for GroupChild {
         if self.outcome.is_some() || self.leader_exited().is_err() {
             self.guard = None;
             self.mark_reaped();
+            let _ = self.job.end(false);
             return;
         }
         let _ = self.signal_group(libc::SIGKILL);
@@ -649,5 +732,6 @@ impl Drop for GroupChild {
             self.guard = None;
             self.mark_reaped();
         }
+        let _ = self.job.end(false);
     }
 }

@@ -5,25 +5,31 @@
 //! this process dies, for any reason, the kernel closes the write end, the guard reads end of file and sends
 //! `SIGKILL` to its own group (`kill(0, SIGKILL)`). That is safe: a live member keeps the group id from being
 //! reused. The guard ignores every catchable signal before it joins the group (a command's `kill 0` or a grace
-//! signal cannot disarm it). The forked guard closes every other descriptor; the shell guard keeps, besides its
+//! signal cannot disarm it). The forked guard closes every other descriptor (but a contained job's `cgroup.kill`); the shell guard keeps, besides its
 //! pipe, only what every child of this process inherits (descriptors that are not close-on-exec), as the command
 //! does.
 //!
-//! The guard is our child. [`Guard`]'s drop ends it: `SIGKILL` by pid while it is still ours and unreaped, a reap,
-//! then the write end is closed — so its end of file reaches a dead process and signals nothing.
+//! The guard is our child, held by a pidfd on Linux (by its pid elsewhere). [`Guard`]'s drop ends it: `SIGKILL`
+//! while it is still ours and unreaped, a reap (bounded), then the write end is closed — so its end of file reaches a
+//! dead process and signals nothing.
 
 use std::fs::File;
 use std::io::{self, Read as _};
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::os::unix::process::CommandExt as _;
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use crate::child::DROP_REAP_LIMIT;
 use crate::sys;
+use crate::wait::ExitWatch;
 
 /// The shell guard: ignore every catchable signal, say so on standard output and close it, then wait for end of
 /// file on standard input. `read` fails on end of file (and on a read error), which sends `SIGKILL` to the group;
-/// a line makes it exit quietly. Signals by name where the numbers differ; EMT and INFO (BSD and macOS) come last,
+/// a line makes it exit quietly. With `JOB_CGROUP` set (the folder of the job's cgroup, see `crate::contain`) it
+/// first ends the cgroup (`cgroup.kill`) and removes the folder once it is empty (`rmdir` fails until then; at most
+/// 100 tries). Signals by name where the numbers differ; EMT and INFO (BSD and macOS) come last,
 /// since dash stops at the first name it does not know (Linux has neither: `--cfg grouptimeout_portable`).
 #[cfg(all(
     any(target_os = "linux", target_os = "android"),
@@ -31,7 +37,8 @@ use crate::sys;
 ))]
 const SCRIPT: &str = "trap '' 1 2 3 4 5 6 7 8 10 11 12 13 14 15 16 17 18 20 21 22 23 24 25 26 27 28 29 30 31 34 35 \
                       36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64; \
-                      echo; exec >&-; read x || kill -KILL 0";
+                      echo; exec >&-; read x || { [ -z \"$JOB_CGROUP\" ] || { echo 1 >\"$JOB_CGROUP/cgroup.kill\"; i=0; \
+                      while [ $i -lt 100 ] && ! rmdir \"$JOB_CGROUP\"; do i=$((i+1)); done; }; kill -KILL 0; }";
 #[cfg(not(all(
     any(target_os = "linux", target_os = "android"),
     not(grouptimeout_portable)
@@ -39,7 +46,8 @@ const SCRIPT: &str = "trap '' 1 2 3 4 5 6 7 8 10 11 12 13 14 15 16 17 18 20 21 2
 const SCRIPT: &str =
     "trap '' HUP INT QUIT ILL TRAP ABRT FPE BUS SEGV SYS PIPE ALRM TERM URG TSTP CONT CHLD \
                       TTIN TTOU IO XCPU XFSZ VTALRM PROF WINCH USR1 USR2 EMT INFO 2>/dev/null; \
-                      echo; exec >&-; read x || kill -KILL 0";
+                      echo; exec >&-; read x || { [ -z \"$JOB_CGROUP\" ] || { echo 1 >\"$JOB_CGROUP/cgroup.kill\"; i=0; \
+                      while [ $i -lt 100 ] && ! rmdir \"$JOB_CGROUP\"; do i=$((i+1)); done; }; kill -KILL 0; }";
 
 /// How often a guard that died before it was armed (a member signalled the group meanwhile) is started again.
 const ATTEMPTS: usize = 3;
@@ -51,6 +59,8 @@ const READY_LIMIT: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub(crate) struct Guard {
     pid: u32,
+    /// The guard, held by a pidfd where one can be had; `None` once [`end`](Guard::end) took it.
+    process: Option<sys::Held>,
     /// The write end of the guard's standard input; closed after the guard was ended.
     _pipe: OwnedFd,
 }
@@ -69,9 +79,11 @@ impl Guard {
     /// has set its traps; the fork ignores every signal before it joins the group.
     ///
     /// The caller holds the group's leader unreaped.
-    pub(crate) fn start(pgid: u32, how: Start) -> io::Result<Guard> {
+    ///
+    /// `cgroup` is the job's cgroup folder, which the guard ends too (`cgroup.kill`) and removes once empty.
+    pub(crate) fn start(pgid: u32, how: Start, cgroup: Option<&Path>) -> io::Result<Guard> {
         for _ in 0..ATTEMPTS {
-            if let Some(guard) = Guard::start_once(pgid, how)? {
+            if let Some(guard) = Guard::start_once(pgid, how, cgroup)? {
                 return Ok(guard);
             }
         }
@@ -81,8 +93,8 @@ impl Guard {
         )))
     }
 
-    /// One attempt: `None` when the guard died before it was armed.
-    fn start_once(pgid: u32, how: Start) -> io::Result<Option<Guard>> {
+    /// One attempt: `None` when the guard was killed before it was armed.
+    fn start_once(pgid: u32, how: Start, cgroup: Option<&Path>) -> io::Result<Option<Guard>> {
         let (read, write) = sys::cloexec_pipe().map_err(|e| {
             context(
                 pgid,
@@ -90,15 +102,27 @@ impl Guard {
             )
         })?;
         if let Start::Fork = how {
+            // The job's cgroup.kill is opened and its folder's path made here: the forked child may not allocate.
+            let cgroup = match cgroup {
+                Some(folder) => Some(fork_cgroup(folder).map_err(|e| context(pgid, e))?),
+                None => None,
+            };
+            let cgroup = cgroup
+                .as_ref()
+                .map(|(kill, folder)| sys::GuardCgroup { kill, folder });
             // Armed before it joins the group (see `sys::fork_guard`): nothing to wait for.
-            let pid = sys::fork_guard(pgid, &read).map_err(|e| {
+            let pid = sys::fork_guard(pgid, &read, cgroup).map_err(|e| {
                 context(pgid, io::Error::new(e.kind(), format!("cannot fork: {e}")))
             })?;
-            return Ok(Some(Guard { pid, _pipe: write }));
+            return Guard::hold(pid, write).map(Some);
         }
-        let mut child = Command::new("/bin/sh")
+        let mut shell = Command::new("/bin/sh");
+        shell.env_clear();
+        if let Some(cgroup) = cgroup {
+            shell.env("JOB_CGROUP", cgroup);
+        }
+        let mut child = shell
             .args(["-c", SCRIPT])
-            .env_clear()
             .stdin(read)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -111,31 +135,63 @@ impl Guard {
                 )
             })?;
         let ready = child.stdout.take().map(OwnedFd::from);
-        let guard = Guard {
-            pid: child.id(),
-            _pipe: write,
-        };
+        // From here on the guard is ended through `guard` (std's `Child` is never waited for).
+        let mut guard = Guard::hold(child.id(), write)?;
         match wait_ready(ready.expect("stdout was piped")) {
             Ok(true) => Ok(Some(guard)),
-            Ok(false) => Ok(None),
+            // Closed without a word: killed before it set its traps (try again), or not a shell at all.
+            Ok(false) => match guard.end() {
+                Some(sys::End::Exited(code)) => Err(context(
+                    pgid,
+                    io::Error::other(format!(
+                        "/bin/sh exited (status {code}) without arming the guard (is /bin/sh a shell?)"
+                    )),
+                )),
+                _ => Ok(None),
+            },
             Err(e) => Err(context(pgid, e)),
         }
+    }
+
+    /// Holds our unreaped child `pid` (by a pidfd where one can be had) as the guard whose pipe's write end is `pipe`.
+    fn hold(pid: u32, pipe: OwnedFd) -> io::Result<Guard> {
+        Ok(Guard {
+            pid,
+            process: Some(sys::Held::new(pid)?),
+            _pipe: pipe,
+        })
     }
 
     /// The guard's pid.
     pub(crate) fn id(&self) -> u32 {
         self.pid
     }
+
+    /// Ends the guard: `SIGKILL`, then a reap, both only while it is our unreaped child (never once someone else
+    /// reaped it: with a pidfd, the signal and the reap cannot reach a process that reused its pid). The wait for the
+    /// killed guard is bounded as the drop of a `GroupChild` is (`DROP_REAP_LIMIT`): a guard that does not die in
+    /// time (stuck in uninterruptible sleep, or traced by a stopped tracer) is left unreaped, a zombie of ours once
+    /// it dies. How it ended, when it was reaped here.
+    fn end(&mut self) -> Option<sys::End> {
+        let process = self.process.take()?;
+        // ECHILD: not our unreaped child any more.
+        process.has_exited().ok()?;
+        // SIGKILL by pid (or pidfd) leaves the rest of the group alone.
+        let _ = process.kill();
+        let mut watch = ExitWatch::on(process.pidfd().and_then(|fd| fd.try_clone_to_owned().ok()));
+        let deadline = Instant::now().checked_add(DROP_REAP_LIMIT);
+        watch
+            .wait_for(deadline, || process.has_exited(), ExitWatch::sleep)
+            .ok()?
+            .then(|| process.reap_if_exited().ok().flatten())
+            .flatten()
+    }
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        // Signal the pid only while it is our unreaped child (ECHILD: someone else reaped it, and the pid may be
-        // reused). SIGKILL by pid leaves the rest of the group alone.
-        if sys::has_exited(self.pid).is_ok() {
-            let _ = sys::signal_process(self.pid, libc::SIGKILL);
-            let _ = sys::reap(self.pid);
-        }
+        // The write end closes after this, so the guard's end of file reaches a dead process and signals nothing.
+        self.end();
     }
 }
 
@@ -148,10 +204,10 @@ fn wait_ready(ready: OwnedFd) -> io::Result<bool> {
         revents: 0,
     }];
     let mut ready = File::from(ready);
-    let end = std::time::Instant::now() + READY_LIMIT;
+    let end = Instant::now() + READY_LIMIT;
     let mut armed = false;
     loop {
-        let left = end.saturating_duration_since(std::time::Instant::now());
+        let left = end.saturating_duration_since(Instant::now());
         if sys::poll(&mut fds, left)? == 0 {
             if left.is_zero() {
                 return Err(io::Error::new(
@@ -167,6 +223,19 @@ fn wait_ready(ready: OwnedFd) -> io::Result<bool> {
             _ => armed = true,
         }
     }
+}
+
+/// The job's `cgroup.kill` in `folder`, open for writing (close-on-exec), and the folder's path for `rmdir`.
+fn fork_cgroup(folder: &Path) -> io::Result<(File, std::ffi::CString)> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let path = folder.join("cgroup.kill");
+    let kill = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))?;
+    let folder = std::ffi::CString::new(folder.as_os_str().as_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    Ok((kill, folder))
 }
 
 fn context(pgid: u32, e: io::Error) -> io::Error {

@@ -5,6 +5,7 @@ use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::child::signal_unreaped_group;
+use crate::contain::Job;
 
 /// Whether the leader was reaped, under the lock that every handle takes to signal.
 #[derive(Debug, Default)]
@@ -33,11 +34,13 @@ impl Reaped {
 pub struct GroupHandle {
     pid: u32,
     reaped: Arc<Reaped>,
+    /// The job's boundary beyond the group (`spawn_contained`).
+    job: Job,
 }
 
 impl GroupHandle {
-    pub(crate) fn new(pid: u32, reaped: Arc<Reaped>) -> GroupHandle {
-        GroupHandle { pid, reaped }
+    pub(crate) fn new(pid: u32, reaped: Arc<Reaped>, job: Job) -> GroupHandle {
+        GroupHandle { pid, reaped, job }
     }
 
     /// The leader's process id, which is also the id of its process group (as [`GroupChild::id`](crate::GroupChild::id)).
@@ -62,7 +65,7 @@ impl GroupHandle {
         if *reaped {
             return Ok(());
         }
-        signal_unreaped_group(self.pid, signal)
+        signal_unreaped_group(self.pid, signal, &self.job)
     }
 
     /// Sends `SIGKILL` to the whole group; see [`signal`](GroupHandle::signal). The leader is reaped by the

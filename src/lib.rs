@@ -68,8 +68,9 @@
 //! # What is not promised
 //!
 //! - A descendant that leaves the group (`setsid`, `setpgid`, a double-forking daemon) is not reached by a group
-//!   kill. The `grouptimeout` command-line tool also catches those on Linux; for a hard boundary use cgroups or a
-//!   container.
+//!   kill. [`spawn_contained`](GroupCommandExt::spawn_contained) reaches them too (a cgroup of the job's own, or a
+//!   lineage mark; see [`Contain`] for each mode's guarantee and what it cannot catch); the `grouptimeout`
+//!   command-line tool also catches them on Linux.
 //! - A member this process may not signal (one that switched to another user) survives the group kill.
 //! - A wait returns once the killed leader is reaped, which can be later than its deadline: while the leader is
 //!   stuck in uninterruptible sleep, and while a tracer of the leader does not run (`strace -p`, then `SIGSTOP` to
@@ -167,6 +168,8 @@ mod capture;
 #[cfg(unix)]
 mod child;
 #[cfg(unix)]
+mod contain;
+#[cfg(unix)]
 mod guard;
 #[cfg(unix)]
 mod handle;
@@ -185,6 +188,8 @@ mod wait;
 pub use capture::Captured;
 #[cfg(unix)]
 pub use child::{GroupChild, GroupCommandExt, Outcome};
+#[cfg(unix)]
+pub use contain::{Contain, Containment, Leftover};
 #[cfg(unix)]
 pub use handle::GroupHandle;
 

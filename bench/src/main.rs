@@ -67,7 +67,7 @@ impl Opts {
                     println!(
                         "usage: grouptimeout-bench [--quick] [--only 1,2,...] [--cli PATH] [--variants] [--no-peers] [--scale F]\n\
                          rows: 1 spawn+wait, 2 exit latency, 3 wakeups/CPU, 4 deadline lateness, 5 1000-member \
-                         teardown, 6 CLI, 7 capture (feature `capture`), 8 die_with_parent, 9 32 concurrent waits\n\
+                         teardown, 6 CLI, 7 capture (feature `capture`), 8 die_with_parent, 9 32 concurrent waits, 10 spawn_contained (cgroup/lineage)\n\
                          --cli PATH  grouptimeout binary for row 6 (else $GROUPTIMEOUT_BIN, else \
                          ../target/release/grouptimeout)\n\
                          --variants  add poll-schedule variants (simulated through try_wait) to rows 1-4\n\
@@ -1301,6 +1301,159 @@ fn machine_header(o: &Opts) -> String {
     s
 }
 
+/// Row 10: the job boundary of `spawn_contained` (cgroup and lineage modes) against `spawn_group`: spawn + wait of
+/// `/bin/true`; ending a job with 200 `setsid` escapees; the lineage scan's cost with 1,000 more processes on the host.
+fn row10(o: &Opts, tab: &mut Table) {
+    use grouptimeout::{Contain, Containment};
+    let modes: [(&str, Option<Containment>); 3] = [
+        ("grouptimeout `spawn_group`", None),
+        ("`spawn_contained`, cgroup", Some(Containment::Cgroup)),
+        ("`spawn_contained`, lineage", Some(Containment::Lineage)),
+    ];
+    let contain = |mode: Option<Containment>| {
+        let mut c = Contain::new();
+        match mode {
+            Some(Containment::Lineage) => {
+                c.cgroup(false).require(Containment::Lineage);
+            }
+            Some(m) => {
+                c.require(m);
+            }
+            None => {}
+        }
+        c
+    };
+    let spawn = |mode: Option<Containment>, cmd: &mut Command| match mode {
+        None => cmd.spawn_group(),
+        Some(_) => contain(mode).spawn(cmd),
+    };
+    let n = o.n(400, 60);
+    eprintln!("row 10a: spawn(+contain) + wait /bin/true, {n} per mode");
+    let mut times = vec![vec![]; modes.len()];
+    for (_, m) in &modes {
+        spawn(*m, &mut Command::new("/bin/true"))
+            .unwrap()
+            .wait()
+            .unwrap();
+    }
+    alternate(modes.len(), n, |k, _| {
+        let t0 = Instant::now();
+        let mut c = spawn(modes[k].1, &mut Command::new("/bin/true")).unwrap();
+        assert!(c.wait().unwrap().success());
+        times[k].push(secs(t0.elapsed()));
+    });
+    let base = median(&times[0]);
+    for (k, (name, _)) in modes.iter().enumerate() {
+        let m = median(&times[k]);
+        tab.add(
+            "10",
+            "spawn + wait `/bin/true`, with the job boundary",
+            name,
+            t(m),
+            t(pct(&times[k], 0.99)),
+            "".into(),
+            format!(
+                "n={n}; {:+.3} ms vs `spawn_group`{}",
+                (m - base) * 1e3,
+                match k {
+                    1 => "; target ≤ +0.5 ms",
+                    2 => "; target ≤ +1 ms",
+                    _ => "",
+                }
+            ),
+        );
+    }
+
+    let n = o.n(20, 5);
+    eprintln!("row 10b: end a job with 200 setsid escapees, {n} per mode");
+    let script = "i=0; while [ $i -lt 200 ]; do setsid sleep 60 & i=$((i+1)); done; echo ready; exec sleep 60";
+    let mut times = vec![vec![]; 2];
+    let mut running = [0usize; 2];
+    alternate(2, n, |k, _| {
+        let mut c = spawn(
+            modes[k + 1].1,
+            Command::new("sh")
+                .args(["-c", script])
+                .stdout(Stdio::piped()),
+        )
+        .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(c.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let t0 = Instant::now();
+        let out = c.wait_timeout(Duration::ZERO).unwrap();
+        times[k].push(secs(t0.elapsed()));
+        assert!(out.timed_out());
+        let left: Vec<u32> = c.leftovers().iter().map(|l| l.pid).collect();
+        assert!(left.len() >= 200, "{} leftovers", left.len());
+        let alive = left.iter().filter(|&&p| !sys::is_dead(p)).count();
+        running[k] += alive;
+        let end = Instant::now() + Duration::from_secs(1);
+        while left.iter().any(|&p| !sys::is_dead(p)) && Instant::now() < end {
+            thread::sleep(Duration::from_millis(1));
+        }
+        assert!(
+            left.iter().all(|&p| sys::is_dead(p)),
+            "escapees alive 1 s after the wait"
+        );
+    });
+    for k in 0..2 {
+        tab.add(
+            "10",
+            "end a job with 200 `setsid` escapees: from the kill to the wait's return",
+            modes[k + 1].0,
+            t(median(&times[k])),
+            t(pct(&times[k], 0.99)),
+            "".into(),
+            format!(
+                "n={n}; not yet a zombie in /proc right after the wait: {} escapees in all runs (all dead 1 s later); \
+                 target ≤ 100 ms",
+                running[k]
+            ),
+        );
+    }
+
+    let n = o.n(100, 20);
+    eprintln!("row 10c: lineage kill point with 1,000 more processes on the host, {n} runs");
+    let mut extra: Vec<std::process::Child> = (0..1000)
+        .map(|_| Command::new("sleep").arg("600").spawn().unwrap())
+        .collect();
+    let mut times = vec![];
+    for _ in 0..n {
+        let mut c = spawn(modes[2].1, Command::new("sleep").arg("60")).unwrap();
+        let t0 = Instant::now();
+        c.kill().unwrap();
+        times.push(secs(t0.elapsed()));
+        c.wait().unwrap();
+    }
+    let procs = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter(|e| {
+            e.as_ref().is_ok_and(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|s| s.parse::<u32>().is_ok())
+            })
+        })
+        .count();
+    for mut x in extra.drain(..) {
+        let _ = x.kill();
+        let _ = x.wait();
+    }
+    tab.add(
+        "10",
+        "lineage kill point (`kill()`: /proc scan, pidfds, group kill)",
+        modes[2].0,
+        t(median(&times)),
+        t(pct(&times, 0.99)),
+        "".into(),
+        format!("n={n}; {procs} processes on the host during the scan; target ≤ 5 ms"),
+    );
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     if let (Some(a), Some(w)) = (args.next(), args.next()) {
@@ -1338,6 +1491,9 @@ fn main() {
     }
     if o.row(9) {
         row9(&o, &mut tab);
+    }
+    if o.row(10) {
+        row10(&o, &mut tab);
     }
     let load_end = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(

@@ -43,8 +43,9 @@ pub(crate) fn peek_exited_child() -> io::Result<Option<u32>> {
 ///
 /// The kernel always sets close-on-exec on a pidfd, so no command inherits it. The caller must hold `pid` as an
 /// unreaped child, so that it names our child and not a process that reused the id. Fails with `ENOSYS` on older
-/// kernels, `EPERM` under some seccomp filters, `EMFILE`/`ENFILE` without a free descriptor.
-#[cfg(all(target_os = "linux", not(grouptimeout_no_pidfd)))]
+/// kernels, `EPERM` under some seccomp filters, `EMFILE`/`ENFILE` without a free descriptor. (The lineage scan of
+/// `crate::contain` opens pidfds of processes that are not our children, and checks them after the open.)
+#[cfg(target_os = "linux")]
 pub(crate) fn pidfd_open(pid: u32) -> io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd as _;
     let pid = super::checked_pid(pid)?;

@@ -6,7 +6,8 @@
 //! - `fd`: pipes, non-blocking descriptors, `poll` and reads;
 //! - `guard`: the forked guard process that kills a group when its supervisor dies;
 //! - `linux`: Linux-only process controls (the subreaper flag, peeking at exited children);
-//! - `terminal`: the terminal's foreground group, stop reports, stopping ourselves (used by `host::Terminal`).
+//! - `terminal`: the terminal's foreground group, stop reports, stopping ourselves (used by `host::Terminal`);
+//! - `contain`: the job boundary's calls (extended attributes, entering a cgroup before `exec`, pidfd signals).
 //!
 //! Each wrapper checks its arguments, retries `EINTR` where the call can be interrupted, and turns
 //! a failure into `io::Error::last_os_error()` through [`cvt`].
@@ -49,6 +50,8 @@ fn checked_pid(id: u32) -> io::Result<libc::pid_t> {
     }
 }
 
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+mod contain;
 mod fd;
 mod guard;
 #[cfg(all(
@@ -60,6 +63,8 @@ mod process;
 mod signal;
 mod terminal;
 
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+pub(crate) use contain::*;
 pub(crate) use fd::*;
 pub(crate) use guard::*;
 #[cfg(all(

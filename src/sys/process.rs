@@ -54,6 +54,13 @@ pub(crate) fn signal_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
     group.and(leader)
 }
 
+/// The process group of process `pid` (`getpgid`).
+pub(crate) fn group_of(pid: u32) -> io::Result<u32> {
+    let pid = checked_pid(pid)?;
+    // SAFETY: getpgid has no memory-safety preconditions.
+    cvt(unsafe { libc::getpgid(pid) }).map(|pgid| pgid as u32)
+}
+
 /// `ESRCH` (no such process or group) means "already gone": success.
 fn gone_is_ok(result: io::Result<libc::c_int>) -> io::Result<()> {
     match result {
@@ -78,11 +85,6 @@ pub(crate) fn signal_process(pid: u32, signal: libc::c_int) -> io::Result<bool> 
 /// Reaps our child `pid` if it has exited, without blocking: `Ok(true)` when reaped (or already gone: `ECHILD`).
 pub(crate) fn reap_if_exited(pid: u32) -> io::Result<bool> {
     waitpid(pid, libc::WNOHANG)
-}
-
-/// Reaps our child `pid`, blocking until it exits; `ECHILD` (reaped already, or not ours) counts as done.
-pub(crate) fn reap(pid: u32) -> io::Result<()> {
-    waitpid(pid, 0).map(drop)
 }
 
 fn waitpid(pid: u32, flags: libc::c_int) -> io::Result<bool> {

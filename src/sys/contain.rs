@@ -1,0 +1,102 @@
+//! Linux calls of the job boundary (`crate::contain`): extended attributes of a cgroup folder, entering a cgroup
+//! before `exec`, and signalling through a pidfd.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+
+use super::cvt;
+
+/// The value of extended attribute `name` of `path` (at most 64 bytes of it); `None` when it is not set
+/// (`ENODATA`) or the file system has no extended attributes (`ENOTSUP`).
+pub(crate) fn getxattr(path: &Path, name: &str) -> io::Result<Option<Vec<u8>>> {
+    let path = CString::new(path.as_os_str().as_bytes())?;
+    let name = CString::new(name)?;
+    let mut value = [0u8; 64];
+    // SAFETY: both names are NUL-terminated strings that live across the call; `value` is a writable buffer of the
+    // length passed, into which getxattr writes at most that many bytes.
+    let n = unsafe {
+        libc::getxattr(
+            path.as_ptr(),
+            name.as_ptr(),
+            value.as_mut_ptr().cast(),
+            value.len(),
+        )
+    };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENODATA) | Some(libc::ENOTSUP) | Some(libc::ERANGE) => Ok(None),
+            _ => Err(e),
+        };
+    }
+    Ok(Some(value[..n as usize].to_vec()))
+}
+
+/// The hook that [`enter_at_exec`] added to a `Command`; dropping it disarms the hook, so that a later spawn of the
+/// same `Command` never writes to whatever the descriptor number names by then.
+#[derive(Debug)]
+pub(crate) struct EnterHook(Arc<AtomicI32>);
+
+impl Drop for EnterHook {
+    fn drop(&mut self) {
+        self.0.store(-1, Ordering::SeqCst);
+    }
+}
+
+/// Makes the child of every spawn of `command`, while the returned hook lives, move itself into the cgroup whose
+/// `cgroup.procs` is `procs` (open for writing) just before it calls `exec`: it writes "0" there, which moves the
+/// writing process. The write is async-signal-safe, so this is sound in a multi-threaded process; a failed write
+/// fails the spawn with the write's error.
+///
+/// This adds a `pre_exec` hook, so std forks and execs instead of using `posix_spawn` (see
+/// `GroupCommandExt::spawn_contained` for the cost); the hook stays on `command`, disarmed, after the returned value is
+/// dropped.
+pub(crate) fn enter_at_exec(command: &mut Command, procs: BorrowedFd<'_>) -> EnterHook {
+    let fd = Arc::new(AtomicI32::new(procs.as_raw_fd()));
+    let armed = Arc::clone(&fd);
+    // SAFETY: the hook runs in the forked child before exec and calls only `write(2)`, which is async-signal-safe;
+    // it allocates nothing and takes no lock (an atomic load is a plain read of memory copied by the fork).
+    unsafe {
+        command.pre_exec(move || {
+            let fd = armed.load(Ordering::SeqCst);
+            if fd < 0 {
+                return Ok(());
+            }
+            let n = libc::write(fd, b"0".as_ptr().cast(), 1);
+            if n == 1 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        })
+    };
+    EnterHook(fd)
+}
+
+/// Sends `signal` to the process a pidfd names (`pidfd_send_signal`, Linux 5.1): `Ok(false)` when it has exited.
+///
+/// Unlike `kill(2)` this never reaches another process that reused the pid.
+pub(crate) fn pidfd_send_signal(pidfd: BorrowedFd<'_>, signal: libc::c_int) -> io::Result<bool> {
+    // SAFETY: integer arguments and a null siginfo pointer, which the call allows (it then fills one in itself).
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            signal,
+            std::ptr::null::<libc::siginfo_t>(),
+            0 as libc::c_uint,
+        )
+    };
+    match cvt(rc as libc::c_int) {
+        Ok(_) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(false),
+        Err(e) => Err(e),
+    }
+}

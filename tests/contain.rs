@@ -1,0 +1,550 @@
+//! `spawn_contained`: the job's processes that left its group die with it, in cgroup mode (as root, where a
+//! cgroup v2 can be made) and in lineage mode (no cgroup: `Contain::cgroup(false)`, a cgroup folder that cannot be
+//! used, or an unprivileged user through `setpriv`). Death is read from `/proc/PID/stat`.
+#![cfg(unix)]
+
+mod common;
+
+/// Where neither mode exists (macOS, BSD, a `grouptimeout_portable` build), a contained job has its group only.
+#[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
+#[test]
+fn elsewhere_a_contained_job_has_its_group_only() {
+    use grouptimeout::{Contain, Containment, GroupCommandExt};
+    let mut child = std::process::Command::new("true")
+        .spawn_contained()
+        .unwrap();
+    assert_eq!(child.containment(), Containment::Group);
+    child.wait().unwrap();
+    assert!(child.leftovers().is_empty());
+    let refused = Contain::new()
+        .require(Containment::Lineage)
+        .spawn(&mut std::process::Command::new("true"));
+    assert_eq!(refused.unwrap_err().kind(), std::io::ErrorKind::Unsupported);
+}
+
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+mod linux {
+    use super::common::*;
+
+    use std::fs;
+    use std::io::{BufRead, BufReader};
+    use std::path::PathBuf;
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    use grouptimeout::{Contain, Containment, GroupChild, GroupCommandExt};
+
+    const LONG: Duration = Duration::from_secs(60);
+
+    /// How the tests of one mode spawn: `None` (skipped, said why) when the mode cannot be had here.
+    fn contain(test: &str, mode: Containment) -> Option<Contain> {
+        let mut how = Contain::new();
+        match mode {
+            Containment::Cgroup => {
+                how.require(Containment::Cgroup);
+                if let Err(e) = how
+                    .spawn(&mut Command::new("true"))
+                    .and_then(|mut c| c.wait())
+                {
+                    skip_or_fail(test, &format!("no cgroup can be made here: {e}"));
+                    return None;
+                }
+            }
+            _ => {
+                how.cgroup(false).require(Containment::Lineage);
+            }
+        }
+        Some(how)
+    }
+
+    /// Spawns `script` under `sh -c` in `mode`, with stdout piped; returns the child and the first `n` lines it printed
+    /// (pids, or "ready").
+    fn start(
+        how: &Contain,
+        mode: Containment,
+        script: &str,
+        n: usize,
+    ) -> (GroupChild, Vec<String>) {
+        let mut child = how
+            .spawn(
+                Command::new("sh")
+                    .args(["-c", script])
+                    .stdout(Stdio::piped()),
+            )
+            .expect("spawn_contained");
+        assert_eq!(child.containment(), mode);
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let lines = (0..n)
+            .map(|_| {
+                let mut line = String::new();
+                out.read_line(&mut line).expect("a line from the command");
+                line.trim().to_string()
+            })
+            .collect();
+        (child, lines)
+    }
+
+    fn pids(lines: &[String]) -> Vec<u32> {
+        lines.iter().map(|l| l.parse().expect("a pid")).collect()
+    }
+
+    /// The job folder of a fresh child, checked to be the job's own.
+    fn folder_of(child: &GroupChild) -> Option<PathBuf> {
+        if child.containment() != Containment::Cgroup {
+            return None;
+        }
+        let folder = job_folder(child.id()).expect("the leader's cgroup");
+        assert!(
+            folder
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("grouptimeout-"),
+            "{folder:?}"
+        );
+        Some(folder)
+    }
+
+    fn assert_removed(folder: Option<PathBuf>) {
+        if let Some(folder) = folder {
+            assert!(
+                !folder.exists(),
+                "the job's cgroup {folder:?} was left behind"
+            );
+        }
+    }
+
+    /// Defines one test per mode for a scenario `fn(test, &Contain, Containment)`.
+    macro_rules! both_modes {
+        ($scenario:ident, $cgroup:ident, $lineage:ident) => {
+            #[test]
+            fn $cgroup() {
+                if let Some(how) = contain(stringify!($cgroup), Containment::Cgroup) {
+                    $scenario(&how, Containment::Cgroup);
+                }
+            }
+            #[test]
+            fn $lineage() {
+                if let Some(how) = contain(stringify!($lineage), Containment::Lineage) {
+                    $scenario(&how, Containment::Lineage);
+                }
+            }
+        };
+    }
+
+    fn escapee_at_the_deadline(how: &Contain, mode: Containment) {
+        let (mut child, lines) = start(how, mode, "setsid sleep 30 & echo $!; exec sleep 30", 1);
+        let escapee = pids(&lines);
+        let _cleanup = KillOnDrop(escapee.clone());
+        let folder = folder_of(&child);
+        assert!(child
+            .wait_timeout(Duration::from_millis(200))
+            .unwrap()
+            .timed_out());
+        assert_eq!(
+            survivors_after(Duration::from_secs(5), &escapee),
+            [] as [u32; 0]
+        );
+        assert!(
+            child
+                .leftovers()
+                .iter()
+                .any(|l| l.pid == escapee[0] && l.name == "sleep"),
+            "{:?}",
+            child.leftovers()
+        );
+        assert_removed(folder);
+    }
+    both_modes!(
+        escapee_at_the_deadline,
+        cgroup_setsid_escapee_dies_at_the_deadline,
+        lineage_setsid_escapee_dies_at_the_deadline
+    );
+
+    fn daemon_after_exit(how: &Contain, mode: Containment) {
+        // A double fork: the daemon's parent exits, so it is an orphan in a session of its own.
+        let (mut child, lines) = start(how, mode, "(setsid sleep 30 & echo $!) ; exit 3", 1);
+        let daemon = pids(&lines);
+        let _cleanup = KillOnDrop(daemon.clone());
+        let folder = folder_of(&child);
+        let outcome = child.wait_timeout(LONG).unwrap();
+        assert_eq!(outcome.status().code(), Some(3));
+        assert_eq!(
+            survivors_after(Duration::from_secs(5), &daemon),
+            [] as [u32; 0]
+        );
+        assert_eq!(
+            child.leftovers().iter().map(|l| l.pid).collect::<Vec<_>>(),
+            daemon
+        );
+        assert_removed(folder);
+    }
+    both_modes!(
+        daemon_after_exit,
+        cgroup_daemon_left_after_a_normal_exit_dies,
+        lineage_daemon_left_after_a_normal_exit_dies
+    );
+
+    /// An escapee that cleared its environment: the cgroup still has it; lineage cannot see it (documented).
+    fn cleared_environment(how: &Contain, mode: Containment) {
+        let (mut child, lines) = start(how, mode, "env -i setsid sleep 30 & echo $!; exit 0", 1);
+        let escapee = pids(&lines);
+        let _cleanup = KillOnDrop(escapee.clone());
+        let folder = folder_of(&child);
+        child.wait_timeout(LONG).unwrap();
+        if mode == Containment::Cgroup {
+            assert_eq!(
+                survivors_after(Duration::from_secs(5), &escapee),
+                [] as [u32; 0]
+            );
+        } else {
+            assert!(
+                !is_dead(escapee[0]),
+                "lineage mode cannot recognise a process without the mark"
+            );
+        }
+        assert_removed(folder);
+    }
+    both_modes!(
+        cleared_environment,
+        cgroup_escapee_with_a_cleared_environment_dies,
+        lineage_misses_an_escapee_with_a_cleared_environment
+    );
+
+    /// The caller's own child and a daemon it started before are not the job's: a job's kill leaves them alone.
+    fn others_untouched(how: &Contain, mode: Containment) {
+        let mut own = Command::new("sleep").arg("30").spawn().unwrap();
+        let daemon = Command::new("setsid")
+            .args(["sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!"])
+            .stdout(Stdio::piped())
+            .output();
+        let theirs = pids(&[String::from_utf8(daemon.unwrap().stdout)
+            .unwrap()
+            .trim()
+            .to_string()]);
+        let _cleanup = KillOnDrop(vec![own.id(), theirs[0]]);
+        let (mut child, lines) = start(how, mode, "setsid sleep 30 & echo $!; exec sleep 30", 1);
+        let escapee = pids(&lines);
+        let _cleanup2 = KillOnDrop(escapee.clone());
+        assert!(child
+            .wait_timeout(Duration::from_millis(100))
+            .unwrap()
+            .timed_out());
+        assert_eq!(
+            survivors_after(Duration::from_secs(5), &escapee),
+            [] as [u32; 0]
+        );
+        assert!(
+            !is_dead(own.id()) && !is_dead(theirs[0]),
+            "the job's kill reached a process outside it"
+        );
+        assert!(child
+            .leftovers()
+            .iter()
+            .all(|l| l.pid != own.id() && l.pid != theirs[0]));
+        assert!(!child.in_job(own.id()) && !child.in_job(theirs[0]));
+        own.kill().unwrap();
+        own.wait().unwrap();
+    }
+    both_modes!(
+        others_untouched,
+        cgroup_leaves_the_callers_children_and_daemons_alone,
+        lineage_leaves_the_callers_children_and_daemons_alone
+    );
+
+    /// Two jobs at once: ending one touches nothing of the other; the drop ends the second.
+    fn two_jobs(how: &Contain, mode: Containment) {
+        let script = "setsid sleep 30 & echo $!; exec sleep 30";
+        let (mut one, a) = start(how, mode, script, 1);
+        let (two, b) = start(how, mode, script, 1);
+        let (a, b) = (pids(&a), pids(&b));
+        let _cleanup = KillOnDrop([a.clone(), b.clone()].concat());
+        let (folder_one, folder_two) = (folder_of(&one), folder_of(&two));
+        assert!(two.in_job(b[0]) && !two.in_job(a[0]));
+        one.kill().unwrap();
+        one.wait().unwrap();
+        assert_eq!(survivors_after(Duration::from_secs(5), &a), [] as [u32; 0]);
+        assert!(
+            !is_dead(b[0]) && !is_dead(two.id()),
+            "ending one job reached the other"
+        );
+        assert!(one
+            .leftovers()
+            .iter()
+            .all(|l| l.pid != b[0] && l.pid != two.id()));
+        drop(two);
+        assert_eq!(survivors_after(Duration::from_secs(5), &b), [] as [u32; 0]);
+        assert_removed(folder_one);
+        assert_removed(folder_two);
+    }
+    both_modes!(
+        two_jobs,
+        cgroup_ending_one_job_leaves_another_alone,
+        lineage_ending_one_job_leaves_another_alone
+    );
+
+    /// A handle's kill from another thread reaches the escapee too; kept leftovers stay (and, in cgroup mode, the folder
+    /// goes all the same).
+    fn handle_and_kept_leftovers(how: &Contain, mode: Containment) {
+        let (mut child, lines) = start(how, mode, "setsid sleep 30 & echo $!; exec sleep 30", 1);
+        let escapee = pids(&lines);
+        let _cleanup = KillOnDrop(escapee.clone());
+        let folder = folder_of(&child);
+        let handle = child.handle();
+        std::thread::spawn(move || handle.kill().unwrap())
+            .join()
+            .unwrap();
+        assert_eq!(
+            survivors_after(Duration::from_secs(5), &escapee),
+            [] as [u32; 0]
+        );
+        child.wait().unwrap();
+        assert!(
+            child.leftovers().iter().any(|l| l.pid == escapee[0]),
+            "{:?}",
+            child.leftovers()
+        );
+        assert_removed(folder);
+
+        let (mut child, lines) = start(how, mode, "setsid sleep 30 & echo $!; exit 0", 1);
+        let kept = pids(&lines);
+        let _cleanup = KillOnDrop(kept.clone());
+        let folder = folder_of(&child);
+        child.set_kill_leftovers(false);
+        child.wait().unwrap();
+        assert!(
+            !is_dead(kept[0]),
+            "set_kill_leftovers(false) must leave the job's leftovers running"
+        );
+        assert!(child.leftovers().is_empty());
+        assert_removed(folder);
+    }
+    both_modes!(
+        handle_and_kept_leftovers,
+        cgroup_handle_kill_and_kept_leftovers,
+        lineage_handle_kill_and_kept_leftovers
+    );
+
+    /// 200 escapees, each in a session of its own, all end with the job.
+    fn many_escapees(how: &Contain, mode: Containment) {
+        let script = "i=0; while [ $i -lt 200 ]; do setsid sleep 30 & i=$((i+1)); done; echo ready; exec sleep 30";
+        let (mut child, _) = start(how, mode, script, 1);
+        let folder = folder_of(&child);
+        let outcome = child.wait_timeout(Duration::ZERO).unwrap();
+        assert!(outcome.timed_out());
+        let left: Vec<u32> = child.leftovers().iter().map(|l| l.pid).collect();
+        let _cleanup = KillOnDrop(left.clone());
+        assert!(left.len() >= 200, "only {} leftovers reached", left.len());
+        assert_eq!(
+            survivors_after(Duration::from_secs(5), &left),
+            [] as [u32; 0]
+        );
+        assert_removed(folder);
+    }
+    both_modes!(
+        many_escapees,
+        cgroup_ends_200_escapees,
+        lineage_ends_200_escapees
+    );
+
+    /// Drops of a running job, and of one whose leader was killed through `kill`, leave no process and no folder.
+    fn drops(how: &Contain, mode: Containment) {
+        for kill_first in [false, true] {
+            let (mut child, lines) =
+                start(how, mode, "setsid sleep 30 & echo $!; exec sleep 30", 1);
+            let escapee = pids(&lines);
+            let _cleanup = KillOnDrop(escapee.clone());
+            let folder = folder_of(&child);
+            if kill_first {
+                child.kill().unwrap();
+            }
+            drop(child);
+            assert_eq!(
+                survivors_after(Duration::from_secs(5), &escapee),
+                [] as [u32; 0]
+            );
+            assert_removed(folder);
+        }
+    }
+    both_modes!(drops, cgroup_drop_ends_the_job, lineage_drop_ends_the_job);
+
+    /// Processes whose command line holds `needle`.
+    fn with_cmdline(needle: &str) -> Vec<u32> {
+        let mut found = Vec::new();
+        for entry in fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+                continue;
+            };
+            let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains(needle) && !is_dead(pid) {
+                found.push(pid);
+            }
+        }
+        found
+    }
+
+    /// A command that forks at once, into a session of its own and with no environment, never escapes the cgroup: the
+    /// leader is inside before it runs one instruction.
+    #[test]
+    fn cgroup_a_command_that_forks_at_once_never_escapes() {
+        let test = "cgroup_a_command_that_forks_at_once_never_escapes";
+        let Some(how) = contain(test, Containment::Cgroup) else {
+            return;
+        };
+        let needle = format!("30.{}7", std::process::id());
+        for round in 0..40 {
+            let mut child = how
+                .spawn(Command::new("env").args(["-i", "setsid", "-f", "sleep", &needle]))
+                .unwrap();
+            assert_eq!(child.containment(), Containment::Cgroup);
+            let folder = folder_of(&child);
+            child.wait_timeout(LONG).unwrap();
+            let escaped = with_cmdline(&needle);
+            kill_pids(&escaped);
+            assert_eq!(escaped, [] as [u32; 0], "round {round}: escaped the cgroup");
+            assert_removed(folder);
+        }
+    }
+
+    /// A cgroup folder that cannot be used falls back to lineage, unless the cgroup is required.
+    #[test]
+    fn an_unusable_cgroup_folder_falls_back_to_lineage_unless_required() {
+        let mut how = Contain::new();
+        how.cgroup_parent("/nonexistent/grouptimeout");
+        let mut child = how.spawn(&mut Command::new("true")).unwrap();
+        assert_eq!(child.containment(), Containment::Lineage);
+        child.wait().unwrap();
+        how.require(Containment::Cgroup);
+        let e = how.spawn(&mut Command::new("true")).unwrap_err();
+        assert!(e.to_string().contains("/nonexistent/grouptimeout"), "{e}");
+        let child = Command::new("true").spawn_group().unwrap();
+        assert_eq!(child.containment(), Containment::Group);
+        assert!(child.leftovers().is_empty());
+    }
+
+    /// The mark is taken off the `Command` after the spawn: a later plain spawn of it carries none.
+    #[test]
+    fn the_lineage_mark_is_not_left_on_the_command() {
+        let mut how = Contain::new();
+        how.cgroup(false);
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "env | grep -c GROUPTIMEOUT_JOB_ || true"])
+            .stdout(Stdio::piped());
+        let child = how.spawn(&mut cmd).unwrap();
+        let out = child.wait_with_output_timeout(LONG).unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
+        let out = cmd.output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0");
+    }
+
+    /// As an unprivileged user no cgroup can be made here: `spawn_contained` gives lineage, which still ends a `setsid`
+    /// escapee. The scenario runs in this test binary, re-run through `setpriv` as nobody.
+    #[test]
+    fn unprivileged_spawn_contained_gets_lineage() {
+        let test = "unprivileged_spawn_contained_gets_lineage";
+        if std::env::var_os("GROUPTIMEOUT_TEST_UNPRIVILEGED").is_some() {
+            let (mut child, lines) = {
+                let mut child = Command::new("sh")
+                    .args(["-c", "setsid sleep 30 & echo $!; exec sleep 30"])
+                    .stdout(Stdio::piped())
+                    .spawn_contained()
+                    .unwrap();
+                let pid = read_pid(child.stdout.take().unwrap());
+                (child, vec![pid])
+            };
+            let _cleanup = KillOnDrop(lines.clone());
+            assert_eq!(child.containment(), Containment::Lineage);
+            assert!(child
+                .wait_timeout(Duration::from_millis(100))
+                .unwrap()
+                .timed_out());
+            assert_eq!(
+                survivors_after(Duration::from_secs(5), &lines),
+                [] as [u32; 0]
+            );
+            return;
+        }
+        // SAFETY-free check for root: only root can switch to nobody.
+        if !fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .any(|l| l.starts_with("Uid:\t0\t"))
+        {
+            skip_or_fail(test, "not root, so setpriv cannot switch to nobody");
+            return;
+        }
+        let out = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(std::env::current_exe().unwrap())
+            .args(["--exact", &format!("linux::{test}"), "--nocapture"])
+            .env("GROUPTIMEOUT_TEST_UNPRIVILEGED", "1")
+            .output();
+        match out {
+            Err(e) => skip_or_fail(test, &format!("setpriv cannot run: {e}")),
+            Ok(out) => assert!(
+                out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
+    }
+
+    /// With `die_with_parent`, a supervisor killed with `SIGKILL` takes the whole cgroup along (the escapee too),
+    /// and its guard removes the folder. The supervisor is this test binary, re-run.
+    #[test]
+    fn cgroup_die_with_parent_ends_the_job_and_its_folder() {
+        let test = "cgroup_die_with_parent_ends_the_job_and_its_folder";
+        if std::env::var_os("GROUPTIMEOUT_TEST_SUPERVISOR").is_some() {
+            let how = contain(test, Containment::Cgroup).unwrap();
+            let (mut child, lines) = start(
+                &how,
+                Containment::Cgroup,
+                "setsid sleep 30 & echo $!; exec sleep 30",
+                1,
+            );
+            child.die_with_parent().unwrap();
+            println!(
+                "escapee {} folder {}",
+                lines[0],
+                folder_of(&child).unwrap().display()
+            );
+            std::thread::sleep(LONG);
+            return;
+        }
+        if contain(test, Containment::Cgroup).is_none() {
+            return;
+        }
+        let mut supervisor = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", &format!("linux::{test}"), "--nocapture"])
+            .env("GROUPTIMEOUT_TEST_SUPERVISOR", "1")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(supervisor.stdout.take().unwrap());
+        let mut line = String::new();
+        while !line.starts_with("escapee ") {
+            line.clear();
+            assert_ne!(
+                out.read_line(&mut line).unwrap(),
+                0,
+                "the supervisor ended early"
+            );
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let escapee: u32 = words[1].parse().unwrap();
+        let folder = PathBuf::from(words[3]);
+        let _cleanup = KillOnDrop(vec![escapee]);
+        supervisor.kill().unwrap();
+        supervisor.wait().unwrap();
+        assert_eq!(
+            survivors_after(Duration::from_secs(10), &[escapee]),
+            [] as [u32; 0]
+        );
+        assert!(
+            eventually(Duration::from_secs(10), || !folder.exists()),
+            "{folder:?} left behind"
+        );
+    }
+}
