@@ -365,6 +365,9 @@ fn stop_signal_does_not_stop_the_tool() {
 
 #[test]
 fn a_stop_signal_leaves_the_command_stopped() {
+    if !common::have("a_stop_signal_leaves_the_command_stopped", "perl", "-v") {
+        return;
+    }
     // Issue 16.10: `-s STOP` without `-k` used to follow STOP with CONT at once. As under GNU, the command stays
     // stopped (GNU stops itself too; the tool, outside the group, waits on).
     let mut tool =
