@@ -83,17 +83,6 @@ pub struct Captured {
 }
 
 impl GroupChild {
-    /// Sets the most bytes of each output stream kept by
-    /// [`wait_with_output_timeout`](GroupChild::wait_with_output_timeout); the default is 16 MiB.
-    ///
-    /// Output past the limit is still read (the command never blocks on a full pipe) and discarded, except for the
-    /// tail; see [which bytes are kept](Captured#which-bytes-are-kept). Memory stays below about 1.5 times the limit
-    /// per stream, plus a 64 KiB read buffer. `usize::MAX` keeps everything, as [`std::process::Child::wait_with_output`]
-    /// does.
-    pub fn set_output_limit(&mut self, bytes: usize) {
-        self.output_limit = bytes;
-    }
-
     /// Waits at most `timeout` for the command, reading its standard output and standard error meanwhile; see
     /// [`wait_with_output_deadline`](GroupChild::wait_with_output_deadline).
     ///
@@ -102,6 +91,26 @@ impl GroupChild {
     /// # Errors
     ///
     /// As for [`wait_with_output_deadline`](GroupChild::wait_with_output_deadline).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::process::{Command, Stdio};
+    /// use std::time::Duration;
+    /// use grouptimeout::GroupCommandExt;
+    ///
+    /// # fn main() -> std::io::Result<()> {
+    /// let child = Command::new("sh")
+    ///     .args(["-c", "echo started; sleep 30"])
+    ///     .stdout(Stdio::piped())
+    ///     .spawn_group()?;
+    /// let captured = child.wait_with_output_timeout(Duration::from_secs(1))?;
+    /// // What the command wrote before its deadline is kept.
+    /// assert!(captured.outcome.timed_out());
+    /// assert_eq!(captured.stdout, b"started\n");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn wait_with_output_timeout(self, timeout: Duration) -> io::Result<Captured> {
         let deadline = Instant::now().checked_add(timeout);
         self.capture(deadline)

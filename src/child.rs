@@ -13,8 +13,8 @@ use crate::handle::{GroupHandle, Reaped};
 use crate::sys;
 use crate::wait::ExitWatch;
 
-/// Extends [`std::process::Command`] with [`spawn_group`](CommandExt::spawn_group).
-pub trait CommandExt {
+/// Extends [`std::process::Command`] with [`spawn_group`](GroupCommandExt::spawn_group).
+pub trait GroupCommandExt {
     /// Spawns the command as the leader of a new process group and returns a handle that waits for it with a
     /// deadline and leaves no process of the group running.
     ///
@@ -44,17 +44,17 @@ pub trait CommandExt {
     ///
     /// # Errors
     ///
-    /// - The spawn failed: the error keeps std's [`ErrorKind`](io::ErrorKind) (`NotFound` for a missing program,
-    ///   `PermissionDenied` for one that is not executable or is a directory) and its message names the program.
-    ///   Its [`source()`](std::error::Error::source), reached through [`io::Error::get_ref`], is std's own
-    ///   `io::Error`, which holds the OS error number (`raw_os_error`), for instance `ENOEXEC` for a script without
-    ///   `#!` (no `/bin/sh` fallback is tried) or `EAGAIN` when no process could be created.
+    /// - The spawn failed: std's error as it is, with the OS error number (`raw_os_error()`) and std's
+    ///   [`ErrorKind`](io::ErrorKind): `ENOENT` (`NotFound`) for a missing program, `EACCES` (`PermissionDenied`)
+    ///   for one that is not executable or is a directory, `ENOEXEC` for a script without `#!` (no `/bin/sh`
+    ///   fallback is tried), `EAGAIN` when no process could be created. Like std's, its message does not name the
+    ///   program (see [Errors](crate#errors)).
     /// - This process ignores `SIGCHLD` (`SIG_IGN`, or a handler with `SA_NOCLDWAIT`): the kernel would reap the
     ///   leader the moment it exits, nothing would keep its group id from being reused, and a later group kill
     ///   could hit an unrelated process. Nothing is spawned; restore the default disposition to use this crate.
     fn spawn_group(&mut self) -> io::Result<GroupChild>;
 
-    /// [`spawn_group`](CommandExt::spawn_group) plus a job boundary: every promise of `spawn_group` holds, and
+    /// [`spawn_group`](GroupCommandExt::spawn_group) plus a job boundary: every promise of `spawn_group` holds, and
     /// wherever the group is killed (the deadline, a grace signal, the leftovers after the leader's exit,
     /// [`kill`](GroupChild::kill) and [`signal`](GroupChild::signal), a [`GroupHandle`]'s, the drop), the job's
     /// processes that left the group (`setsid`, double-forking daemons) are signalled too, before the call returns.
@@ -74,7 +74,7 @@ pub trait CommandExt {
     fn spawn_contained(&mut self) -> io::Result<GroupChild>;
 }
 
-impl CommandExt for Command {
+impl GroupCommandExt for Command {
     fn spawn_group(&mut self) -> io::Result<GroupChild> {
         spawn_with(self, Job::default())
     }
@@ -84,7 +84,7 @@ impl CommandExt for Command {
     }
 }
 
-/// [`CommandExt::spawn_group`], for a job with the boundary `job`.
+/// [`GroupCommandExt::spawn_group`], for a job with the boundary `job`.
 pub(crate) fn spawn_with(command: &mut Command, job: Job) -> io::Result<GroupChild> {
     if sys::children_are_auto_reaped()? {
         return Err(io::Error::new(
@@ -97,35 +97,9 @@ pub(crate) fn spawn_with(command: &mut Command, job: Job) -> io::Result<GroupChi
             ),
         ));
     }
-    let child = command.process_group(0).spawn().map_err(|error| {
-        io::Error::new(
-            error.kind(),
-            SpawnError {
-                program: command.get_program().to_owned(),
-                error,
-            },
-        )
-    })?;
+    // std's error as it is: `raw_os_error()` is the errno (see "Errors" in the crate docs).
+    let child = command.process_group(0).spawn()?;
     Ok(GroupChild::new(child, job))
-}
-
-/// A failed spawn: names the program, and keeps std's error as its `source()`.
-#[derive(Debug)]
-struct SpawnError {
-    program: std::ffi::OsString,
-    error: io::Error,
-}
-
-impl fmt::Display for SpawnError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cannot run {:?}: {}", self.program, self.error)
-    }
-}
-
-impl std::error::Error for SpawnError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.error)
-    }
 }
 
 /// How a wait ended: with the leader's exit status either way.
@@ -155,7 +129,33 @@ impl Outcome {
     }
 }
 
-/// A command running as the leader of its own process group; see [`CommandExt::spawn_group`].
+/// Reads as a log line: `exited with status 3`, `killed by signal 9` (a leader killed by a
+/// [`GroupHandle`] or [`GroupChild::kill`]), `timed out; killed by signal 9`, `timed out; exited with status 0` (the
+/// leader exited on its own during a grace period). A core dump adds ` (core dumped)`.
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use std::os::unix::process::ExitStatusExt as _;
+        if self.timed_out() {
+            f.write_str("timed out; ")?;
+        }
+        let status = self.status();
+        match (status.code(), status.signal()) {
+            (Some(code), _) => write!(f, "exited with status {code}"),
+            (None, Some(signal)) => {
+                write!(f, "killed by signal {signal}")?;
+                if status.core_dumped() {
+                    f.write_str(" (core dumped)")?;
+                }
+                Ok(())
+            }
+            // Neither an exit nor a fatal signal: a reaped leader has one of the two, so this is only for
+            // completeness (std's own wording).
+            (None, None) => write!(f, "{status}"),
+        }
+    }
+}
+
+/// A command running as the leader of its own process group; see [`GroupCommandExt::spawn_group`].
 ///
 /// Every wait returns only after the group was dealt with: at the deadline the whole group is killed and the
 /// leader reaped; when the leader exits first, the rest of its group is killed (unless
@@ -189,7 +189,7 @@ pub struct GroupChild {
     guard: Option<Guard>,
     /// Shared with the [`GroupHandle`]s, made by the first call of [`handle`](GroupChild::handle).
     reaped: OnceLock<Arc<Reaped>>,
-    /// The job's boundary beyond the group (`contain/`); nothing for [`CommandExt::spawn_group`].
+    /// The job's boundary beyond the group (`contain/`); nothing for [`GroupCommandExt::spawn_group`].
     job: Job,
     /// What the job's kills reached besides the leader.
     leftovers: Vec<Leftover>,
@@ -232,76 +232,6 @@ impl GroupChild {
         }
     }
 
-    /// The leader's process id, which is also the id of its process group.
-    pub fn id(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// The pid of the guard process of [`die_with_parent`](GroupChild::die_with_parent) (or
-    /// [`host::die_with_parent_forked`](crate::host::die_with_parent_forked)) while this handle holds it: `None`
-    /// before, and once a wait, [`Drop`] or a failed start ended it.
-    ///
-    /// The guard is a child of this process. Code that signals or reaps this process's children by pid must leave it
-    /// alone, as it leaves the leader: pass it in `owned`, with [`id`](GroupChild::id), to
-    /// [`host::Subreaper::sweep`](crate::host::Subreaper::sweep) and
-    /// [`reap_exited`](crate::host::Subreaper::reap_exited). A guard killed or reaped by other code no longer guards
-    /// the group.
-    pub fn guard_id(&self) -> Option<u32> {
-        self.guard.as_ref().map(Guard::id)
-    }
-
-    /// Which boundary the job has: [`Containment::Group`] for [`spawn_group`](CommandExt::spawn_group), else what
-    /// [`spawn_contained`](CommandExt::spawn_contained) could make (see [`Contain`]).
-    pub fn containment(&self) -> Containment {
-        self.job.containment()
-    }
-
-    /// The processes besides the leader that the job's `SIGKILL`s reached (pid and name at the time), once each, in
-    /// the order found; complete when a wait has returned (a [`GroupHandle`]'s kills are added at the next wait).
-    /// Empty for a [`spawn_group`](CommandExt::spawn_group) child (no scan is made for a plain group), and when
-    /// nothing was left to kill.
-    pub fn leftovers(&self) -> &[Leftover] {
-        &self.leftovers
-    }
-
-    /// Whether process `pid` belongs to the job now: it is in the job's cgroup; or it carries the job's lineage mark
-    /// or is in the leader's group; or, for a plain group, it is in the leader's group.
-    ///
-    /// For a supervisor that sweeps orphans (a subreaper, see [`host::Subreaper`](crate::host::Subreaper)) and must
-    /// leave alone those that are not the job's. The answer is about whatever process `pid` names at the time of
-    /// the call: the caller keeps the pid from being reused (an unreaped child of its own, such as an adopted
-    /// orphan, is).
-    pub fn in_job(&self, pid: u32) -> bool {
-        self.job.contains(self.id(), pid)
-    }
-
-    /// Whether the leader was not reaped yet through this handle, so that its id still names our group.
-    pub(crate) fn leader_unreaped(&self) -> bool {
-        self.outcome.is_none()
-    }
-
-    /// At the deadline, send `signal` to the group (followed by `SIGCONT`, so that stopped members act on it), wait
-    /// up to `grace` for the leader to exit, then send `SIGKILL` to the group and reap the leader.
-    ///
-    /// A stop signal (`SIGSTOP`, `SIGTSTP`, `SIGTTIN`, `SIGTTOU`) is not followed by `SIGCONT`: the group stays
-    /// stopped for the grace period (a `SIGCONT` would undo the stop at once), and `SIGKILL` ends it, stopped or not.
-    ///
-    /// The default is no grace: `SIGKILL` at the deadline. The leader's exit ends the grace period at once, and the
-    /// members still running then are sent `SIGKILL`; so a wait with a grace period returns at most about `grace`
-    /// after its deadline. An invalid `signal` is reported by the wait that hits the deadline, after the group was
-    /// killed and the leader reaped.
-    pub fn set_grace(&mut self, signal: i32, grace: Duration) {
-        self.grace = Some((signal, grace));
-    }
-
-    /// Whether members still running when the leader exits on its own are sent `SIGKILL` before a wait returns.
-    ///
-    /// The default is `true`. With `false`, they are left running after [`Outcome::Exited`]; they are still killed
-    /// at a deadline, by [`kill`](GroupChild::kill), and by drop while the leader is unreaped.
-    pub fn set_kill_leftovers(&mut self, kill: bool) {
-        self.kill_leftovers = kill;
-    }
-
     /// Reaps the leader if it has exited, without blocking.
     ///
     /// Returns `Ok(None)` while the leader runs. Once it has exited, the leftovers of its group are killed (see
@@ -310,9 +240,10 @@ impl GroupChild {
     ///
     /// # Errors
     ///
-    /// The leader was reaped by someone else (`ECHILD`: `SIGCHLD` set to be ignored after the spawn, or a
-    /// `waitpid(-1)` elsewhere in the program; the group is then never signalled), or a group kill failed (the
-    /// leader is reaped all the same, and later calls return its status).
+    /// The leader was reaped by someone else (the OS error `ECHILD`: `SIGCHLD` set to be ignored after the spawn,
+    /// or a `waitpid(-1)` elsewhere in the program; the group is then never signalled), or a group kill failed
+    /// (`EPERM`; the leader is reaped all the same, and later calls return its status). See
+    /// [Errors](crate#errors).
     pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
         if let Some(outcome) = self.outcome {
             return Ok(Some(outcome.status()));
@@ -341,6 +272,27 @@ impl GroupChild {
     /// # Errors
     ///
     /// As for [`wait_deadline`](GroupChild::wait_deadline).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::process::Command;
+    /// use std::time::Duration;
+    /// use grouptimeout::GroupCommandExt;
+    ///
+    /// # fn main() -> std::io::Result<()> {
+    /// // The leader exits in time; the `sleep` it left in its group is killed before the wait returns.
+    /// let mut child = Command::new("sh").args(["-c", "sleep 30 & exit 3"]).spawn_group()?;
+    /// let outcome = child.wait_timeout(Duration::from_secs(30))?;
+    /// assert_eq!(outcome.to_string(), "exited with status 3");
+    ///
+    /// // The deadline passes first: the whole group is killed and the leader reaped.
+    /// let mut child = Command::new("sleep").arg("30").spawn_group()?;
+    /// let outcome = child.wait_timeout(Duration::from_millis(100))?;
+    /// assert_eq!(outcome.to_string(), "timed out; killed by signal 9");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn wait_timeout(&mut self, timeout: Duration) -> io::Result<Outcome> {
         self.wait_until(Instant::now().checked_add(timeout))
     }
@@ -372,6 +324,107 @@ impl GroupChild {
         self.wait_until(Some(deadline))
     }
 
+    /// The leader's process id, which is also the id of its process group.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the leader was not reaped yet through this handle, so that its id still names our group.
+    pub(crate) fn leader_unreaped(&self) -> bool {
+        self.outcome.is_none()
+    }
+
+    /// At the deadline, send `signal` to the group (followed by `SIGCONT`, so that stopped members act on it), wait
+    /// up to `grace` for the leader to exit, then send `SIGKILL` to the group and reap the leader.
+    ///
+    /// A stop signal (`SIGSTOP`, `SIGTSTP`, `SIGTTIN`, `SIGTTOU`) is not followed by `SIGCONT`: the group stays
+    /// stopped for the grace period (a `SIGCONT` would undo the stop at once), and `SIGKILL` ends it, stopped or not.
+    ///
+    /// The default is no grace: `SIGKILL` at the deadline. The leader's exit ends the grace period at once, and the
+    /// members still running then are sent `SIGKILL`; so a wait with a grace period returns at most about `grace`
+    /// after its deadline. An invalid `signal` is reported by the wait that hits the deadline, after the group was
+    /// killed and the leader reaped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::process::Command;
+    /// use std::time::Duration;
+    /// use grouptimeout::{signal, GroupCommandExt};
+    ///
+    /// # fn main() -> std::io::Result<()> {
+    /// // A job that cleans up on SIGTERM: it gets SIGTERM at the deadline and up to 5 s to exit.
+    /// let mut child = Command::new("sh")
+    ///     .args(["-c", "trap 'echo cleaning up; exit 7' TERM; sleep 30 & wait"])
+    ///     .spawn_group()?;
+    /// child.set_grace(signal::SIGTERM, Duration::from_secs(5));
+    /// let outcome = child.wait_timeout(Duration::from_millis(500))?;
+    /// assert!(outcome.timed_out());
+    /// println!("{outcome}"); // timed out; exited with status 7
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn set_grace(&mut self, signal: i32, grace: Duration) {
+        self.grace = Some((signal, grace));
+    }
+
+    /// Whether members still running when the leader exits on its own are sent `SIGKILL` before a wait returns.
+    ///
+    /// The default is `true`. With `false`, they are left running after [`Outcome::Exited`]; they are still killed
+    /// at a deadline, by [`kill`](GroupChild::kill), and by drop while the leader is unreaped.
+    pub fn set_kill_leftovers(&mut self, kill: bool) {
+        self.kill_leftovers = kill;
+    }
+
+    /// The pid of the guard process of [`die_with_parent`](GroupChild::die_with_parent) (or
+    /// [`host::die_with_parent_forked`](crate::host::die_with_parent_forked)) while this handle holds it: `None`
+    /// before, and once a wait, [`Drop`] or a failed start ended it.
+    ///
+    /// The guard is a child of this process. Code that signals or reaps this process's children by pid must leave it
+    /// alone, as it leaves the leader: pass it in `owned`, with [`id`](GroupChild::id), to
+    /// [`host::Subreaper::sweep`](crate::host::Subreaper::sweep) and
+    /// [`reap_exited`](crate::host::Subreaper::reap_exited). A guard killed or reaped by other code no longer guards
+    /// the group.
+    pub fn guard_id(&self) -> Option<u32> {
+        self.guard.as_ref().map(Guard::id)
+    }
+
+    /// Which boundary the job has: [`Containment::Group`] for [`spawn_group`](GroupCommandExt::spawn_group), else what
+    /// [`spawn_contained`](GroupCommandExt::spawn_contained) could make (see [`Contain`]).
+    pub fn containment(&self) -> Containment {
+        self.job.containment()
+    }
+
+    /// The processes besides the leader that the job's `SIGKILL`s reached (pid and name at the time), once each, in
+    /// the order found; complete when a wait has returned (a [`GroupHandle`]'s kills are added at the next wait).
+    /// Empty for a [`spawn_group`](GroupCommandExt::spawn_group) child (no scan is made for a plain group), and when
+    /// nothing was left to kill.
+    pub fn leftovers(&self) -> &[Leftover] {
+        &self.leftovers
+    }
+
+    /// Whether process `pid` belongs to the job now: it is in the job's cgroup; or it carries the job's lineage mark
+    /// or is in the leader's group; or, for a plain group, it is in the leader's group.
+    ///
+    /// For a supervisor that sweeps orphans (a subreaper, see [`host::Subreaper`](crate::host::Subreaper)) and must
+    /// leave alone those that are not the job's. The answer is about whatever process `pid` names at the time of
+    /// the call: the caller keeps the pid from being reused (an unreaped child of its own, such as an adopted
+    /// orphan, is).
+    pub fn in_job(&self, pid: u32) -> bool {
+        self.job.contains(self.id(), pid)
+    }
+
+    /// Sets the most bytes of each output stream kept by
+    /// [`wait_with_output_timeout`](GroupChild::wait_with_output_timeout); the default is 16 MiB.
+    ///
+    /// Output past the limit is still read (the command never blocks on a full pipe) and discarded, except for the
+    /// tail; see [which bytes are kept](crate::Captured#which-bytes-are-kept). Memory stays below about 1.5 times the
+    /// limit per stream, plus a 64 KiB read buffer. `usize::MAX` keeps everything, as
+    /// [`std::process::Child::wait_with_output`] does.
+    pub fn set_output_limit(&mut self, bytes: usize) {
+        self.output_limit = bytes;
+    }
+
     /// Sends `SIGKILL` to the whole group, without reaping the leader (as [`std::process::Child::kill`]); a later
     /// wait reaps it. Does nothing once the leader was reaped.
     ///
@@ -388,8 +441,10 @@ impl GroupChild {
     ///
     /// # Errors
     ///
-    /// The signal number is invalid (`InvalidInput`), no member could be signalled for lack of permission
-    /// (`PermissionDenied`), or the leader was reaped by someone else (see [`try_wait`](GroupChild::try_wait)).
+    /// The OS error of `kill(2)` or `waitid(2)` as it is (see [Errors](crate#errors)): `EINVAL` for an invalid
+    /// signal number (`InvalidInput`), `EPERM` when no member could be signalled for lack of permission
+    /// (`PermissionDenied`), `ECHILD` when the leader was reaped by someone else (see
+    /// [`try_wait`](GroupChild::try_wait)).
     pub fn signal(&mut self, signal: i32) -> io::Result<()> {
         if self.outcome.is_some() {
             return Ok(());
@@ -438,6 +493,23 @@ impl GroupChild {
     /// not a shell); it was killed before it could ignore signals three times in a row, or did not start within 5 s;
     /// or the leader was reaped by someone else. Nothing is left running
     /// then. Once the leader was reaped by this crate there is nothing left to guard: `Ok(())`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::process::Command;
+    /// use std::time::Duration;
+    /// use grouptimeout::GroupCommandExt;
+    ///
+    /// # fn main() -> std::io::Result<()> {
+    /// let mut child = Command::new("sleep").arg("30").spawn_group()?;
+    /// child.die_with_parent()?;
+    /// // From here on, a `kill -9` of this process (or the OOM killer, or `std::process::exit`) kills the group.
+    /// let outcome = child.wait_timeout(Duration::from_millis(100))?;
+    /// assert!(outcome.timed_out()); // the group, guard included, was killed and reaped
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn die_with_parent(&mut self) -> io::Result<()> {
         self.arrange_guard(Start::Shell)
     }
@@ -454,6 +526,28 @@ impl GroupChild {
 
     /// A handle that signals the group from any thread, also while another thread waits for it (see
     /// [`GroupHandle`]). After the leader was reaped, the handle does nothing.
+    ///
+    /// # Examples
+    ///
+    /// Cancel a wait from another thread:
+    ///
+    /// ```
+    /// use std::process::Command;
+    /// use std::thread;
+    /// use std::time::Duration;
+    /// use grouptimeout::GroupCommandExt;
+    ///
+    /// # fn main() -> std::io::Result<()> {
+    /// let mut child = Command::new("sleep").arg("30").spawn_group()?;
+    /// let handle = child.handle();
+    /// let canceller = thread::spawn(move || handle.kill());
+    /// // The wait notices the leader's death as an exit, and returns long before its deadline.
+    /// let outcome = child.wait_timeout(Duration::from_secs(30))?;
+    /// canceller.join().expect("the canceller panicked")?;
+    /// assert_eq!(outcome.to_string(), "killed by signal 9");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn handle(&self) -> GroupHandle {
         let reaped = self.reaped.get_or_init(|| Arc::new(Reaped::default()));
         if self.outcome.is_some() {
@@ -584,22 +678,10 @@ impl GroupChild {
     }
 }
 
-/// Whether our child `pid`, the leader of a group, has exited, without reaping it; an error that says so when it was
-/// reaped by someone else.
+/// Whether our child `pid`, the leader of a group, has exited, without reaping it. `ECHILD` (the OS error as it is):
+/// it was reaped by someone else (`SIGCHLD` ignored, a `waitpid(-1)`), and its id may be reused.
 fn leader_exited(pid: u32) -> io::Result<bool> {
-    sys::has_exited(pid).map_err(|e| {
-        if e.raw_os_error() == Some(libc::ECHILD) {
-            io::Error::new(
-                e.kind(),
-                format!(
-                    "the group leader (pid {pid}) was reaped by someone else (is SIGCHLD ignored, or does the \
-                     program call waitpid(-1)?); its group was not signalled, since the id may be reused"
-                ),
-            )
-        } else {
-            e
-        }
-    })
+    sys::has_exited(pid)
 }
 
 /// Whether `signal` stops a process by default (`SIGSTOP`, `SIGTSTP`, `SIGTTIN`, `SIGTTOU`): never follow one with
@@ -608,17 +690,13 @@ pub(crate) fn is_stop_signal(signal: i32) -> bool {
     [libc::SIGSTOP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU].contains(&signal)
 }
 
-/// Signals group `pgid` (and its leader by pid); the caller makes sure the leader is not reaped yet.
+/// Signals group `pgid` (and its leader by pid); the caller makes sure the leader is not reaped yet. A failed
+/// `kill(2)` is returned as the OS error it is (`EPERM`, `EINVAL`).
 fn signal_group(pgid: u32, signal: i32) -> io::Result<()> {
     match sys::signal_group(pgid, signal) {
         // macOS answers EPERM for a group of zombies: once the leader has exited, that means "gone".
         Err(e) if e.raw_os_error() == Some(libc::EPERM) && leader_exited(pgid)? => Ok(()),
-        other => other.map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("cannot send signal {signal} to process group {pgid}: {e}"),
-            )
-        }),
+        other => other,
     }
 }
 

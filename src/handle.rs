@@ -57,9 +57,9 @@ impl GroupHandle {
     ///
     /// # Errors
     ///
-    /// As for [`GroupChild::signal`](crate::GroupChild::signal): an invalid signal number (`InvalidInput`), no
-    /// member could be signalled for lack of permission (`PermissionDenied`), or the leader was reaped by someone
-    /// else.
+    /// As for [`GroupChild::signal`](crate::GroupChild::signal), the OS error as it is: `EINVAL` for an invalid
+    /// signal number, `EPERM` when no member could be signalled for lack of permission, `ECHILD` when the leader was
+    /// reaped by someone else.
     pub fn signal(&self, signal: i32) -> io::Result<()> {
         let reaped = self.reaped.lock();
         if *reaped {

@@ -52,7 +52,7 @@ use crate::{GroupChild, Leftover};
 ///   with default dispositions for these signals, including any that this process had ignored (an inherited
 ///   `SIG_IGN`, such as `SIGCHLD` ignored by a careless parent, is replaced).
 /// - `SIGCHLD` may be in the set: it is never installed with `SA_NOCLDWAIT`, so children stay waitable (this is
-///   what lets [`CommandExt::spawn_group`](crate::CommandExt::spawn_group) run in a process started with
+///   what lets [`GroupCommandExt::spawn_group`](crate::GroupCommandExt::spawn_group) run in a process started with
 ///   `SIGCHLD` ignored). It is reported when a child stops or continues too, not only when one exits (see
 ///   [`take_stop`]).
 ///
@@ -236,7 +236,7 @@ pub fn sigpipe_was_ignored_at_start() -> bool {
 /// std resets `SIGPIPE` to its default in every child it spawns (it ignores `SIGPIPE` itself, and an ignored signal
 /// survives `exec`). This adds a [`pre_exec`](std::os::unix::process::CommandExt::pre_exec) step that sets it
 /// back to ignored after that reset, just before the `exec`. Works with
-/// [`spawn_group`](crate::CommandExt::spawn_group) and with plain [`Command::spawn`].
+/// [`spawn_group`](crate::GroupCommandExt::spawn_group) and with plain [`Command::spawn`].
 ///
 /// # Cost
 ///
@@ -658,7 +658,7 @@ pub fn exit_as_signaled(signal: i32) -> ! {
 /// library's default is the shell. The forked child calls only async-signal-safe functions, so this is sound in a
 /// multi-threaded process: it ignores every catchable signal, only then joins the command's group, closes every
 /// descriptor but its pipe (on Linux with `close_range`; elsewhere those below the `RLIMIT_NOFILE` soft limit, at
-/// most 65,536), and waits. For a job in a cgroup of its own ([`spawn_contained`](crate::CommandExt::spawn_contained))
+/// most 65,536), and waits. For a job in a cgroup of its own ([`spawn_contained`](crate::GroupCommandExt::spawn_contained))
 /// it also keeps the job's `cgroup.kill` open, and ends the cgroup as the shell guard does: `cgroup.kill`, then the
 /// folder's removal once it is empty (tried for about a second), then the group. Since a signal cannot disarm it before it joins the group, this returns right after the
 /// fork, without waiting for the guard to run; if the group has no process left to join by then, the guard exits

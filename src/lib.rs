@@ -8,7 +8,7 @@
 //! ```
 //! use std::process::Command;
 //! use std::time::Duration;
-//! use grouptimeout::{CommandExt, Outcome};
+//! use grouptimeout::{GroupCommandExt, Outcome};
 //!
 //! # fn main() -> std::io::Result<()> {
 //! let mut child = Command::new("sh").args(["-c", "sleep 30 & sleep 30"]).spawn_group()?;
@@ -27,7 +27,7 @@
 //! ```
 //! use std::process::{Command, Stdio};
 //! use std::time::Duration;
-//! use grouptimeout::CommandExt;
+//! use grouptimeout::GroupCommandExt;
 //!
 //! # fn main() -> std::io::Result<()> {
 //! let mut child = Command::new("sh")
@@ -51,7 +51,7 @@
 //!
 //! # What is promised
 //!
-//! 1. [`spawn_group`](CommandExt::spawn_group) starts the command as the leader of a new process group, whose id
+//! 1. [`spawn_group`](GroupCommandExt::spawn_group) starts the command as the leader of a new process group, whose id
 //!    is the leader's pid.
 //! 2. When the deadline passes, every process in the group is sent `SIGKILL` (after an optional graceful signal,
 //!    see [`GroupChild::set_grace`]), and the leader is reaped, before the wait returns.
@@ -68,7 +68,7 @@
 //! # What is not promised
 //!
 //! - A descendant that leaves the group (`setsid`, `setpgid`, a double-forking daemon) is not reached by a group
-//!   kill. [`spawn_contained`](CommandExt::spawn_contained) reaches them too (a cgroup of the job's own, or a
+//!   kill. [`spawn_contained`](GroupCommandExt::spawn_contained) reaches them too (a cgroup of the job's own, or a
 //!   lineage mark; see [`Contain`] for each mode's guarantee and what it cannot catch); the `grouptimeout`
 //!   command-line tool also catches them on Linux.
 //! - A member this process may not signal (one that switched to another user) survives the group kill.
@@ -77,7 +77,7 @@
 //!   `strace`: the exit is shown to the tracer first; measured with the tool, a 1.5 s timeout returned after 4.0 s,
 //!   when `strace` was continued). A drop waits only about a second for it.
 //! - The guarantee needs the leader to stay unreaped until this crate reaps it. A process that ignores `SIGCHLD`
-//!   lets the kernel reap children at once: [`spawn_group`](CommandExt::spawn_group) refuses to run there. Code
+//!   lets the kernel reap children at once: [`spawn_group`](GroupCommandExt::spawn_group) refuses to run there. Code
 //!   elsewhere in the program that calls `waitpid(-1)` breaks it too; a wait that notices reports an error and
 //!   signals nothing.
 //! - Promise 4 needs the drop to run. A panic runs it only with `panic = "unwind"` (the default); with
@@ -85,13 +85,49 @@
 //!   aborts or calls [`std::process::exit`], no destructor runs and the group keeps running. Making the group die
 //!   with this process is what the opt-in [`GroupChild::die_with_parent`] is for.
 //! - The command's group is not the terminal's foreground group: the command cannot read the terminal, and Ctrl-C
-//!   does not reach it. The section "The terminal" of [`spawn_group`](CommandExt::spawn_group) says what to do.
+//!   does not reach it. The section "The terminal" of [`spawn_group`](GroupCommandExt::spawn_group) says what to do.
+//!
+//! # Errors
+//!
+//! Every fallible call returns an [`std::io::Error`]. An `io::Error` holds either an OS error number or a message
+//! of its own, never both (`raw_os_error()` is `None` for an error made with a message). This crate picks the number
+//! where a system call failed on the thing the caller named, so that callers can match on it as they do on std's
+//! errors:
+//!
+//! - [`spawn_group`](GroupCommandExt::spawn_group): std's own spawn error, as
+//!   [`Command::spawn`](std::process::Command::spawn) returns it: `ENOENT` for a missing program (`kind()`
+//!   [`NotFound`](std::io::ErrorKind::NotFound)), `EACCES` for one that is not executable or is a directory
+//!   ([`PermissionDenied`](std::io::ErrorKind::PermissionDenied)), `ENOEXEC`, `EAGAIN`… The message is the
+//!   system's text; like std's, it does not name the program, which the caller has.
+//! - [`signal`](GroupChild::signal), [`kill`](GroupChild::kill) and [`GroupHandle`]'s: the error of `kill(2)`:
+//!   `EPERM` when no member of the group could be signalled (they switched to a user this process may not signal),
+//!   `EINVAL` for an invalid signal number ([`InvalidInput`](std::io::ErrorKind::InvalidInput)).
+//! - The waits, [`signal`](GroupChild::signal) and [`die_with_parent`](GroupChild::die_with_parent): `ECHILD`
+//!   (10 on Linux, macOS and FreeBSD; `kind()` std's kind for it) when the leader was reaped by someone else (a
+//!   `SIGCHLD` set to be ignored after the spawn, a `waitpid(-1)` elsewhere in the program). The group was not
+//!   signalled then, since its id may already name someone else's group.
+//! - A wait that hits the deadline with an invalid grace signal ([`GroupChild::set_grace`]) returns `EINVAL`, after
+//!   the group was killed and the leader reaped.
+//!
+//! Errors of steps the crate takes on its own carry a message that says what failed, and the OS error's `kind()`
+//! where there is one: [`spawn_group`](GroupCommandExt::spawn_group) in a process that ignores `SIGCHLD`
+//! ([`Unsupported`](std::io::ErrorKind::Unsupported)), the guard process of
+//! [`die_with_parent`](GroupChild::die_with_parent) (`cannot start /bin/sh: …`), and the [`host`] module.
+//!
+//! ```
+//! use std::process::Command;
+//! use grouptimeout::GroupCommandExt;
+//!
+//! let err = Command::new("/nonexistent/program").spawn_group().unwrap_err();
+//! assert_eq!(err.raw_os_error(), Some(2)); // ENOENT
+//! assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+//! ```
 //!
 //! # Platforms
 //!
 //! Unix only: process groups are a Unix concept, and on other targets the crate stops with a `compile_error!` that
-//! says so. Tested on Linux; also checked to build for macOS and FreeBSD. The [`host`] functions that need Linux
-//! say so, and fail elsewhere.
+//! says so. Tested on Linux (glibc and musl); also type-checked for macOS and FreeBSD (not linked nor run there).
+//! The [`host`] functions that need Linux say so, and fail elsewhere.
 //!
 //! # How it waits
 //!
@@ -140,6 +176,8 @@ mod handle;
 #[cfg(unix)]
 pub mod host;
 #[cfg(unix)]
+pub mod signal;
+#[cfg(unix)]
 mod sys;
 #[cfg(unix)]
 mod terminal;
@@ -149,7 +187,7 @@ mod wait;
 #[cfg(unix)]
 pub use capture::Captured;
 #[cfg(unix)]
-pub use child::{CommandExt, GroupChild, Outcome};
+pub use child::{GroupChild, GroupCommandExt, Outcome};
 #[cfg(unix)]
 pub use contain::{Contain, Containment, Leftover};
 #[cfg(unix)]

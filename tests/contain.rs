@@ -9,7 +9,7 @@ mod common;
 #[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
 #[test]
 fn elsewhere_a_contained_job_has_its_group_only() {
-    use grouptimeout::{CommandExt, Contain, Containment};
+    use grouptimeout::{Contain, Containment, GroupCommandExt};
     let mut child = std::process::Command::new("true")
         .spawn_contained()
         .unwrap();
@@ -32,7 +32,7 @@ mod linux {
     use std::process::{Command, Stdio};
     use std::time::Duration;
 
-    use grouptimeout::{CommandExt, Contain, Containment, GroupChild};
+    use grouptimeout::{Contain, Containment, GroupChild, GroupCommandExt};
 
     const LONG: Duration = Duration::from_secs(60);
 

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use grouptimeout::{CommandExt, GroupChild, Outcome};
+use grouptimeout::{GroupChild, GroupCommandExt, Outcome};
 
 const LONG: Duration = Duration::from_secs(60);
 
@@ -251,6 +251,13 @@ fn tracer_pid(pid: u32) -> Option<u32> {
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[test]
 fn a_leader_traced_by_another_process_is_waited_for_without_spinning() {
+    if !common::have(
+        "a_leader_traced_by_another_process_is_waited_for_without_spinning",
+        "perl",
+        "-v",
+    ) {
+        return;
+    }
     // A traced leader's exit is seen by its tracer first: its pidfd is readable while `waitid` in its parent
     // still says "running", until the tracer lets go of it. The wait must not spin meanwhile. The leader, `cat`,
     // exits when its standard input is closed, once the tracer holds it.

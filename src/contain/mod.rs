@@ -1,4 +1,4 @@
-//! The job boundary of [`spawn_contained`](crate::CommandExt::spawn_contained): which processes belong to a job
+//! The job boundary of [`spawn_contained`](crate::GroupCommandExt::spawn_contained): which processes belong to a job
 //! besides its process group, and how they are ended.
 //!
 //! - `cgroup`: a cgroup v2 of the job's own, ended with `cgroup.kill` and removed once empty (Linux).
@@ -29,7 +29,7 @@ pub enum Containment {
     /// The job's processes are those that carry its mark, a random variable in the environment that every
     /// descendant inherits (Linux, where no cgroup can be made), and the members of its process group.
     Lineage,
-    /// The process group only, as [`spawn_group`](crate::CommandExt::spawn_group) gives.
+    /// The process group only, as [`spawn_group`](crate::GroupCommandExt::spawn_group) gives.
     Group,
 }
 
@@ -53,7 +53,7 @@ pub struct Leftover {
     pub name: String,
 }
 
-/// How [`spawn_contained`](crate::CommandExt::spawn_contained) draws a job's boundary; [`Contain::spawn`] spawns
+/// How [`spawn_contained`](crate::GroupCommandExt::spawn_contained) draws a job's boundary; [`Contain::spawn`] spawns
 /// with it.
 ///
 /// | Mode | Where | What it reaches | What it cannot catch |
@@ -148,11 +148,11 @@ impl Contain {
         self
     }
 
-    /// Spawns `command` as [`spawn_group`](crate::CommandExt::spawn_group) does, inside the boundary this asks for.
+    /// Spawns `command` as [`spawn_group`](crate::GroupCommandExt::spawn_group) does, inside the boundary this asks for.
     ///
     /// # Errors
     ///
-    /// As for [`spawn_group`](crate::CommandExt::spawn_group); a cgroup was made but the child could not enter it
+    /// As for [`spawn_group`](crate::GroupCommandExt::spawn_group); a cgroup was made but the child could not enter it
     /// (the error of its write to `cgroup.procs`, with the folder named; the folder is removed); or
     /// [`require`](Contain::require) asked for more than could be had (`Unsupported`, or the kind of the first
     /// failure), with every reason in the message. Nothing runs then.

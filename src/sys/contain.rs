@@ -56,7 +56,7 @@ impl Drop for EnterHook {
 /// fails the spawn with the write's error.
 ///
 /// This adds a `pre_exec` hook, so std forks and execs instead of using `posix_spawn` (see
-/// `CommandExt::spawn_contained` for the cost); the hook stays on `command`, disarmed, after the returned value is
+/// `GroupCommandExt::spawn_contained` for the cost); the hook stays on `command`, disarmed, after the returned value is
 /// dropped.
 pub(crate) fn enter_at_exec(command: &mut Command, procs: BorrowedFd<'_>) -> EnterHook {
     let fd = Arc::new(AtomicI32::new(procs.as_raw_fd()));

@@ -69,7 +69,10 @@ pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io
         not(grouptimeout_portable)
     ))]
     let ret = {
-        let ts = libc::time_t::try_from(timeout.as_secs())
+        // `tv_sec`'s type (`time_t`) is inferred: naming `libc::time_t` is deprecated on musl.
+        let ts = timeout
+            .as_secs()
+            .try_into()
             .ok()
             .map(|tv_sec| libc::timespec {
                 tv_sec,

@@ -170,7 +170,8 @@ pub(crate) fn wait_blocked(
 ) -> io::Result<Option<(libc::c_int, Option<u32>)>> {
     let set = sigset(signals)?;
     let ts = libc::timespec {
-        tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
+        // `time_t` is inferred (naming it is deprecated on musl); 68 years at most fits every `time_t`.
+        tv_sec: timeout.as_secs().try_into().unwrap_or(i32::MAX.into()),
         tv_nsec: timeout.subsec_nanos() as _,
     };
     let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();

@@ -256,6 +256,25 @@ fn skipped(test: &str, why: &str) {
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }
 
+/// Whether `program` is installed and runs: `program ARG` exits 0.
+pub fn runs(program: &str, arg: &str) -> bool {
+    Command::new(program)
+        .arg(arg)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether `program` is installed and runs (see [`runs`]); otherwise `test` is skipped (see [`skip_or_fail`]).
+pub fn have(test: &str, program: &str, arg: &str) -> bool {
+    let runs = runs(program, arg);
+    if !runs {
+        skip_or_fail(test, &format!("`{program}` is not installed"));
+    }
+    runs
+}
+
 /// Runs this test binary's ignored test `scenario` alone under `strace -f`, tracing kill(2) and the waits, and
 /// returns the trace. Where strace is missing, `test` is skipped (see [`skip_or_fail`]) and this is `None`.
 pub fn strace_scenario(test: &str, scenario: &str) -> Option<String> {
