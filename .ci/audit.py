@@ -26,12 +26,17 @@ BUDGET_LINES, BUDGET_UNSAFE = 1000, 25
 
 MOD = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;")
 FEATURE = re.compile(r'feature\s*=\s*"([\w-]+)"')
+PATH = re.compile(r'#\[path\s*=\s*"([^"]+)"\]')
 PUB_ITEM = re.compile(r"^\s*pub\s+(?:unsafe\s+)?(?:const\s+fn|fn|struct|enum|trait|mod|use|const|static|type)\b")
 UNSAFE = re.compile(r"\bunsafe\s*(?:\{|fn\b)")
 
 
 def module_files(path, feature):
-    """Yields (file, feature) for `path` and the modules it declares, inheriting `feature`."""
+    """Yields (file, feature) for `path` and the modules it declares, inheriting `feature`.
+
+    A `mod` line's attributes (also those spread over several lines) decide: `feature = "X"` in its `cfg` puts the
+    module in feature X, `not(feature = "X")` (a stand-in for a build without X) in its parent's, and `#[path]`
+    names its file."""
     yield path, feature
     with open(path) as f:
         lines = f.read().splitlines()
@@ -39,18 +44,30 @@ def module_files(path, feature):
     base = os.path.splitext(os.path.basename(path))[0]
     subdir = here if base in ("lib", "mod", "main") else os.path.join(here, base)
     attrs = []
+    depth = 0
     for line in lines:
         stripped = line.strip()
-        if stripped.startswith("#["):
-            attrs.append(stripped)
+        if depth > 0 or stripped.startswith("#["):
+            if depth == 0:
+                attrs.append("")
+            attrs[-1] += " " + stripped
+            depth += stripped.count("[") - stripped.count("]")
             continue
         m = MOD.match(line)
         if m:
-            own = next((FEATURE.search(a).group(1) for a in attrs if "cfg" in a and FEATURE.search(a)), None)
+            own = None
+            for a in attrs:
+                if a.lstrip().startswith("#[cfg") and FEATURE.search(a):
+                    if not re.search(r'not\(\s*feature', a):
+                        own = FEATURE.search(a).group(1)
+            named = next((PATH.search(a).group(1) for a in attrs if PATH.search(a)), None)
             name = m.group(1)
-            child = os.path.join(subdir, name + ".rs")
-            if not os.path.exists(child):
-                child = os.path.join(subdir, name, "mod.rs")
+            if named:
+                child = os.path.join(here, named)
+            else:
+                child = os.path.join(subdir, name + ".rs")
+                if not os.path.exists(child):
+                    child = os.path.join(subdir, name, "mod.rs")
             yield from module_files(child, own or feature)
         if stripped and not stripped.startswith("//"):
             attrs = []

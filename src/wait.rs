@@ -48,6 +48,7 @@ impl ExitWatch {
 
     /// Watches a process through `pidfd` (opened while it was our unreaped child) from the first pause; without one,
     /// on the poll schedule.
+    #[cfg(feature = "guard")]
     pub(crate) fn on(pidfd: Option<OwnedFd>) -> ExitWatch {
         ExitWatch {
             pid: None,
@@ -185,6 +186,9 @@ fn open_pidfd(pid: u32) -> Option<OwnedFd> {
 fn open_pidfd(_pid: u32) -> Option<OwnedFd> {
     None
 }
+
+/// How long [`Drop`] waits for a killed leader (and a guard's drop for the killed guard) to become reapable.
+pub(crate) const DROP_REAP_LIMIT: Duration = Duration::from_secs(1);
 
 /// The longest step of the poll schedule.
 const MAX_STEP: Duration = Duration::from_millis(10);

@@ -92,6 +92,7 @@ fn a_grace_period_sleeps_until_the_exit() {
 }
 
 #[test]
+#[cfg(feature = "capture")]
 fn a_capturing_wait_sleeps_until_the_exit_or_output() {
     // Output at the start, then a second of silence with the pipes open.
     let child = sh("echo start; sleep 1; echo end >&2")
@@ -215,6 +216,7 @@ fn pidfds_of_finished_waits() {
 }
 
 #[test]
+#[cfg(feature = "capture")]
 fn commands_inherit_no_pidfd() {
     let running = Command::new("sleep").arg("30").spawn_group().unwrap();
     let _cleanup = KillOnDrop(vec![running.id()]);
