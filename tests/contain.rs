@@ -437,6 +437,65 @@ mod linux {
         assert!(child.leftovers().is_empty());
     }
 
+    /// Removes the folders (cgroups made by a test) in order when dropped.
+    struct RemoveOnDrop(Vec<PathBuf>);
+
+    impl Drop for RemoveOnDrop {
+        fn drop(&mut self) {
+            for folder in &self.0 {
+                let _ = fs::remove_dir(folder);
+            }
+        }
+    }
+
+    /// A cgroup that the leader cannot enter: the named parent is a thread root (it has a threaded child), so the job's
+    /// folder made in it is "domain invalid" and the leader's write to its `cgroup.procs` fails (EOPNOTSUPP). The
+    /// spawn falls back to lineage, or, with the cgroup required, fails saying so (folder and OS error named, kind
+    /// kept); no job folder is left either way.
+    #[test]
+    fn cgroup_a_leader_that_cannot_enter_falls_back_or_fails_saying_so() {
+        let test = "cgroup_a_leader_that_cannot_enter_falls_back_or_fails_saying_so";
+        if contain(test, Containment::Cgroup).is_none() {
+            return;
+        }
+        let own = job_folder(std::process::id()).expect("this process's cgroup");
+        let parent = own.join(format!(
+            "grouptimeout-test-thread-root-{}",
+            std::process::id()
+        ));
+        let threaded = parent.join("threaded");
+        fs::create_dir(&parent).unwrap();
+        let _cleanup = RemoveOnDrop(vec![threaded.clone(), parent.clone()]);
+        fs::create_dir(&threaded).unwrap();
+        fs::write(threaded.join("cgroup.type"), "threaded").unwrap();
+        let job_folders = || {
+            fs::read_dir(&parent)
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("grouptimeout-"))
+                .count()
+        };
+
+        let mut how = Contain::new();
+        how.cgroup_parent(&parent);
+        let mut child = how.spawn(&mut Command::new("true")).unwrap();
+        assert_eq!(child.containment(), Containment::Lineage);
+        assert!(child.wait().unwrap().success());
+        assert_eq!(job_folders(), 0, "a job folder was left in {parent:?}");
+
+        how.require(Containment::Cgroup);
+        let e = how.spawn(&mut Command::new("true")).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("could not enter the job's cgroup")
+                && text.contains(&*parent.to_string_lossy())
+                && text.contains("os error 95"),
+            "{e}"
+        );
+        assert_eq!(e.kind(), std::io::ErrorKind::Unsupported, "{e}");
+        assert_eq!(job_folders(), 0, "a job folder was left in {parent:?}");
+    }
+
     /// The mark is taken off the `Command` after the spawn: a later plain spawn of it carries none.
     #[test]
     fn the_lineage_mark_is_not_left_on_the_command() {

@@ -64,7 +64,10 @@ pub struct Leftover {
 ///
 /// By default the cgroup is tried first, then lineage, then the group: each fallback is silent, and
 /// [`GroupChild::containment`] says which mode the job got; [`require`](Contain::require) turns a fallback below a
-/// mode into an error.
+/// mode into an error. A cgroup that was made but that the command's first process could not enter (its write to
+/// `cgroup.procs` failed, say because the parent folder is a thread root, whose domain children are "domain
+/// invalid") counts as none: its folder is removed and the command is spawned again in the next mode (none of it
+/// ran: the write comes before `exec`).
 ///
 /// # The cgroup
 ///
@@ -152,10 +155,10 @@ impl Contain {
     ///
     /// # Errors
     ///
-    /// As for [`spawn_group`](crate::CommandExt::spawn_group); a cgroup was made but the child could not enter it
-    /// (the error of its write to `cgroup.procs`, with the folder named; the folder is removed); or
-    /// [`require`](Contain::require) asked for more than could be had (`Unsupported`, or the kind of the first
-    /// failure), with every reason in the message. Nothing runs then.
+    /// As for [`spawn_group`](crate::CommandExt::spawn_group); or [`require`](Contain::require) asked for more than
+    /// could be had (`Unsupported`, or the kind of the first failure), with every reason in the message, such as a
+    /// cgroup the command's first process could not enter (the folder named, and the OS error of its write to
+    /// `cgroup.procs`, whose kind the error keeps; the folder is removed). Nothing runs then.
     pub fn spawn(&self, command: &mut Command) -> io::Result<GroupChild> {
         #[cfg_attr(
             not(all(target_os = "linux", not(grouptimeout_portable))),
@@ -166,7 +169,10 @@ impl Contain {
         {
             if self.cgroup {
                 match cgroup::Cgroup::make(self.parent.as_deref()) {
-                    Ok(cgroup) => return cgroup::spawn(cgroup, command),
+                    Ok(cgroup) => match cgroup::spawn(cgroup, command)? {
+                        Ok(child) => return Ok(child),
+                        Err(not_entered) => why.push(not_entered),
+                    },
                     Err(e) => why.push(e),
                 }
             }
