@@ -568,20 +568,43 @@ mod linux {
     /// and its guard removes the folder. The supervisor is this test binary, re-run.
     #[test]
     fn cgroup_die_with_parent_ends_the_job_and_its_folder() {
-        let test = "cgroup_die_with_parent_ends_the_job_and_its_folder";
+        supervisor_killed(
+            "cgroup_die_with_parent_ends_the_job_and_its_folder",
+            "exec sleep 30",
+            false,
+        );
+    }
+
+    /// As above, with a job whose leader holds about 2 GB (which takes a few hundred ms to free when it dies) and 3
+    /// busy loops beside it on the machine: the guard waits for the cgroup to empty, and its folder goes all the same.
+    #[test]
+    fn cgroup_die_with_parent_removes_the_folder_of_a_slowly_dying_job_under_load() {
+        supervisor_killed(
+            "cgroup_die_with_parent_removes_the_folder_of_a_slowly_dying_job_under_load",
+            "exec dd if=/dev/zero of=/dev/null bs=2G count=1000000",
+            true,
+        );
+    }
+
+    /// Runs test `test` as a supervisor (this test binary, re-run) that spawns, in cgroup mode with
+    /// `die_with_parent`, a job with a `setsid` escapee whose leader then runs `leader`; kills the supervisor with
+    /// `SIGKILL` (after the leader holds 2 GB and 3 busy loops started, with `heavy`), and checks that the escapee
+    /// dies and the job's folder goes.
+    fn supervisor_killed(test: &str, leader: &str, heavy: bool) {
         if std::env::var_os("GROUPTIMEOUT_TEST_SUPERVISOR").is_some() {
             let how = contain(test, Containment::Cgroup).unwrap();
             let (mut child, lines) = start(
                 &how,
                 Containment::Cgroup,
-                "setsid sleep 30 & echo $!; exec sleep 30",
+                &format!("setsid sleep 30 & echo $!; {leader} 2>/dev/null"),
                 1,
             );
             child.die_with_parent().unwrap();
             println!(
-                "escapee {} folder {}",
+                "escapee {} folder {} leader {}",
                 lines[0],
-                folder_of(&child).unwrap().display()
+                folder_of(&child).unwrap().display(),
+                child.id()
             );
             std::thread::sleep(LONG);
             return;
@@ -595,6 +618,7 @@ mod linux {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
+        let _cleanup_supervisor = KillOnDrop(vec![supervisor.id()]);
         let mut out = BufReader::new(supervisor.stdout.take().unwrap());
         let mut line = String::new();
         while !line.starts_with("escapee ") {
@@ -608,16 +632,48 @@ mod linux {
         let words: Vec<&str> = line.split_whitespace().collect();
         let escapee: u32 = words[1].parse().unwrap();
         let folder = PathBuf::from(words[3]);
-        let _cleanup = KillOnDrop(vec![escapee]);
+        let leader: u32 = words[5].parse().unwrap();
+        let _cleanup = KillOnDrop(vec![escapee, leader]);
+        let mut busy = Vec::new();
+        if heavy {
+            let rss_kb = || {
+                fs::read_to_string(format!("/proc/{leader}/status"))
+                    .unwrap_or_default()
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            if !eventually(Duration::from_secs(20), || {
+                rss_kb() >= 2_000_000 || is_dead(leader)
+            }) || is_dead(leader)
+            {
+                skip_or_fail(test, "dd could not hold 2 GB here");
+                return;
+            }
+            for _ in 0..3 {
+                busy.push(
+                    Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .spawn()
+                        .unwrap(),
+                );
+            }
+        }
+        let _cleanup_busy = KillOnDrop(busy.iter().map(|c| c.id()).collect());
         supervisor.kill().unwrap();
         supervisor.wait().unwrap();
         assert_eq!(
-            survivors_after(Duration::from_secs(10), &[escapee]),
+            survivors_after(Duration::from_secs(10), &[escapee, leader]),
             [] as [u32; 0]
         );
         assert!(
             eventually(Duration::from_secs(10), || !folder.exists()),
             "{folder:?} left behind"
         );
+        for mut loop_ in busy {
+            loop_.kill().unwrap();
+            loop_.wait().unwrap();
+        }
     }
 }
