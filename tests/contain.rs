@@ -649,6 +649,8 @@ mod linux {
             }) || is_dead(leader)
             {
                 skip_or_fail(test, "dd could not hold 2 GB here");
+                supervisor.kill().unwrap();
+                supervisor.wait().unwrap();
                 return;
             }
             for _ in 0..3 {
