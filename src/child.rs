@@ -203,14 +203,14 @@ impl fmt::Debug for GroupChild {
             .field("stdout", &self.stdout)
             .field("stderr", &self.stderr)
             .field("outcome", &self.outcome)
-            .field("guard", &self.guard.as_ref().map(Guard::id))
+            .field("guard", &self.guard_id())
             .field("containment", &self.containment())
             .finish_non_exhaustive()
     }
 }
 
-/// How long [`Drop`] waits for a killed leader to become reapable.
-const DROP_REAP_LIMIT: Duration = Duration::from_secs(1);
+/// How long [`Drop`] waits for a killed leader (and a guard's drop for the killed guard) to become reapable.
+pub(crate) const DROP_REAP_LIMIT: Duration = Duration::from_secs(1);
 
 impl GroupChild {
     fn new(mut child: Child, job: Job) -> GroupChild {
@@ -235,6 +235,19 @@ impl GroupChild {
     /// The leader's process id, which is also the id of its process group.
     pub fn id(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The pid of the guard process of [`die_with_parent`](GroupChild::die_with_parent) (or
+    /// [`host::die_with_parent_forked`](crate::host::die_with_parent_forked)) while this handle holds it: `None`
+    /// before, and once a wait, [`Drop`] or a failed start ended it.
+    ///
+    /// The guard is a child of this process. Code that signals or reaps this process's children by pid must leave it
+    /// alone, as it leaves the leader: pass it in `owned`, with [`id`](GroupChild::id), to
+    /// [`host::Subreaper::sweep`](crate::host::Subreaper::sweep) and
+    /// [`reap_exited`](crate::host::Subreaper::reap_exited). A guard killed or reaped by other code no longer guards
+    /// the group.
+    pub fn guard_id(&self) -> Option<u32> {
+        self.guard.as_ref().map(Guard::id)
     }
 
     /// Which boundary the job has: [`Containment::Group`] for [`spawn_group`](CommandExt::spawn_group), else what
@@ -400,7 +413,13 @@ impl GroupChild {
     /// `BENCHMARKS.md`'s run (row 8; more under load), most of it the shell's start. Calling it again does nothing.
     ///
     /// Whatever ends the group ends the guard too, before the leader is reaped: every wait and [`Drop`] send it
-    /// `SIGKILL` and reap it, so no process, pipe or zombie is left behind. When the leader exits and
+    /// `SIGKILL` and reap it, so no process, pipe or zombie is left behind. That reap waits at most about a second (a
+    /// guard that does not die by then, stuck in uninterruptible sleep or held by a stopped tracer, is left to become
+    /// a zombie of this process). On Linux (5.4 and later) the guard is held by a pidfd opened while it was our
+    /// unreaped child: if other code reaps it (a `waitpid(-1)`, a subreaper's sweep), nothing is ever sent to, nor
+    /// waited for, a process that reused its pid. Elsewhere (and where no pidfd can be had) it is held by its pid,
+    /// and only while `waitid` says it is our unreaped child; other code that reaps it there must not let its pid be
+    /// given to another child of ours before this handle ends: leave it alone ([`guard_id`](GroupChild::guard_id)). When the leader exits and
     /// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers) keeps its leftovers, the guard alone is ended
     /// and the leftovers are left as they were (no longer guarded). While the guard runs it is one more member of
     /// the group (its pid is not the leader's), and it holds the group's id even after all other members are gone.
@@ -415,8 +434,9 @@ impl GroupChild {
     /// # Errors
     ///
     /// The guard cannot be started (`/bin/sh` missing, no process or descriptor left); the group is gone (the leader
-    /// left it and no member is left: `PermissionDenied`); it was killed before it could ignore signals three times
-    /// in a row, or did not start within 5 s; or the leader was reaped by someone else. Nothing is left running
+    /// left it and no member is left: `PermissionDenied`); `/bin/sh` exited without arming it (a `/bin/sh` that is
+    /// not a shell); it was killed before it could ignore signals three times in a row, or did not start within 5 s;
+    /// or the leader was reaped by someone else. Nothing is left running
     /// then. Once the leader was reaped by this crate there is nothing left to guard: `Ok(())`.
     pub fn die_with_parent(&mut self) -> io::Result<()> {
         self.arrange_guard(Start::Shell)
@@ -501,30 +521,15 @@ impl GroupChild {
         sent.map(|()| outcome)
     }
 
-    /// Waits until the leader has exited (`true`) or `deadline` passes (`false`), without reaping or signalling.
-    ///
-    /// Between checks it calls `pause` with the watch and the pause's length ([`ExitWatch::next_pause`]): with the
-    /// leader's pidfd, the time left before `deadline` (`None`: no limit), to be slept on the pidfd so that the exit
-    /// ends it; without one, the poll schedule's step, where zero means "yield the CPU once". The length is never
-    /// longer than the time left. `pause` may return early (the loop checks again), but must not take longer than
-    /// asked.
+    /// Waits until the leader has exited (`true`) or `deadline` passes (`false`), without reaping or signalling;
+    /// `pause` as for [`ExitWatch::wait_for`].
     fn wait_for_exit(
         &mut self,
         deadline: Option<Instant>,
-        mut pause: impl FnMut(&ExitWatch, Option<Duration>) -> io::Result<()>,
+        pause: impl FnMut(&ExitWatch, Option<Duration>) -> io::Result<()>,
     ) -> io::Result<bool> {
-        loop {
-            let now = Instant::now();
-            if self.leader_exited()? {
-                return Ok(true);
-            }
-            let left = match deadline.map(|d| d.saturating_duration_since(now)) {
-                Some(Duration::ZERO) => return Ok(false),
-                left => left,
-            };
-            let len = self.watch.next_pause(now, left);
-            pause(&self.watch, len)?;
-        }
+        let pid = self.id();
+        self.watch.wait_for(deadline, || leader_exited(pid), pause)
     }
 
     fn leader_exited(&self) -> io::Result<bool> {
@@ -536,8 +541,17 @@ impl GroupChild {
     fn signal_group(&mut self, signal: i32) -> io::Result<()> {
         self.watch.restart();
         let job = self.job.signal(self.id(), signal);
-        self.job.take_reached(&mut self.leftovers);
+        self.take_reached();
         signal_group(self.id(), signal).and(job)
+    }
+
+    /// Moves what the job's kills reached into the leftovers, except the guard of `die_with_parent` (a member of the
+    /// group that lineage kills find): it is ours, not something the job left behind.
+    fn take_reached(&mut self) {
+        self.job.take_reached(&mut self.leftovers);
+        if let Some(pid) = self.guard_id() {
+            self.leftovers.retain(|left| left.pid != pid);
+        }
     }
 
     /// Kills the group if asked, then reaps the leader and records the outcome.
@@ -554,6 +568,7 @@ impl GroupChild {
         match killed {
             Err(e) if !self.leader_exited()? => Err(e),
             killed => {
+                self.take_reached();
                 let status = self.reap()?;
                 let outcome = if timed_out {
                     Outcome::TimedOut(status)

@@ -5,12 +5,13 @@
 //! this process dies, for any reason, the kernel closes the write end, the guard reads end of file and sends
 //! `SIGKILL` to its own group (`kill(0, SIGKILL)`). That is safe: a live member keeps the group id from being
 //! reused. The guard ignores every catchable signal before it joins the group (a command's `kill 0` or a grace
-//! signal cannot disarm it). The forked guard closes every other descriptor; the shell guard keeps, besides its
+//! signal cannot disarm it). The forked guard closes every other descriptor (but a contained job's `cgroup.kill`); the shell guard keeps, besides its
 //! pipe, only what every child of this process inherits (descriptors that are not close-on-exec), as the command
 //! does.
 //!
-//! The guard is our child. [`Guard`]'s drop ends it: `SIGKILL` by pid while it is still ours and unreaped, a reap,
-//! then the write end is closed — so its end of file reaches a dead process and signals nothing.
+//! The guard is our child, held by a pidfd on Linux (by its pid elsewhere). [`Guard`]'s drop ends it: `SIGKILL`
+//! while it is still ours and unreaped, a reap (bounded), then the write end is closed — so its end of file reaches a
+//! dead process and signals nothing.
 
 use std::fs::File;
 use std::io::{self, Read as _};
@@ -18,9 +19,11 @@ use std::os::fd::{AsFd as _, OwnedFd};
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use crate::child::DROP_REAP_LIMIT;
 use crate::sys;
+use crate::wait::ExitWatch;
 
 /// The shell guard: ignore every catchable signal, say so on standard output and close it, then wait for end of
 /// file on standard input. `read` fails on end of file (and on a read error), which sends `SIGKILL` to the group;
@@ -28,8 +31,9 @@ use crate::sys;
 /// first ends the cgroup (`cgroup.kill`) and removes the folder once it is empty: `rmdir` fails until then, so it
 /// tries again every 20 ms (an external `sleep`; one that takes whole seconds only counts for 50 tries), 100 times,
 /// about 2 s plus the forks: dying processes that free much memory on a loaded machine take a few hundred ms, and a
-/// busybox `rmdir` built into the shell takes no time between tries. Signals by name where the numbers differ; EMT and INFO (BSD and macOS) come last,
-/// since dash stops at the first name it does not know (Linux has neither: `--cfg grouptimeout_portable`).
+/// busybox `rmdir` built into the shell takes no time between tries. Signals by name where the numbers differ; EMT
+/// and INFO (BSD and macOS) come last, since dash stops at the first name it does not know (Linux has neither:
+/// `--cfg grouptimeout_portable`).
 #[cfg(all(
     any(target_os = "linux", target_os = "android"),
     not(grouptimeout_portable)
@@ -60,6 +64,8 @@ const READY_LIMIT: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub(crate) struct Guard {
     pid: u32,
+    /// The guard, held by a pidfd where one can be had; `None` once [`end`](Guard::end) took it.
+    process: Option<sys::Held>,
     /// The write end of the guard's standard input; closed after the guard was ended.
     _pipe: OwnedFd,
 }
@@ -79,7 +85,7 @@ impl Guard {
     ///
     /// The caller holds the group's leader unreaped.
     ///
-    /// `cgroup` is the job's cgroup folder, which the shell guard ends too (the forked guard does not).
+    /// `cgroup` is the job's cgroup folder, which the guard ends too (`cgroup.kill`) and removes once empty.
     pub(crate) fn start(pgid: u32, how: Start, cgroup: Option<&Path>) -> io::Result<Guard> {
         for _ in 0..ATTEMPTS {
             if let Some(guard) = Guard::start_once(pgid, how, cgroup)? {
@@ -92,7 +98,7 @@ impl Guard {
         )))
     }
 
-    /// One attempt: `None` when the guard died before it was armed.
+    /// One attempt: `None` when the guard was killed before it was armed.
     fn start_once(pgid: u32, how: Start, cgroup: Option<&Path>) -> io::Result<Option<Guard>> {
         let (read, write) = sys::cloexec_pipe().map_err(|e| {
             context(
@@ -101,11 +107,19 @@ impl Guard {
             )
         })?;
         if let Start::Fork = how {
+            // The job's cgroup.kill is opened and its folder's path made here: the forked child may not allocate.
+            let cgroup = match cgroup {
+                Some(folder) => Some(fork_cgroup(folder).map_err(|e| context(pgid, e))?),
+                None => None,
+            };
+            let cgroup = cgroup
+                .as_ref()
+                .map(|(kill, folder)| sys::GuardCgroup { kill, folder });
             // Armed before it joins the group (see `sys::fork_guard`): nothing to wait for.
-            let pid = sys::fork_guard(pgid, &read).map_err(|e| {
+            let pid = sys::fork_guard(pgid, &read, cgroup).map_err(|e| {
                 context(pgid, io::Error::new(e.kind(), format!("cannot fork: {e}")))
             })?;
-            return Ok(Some(Guard { pid, _pipe: write }));
+            return Guard::hold(pid, write).map(Some);
         }
         let mut shell = Command::new("/bin/sh");
         shell.env_clear();
@@ -126,31 +140,63 @@ impl Guard {
                 )
             })?;
         let ready = child.stdout.take().map(OwnedFd::from);
-        let guard = Guard {
-            pid: child.id(),
-            _pipe: write,
-        };
+        // From here on the guard is ended through `guard` (std's `Child` is never waited for).
+        let mut guard = Guard::hold(child.id(), write)?;
         match wait_ready(ready.expect("stdout was piped")) {
             Ok(true) => Ok(Some(guard)),
-            Ok(false) => Ok(None),
+            // Closed without a word: killed before it set its traps (try again), or not a shell at all.
+            Ok(false) => match guard.end() {
+                Some(sys::End::Exited(code)) => Err(context(
+                    pgid,
+                    io::Error::other(format!(
+                        "/bin/sh exited (status {code}) without arming the guard (is /bin/sh a shell?)"
+                    )),
+                )),
+                _ => Ok(None),
+            },
             Err(e) => Err(context(pgid, e)),
         }
+    }
+
+    /// Holds our unreaped child `pid` (by a pidfd where one can be had) as the guard whose pipe's write end is `pipe`.
+    fn hold(pid: u32, pipe: OwnedFd) -> io::Result<Guard> {
+        Ok(Guard {
+            pid,
+            process: Some(sys::Held::new(pid)?),
+            _pipe: pipe,
+        })
     }
 
     /// The guard's pid.
     pub(crate) fn id(&self) -> u32 {
         self.pid
     }
+
+    /// Ends the guard: `SIGKILL`, then a reap, both only while it is our unreaped child (never once someone else
+    /// reaped it: with a pidfd, the signal and the reap cannot reach a process that reused its pid). The wait for the
+    /// killed guard is bounded as the drop of a `GroupChild` is (`DROP_REAP_LIMIT`): a guard that does not die in
+    /// time (stuck in uninterruptible sleep, or traced by a stopped tracer) is left unreaped, a zombie of ours once
+    /// it dies. How it ended, when it was reaped here.
+    fn end(&mut self) -> Option<sys::End> {
+        let process = self.process.take()?;
+        // ECHILD: not our unreaped child any more.
+        process.has_exited().ok()?;
+        // SIGKILL by pid (or pidfd) leaves the rest of the group alone.
+        let _ = process.kill();
+        let mut watch = ExitWatch::on(process.pidfd().and_then(|fd| fd.try_clone_to_owned().ok()));
+        let deadline = Instant::now().checked_add(DROP_REAP_LIMIT);
+        watch
+            .wait_for(deadline, || process.has_exited(), ExitWatch::sleep)
+            .ok()?
+            .then(|| process.reap_if_exited().ok().flatten())
+            .flatten()
+    }
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        // Signal the pid only while it is our unreaped child (ECHILD: someone else reaped it, and the pid may be
-        // reused). SIGKILL by pid leaves the rest of the group alone.
-        if sys::has_exited(self.pid).is_ok() {
-            let _ = sys::signal_process(self.pid, libc::SIGKILL);
-            let _ = sys::reap(self.pid);
-        }
+        // The write end closes after this, so the guard's end of file reaches a dead process and signals nothing.
+        self.end();
     }
 }
 
@@ -163,10 +209,10 @@ fn wait_ready(ready: OwnedFd) -> io::Result<bool> {
         revents: 0,
     }];
     let mut ready = File::from(ready);
-    let end = std::time::Instant::now() + READY_LIMIT;
+    let end = Instant::now() + READY_LIMIT;
     let mut armed = false;
     loop {
-        let left = end.saturating_duration_since(std::time::Instant::now());
+        let left = end.saturating_duration_since(Instant::now());
         if sys::poll(&mut fds, left)? == 0 {
             if left.is_zero() {
                 return Err(io::Error::new(
@@ -182,6 +228,19 @@ fn wait_ready(ready: OwnedFd) -> io::Result<bool> {
             _ => armed = true,
         }
     }
+}
+
+/// The job's `cgroup.kill` in `folder`, open for writing (close-on-exec), and the folder's path for `rmdir`.
+fn fork_cgroup(folder: &Path) -> io::Result<(File, std::ffi::CString)> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let path = folder.join("cgroup.kill");
+    let kill = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))?;
+    let folder = std::ffi::CString::new(folder.as_os_str().as_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    Ok((kill, folder))
 }
 
 fn context(pgid: u32, e: io::Error) -> io::Error {

@@ -46,6 +46,47 @@ impl ExitWatch {
         }
     }
 
+    /// Watches a process through `pidfd` (opened while it was our unreaped child) from the first pause; without one,
+    /// on the poll schedule.
+    pub(crate) fn on(pidfd: Option<OwnedFd>) -> ExitWatch {
+        ExitWatch {
+            pid: None,
+            yielded: true,
+            pidfd,
+            since: Instant::now(),
+            seen: Cell::new(false),
+            fired: false,
+        }
+    }
+
+    /// Checks with `exited` until it says the process has exited (`true`) or `deadline` passes (`false`; `None`: no
+    /// deadline), without reaping or signalling.
+    ///
+    /// Between checks it calls `pause` with the watch and the pause's length ([`next_pause`](Self::next_pause)):
+    /// with a pidfd, the time left before `deadline` (`None`: no limit), to be slept on the pidfd so that the exit
+    /// ends it; without one, the poll schedule's step, where zero means "yield the CPU once". The length is never
+    /// longer than the time left. `pause` may return early (the loop checks again), but must not take longer than
+    /// asked.
+    pub(crate) fn wait_for(
+        &mut self,
+        deadline: Option<Instant>,
+        mut exited: impl FnMut() -> io::Result<bool>,
+        mut pause: impl FnMut(&ExitWatch, Option<Duration>) -> io::Result<()>,
+    ) -> io::Result<bool> {
+        loop {
+            let now = Instant::now();
+            if exited()? {
+                return Ok(true);
+            }
+            let left = match deadline.map(|d| d.saturating_duration_since(now)) {
+                Some(Duration::ZERO) => return Ok(false),
+                left => left,
+            };
+            let len = self.next_pause(now, left);
+            pause(self, len)?;
+        }
+    }
+
     /// The leader's pidfd, while the wait sleeps on it.
     pub(crate) fn pidfd(&self) -> Option<BorrowedFd<'_>> {
         use std::os::fd::AsFd as _;

@@ -323,9 +323,28 @@ fn verbose_messages() {
         "trap '' RTMIN+1; sleep 10",
     ]);
     assert_eq!(code(&r), 137);
+    // The KILL also reached the shell's `sleep`, which -v names after GNU's lines (its pid varies).
+    let lines: Vec<&str> = r.stderr.lines().collect();
     assert_eq!(
-        r.stderr,
-        "grouptimeout: sending signal RTMIN+1 to command 'sh'\ngrouptimeout: sending signal KILL to command 'sh'\n"
+        lines[..2],
+        [
+            "grouptimeout: sending signal RTMIN+1 to command 'sh'",
+            "grouptimeout: sending signal KILL to command 'sh'"
+        ],
+        "{}",
+        r.stderr
+    );
+    // A portable build has only the group: no list of what the kill reached.
+    if cfg!(grouptimeout_portable) {
+        assert_eq!(lines.len(), 2, "{}", r.stderr);
+        return;
+    }
+    assert_eq!(lines.len(), 3, "{}", r.stderr);
+    assert!(
+        lines[2].starts_with("grouptimeout: killed 1 process left behind: ")
+            && lines[2].ends_with(" (sleep)"),
+        "{}",
+        r.stderr
     );
 }
 
@@ -493,10 +512,10 @@ fn adopted_orphans_are_reaped_while_the_command_runs() {
         return;
     }
     // Orphans re-parented to the tool (its subreaper) exit; the tool reaps them at once, not at the end.
-    // Besides the command, the tool has one more child of its own: the guard (a fork of the tool, in the group).
+    // Besides the command, the tool has one more child of its own: the guard (a fork of the tool named group-guard).
     let script = "for i in 1 2 3 4 5; do (sleep 0.01 &); done
         others() { for c in $(cat /proc/$PPID/task/*/children); do
-            [ $c = $$ ] || [ \"$(cat /proc/$c/comm 2>/dev/null)\" = grouptimeout ] || echo $c; done; }
+            [ $c = $$ ] || [ \"$(cat /proc/$c/comm 2>/dev/null)\" = group-guard ] || echo $c; done; }
         n=0
         while [ -n \"$(others)\" ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n+1)); done
         echo \"left: $(others)\"";
@@ -506,6 +525,201 @@ fn adopted_orphans_are_reaped_while_the_command_runs() {
         r.stdout.trim(),
         "left:",
         "children of the tool besides the command and the guard"
+    );
+}
+
+/// Who runs the tool in a test of its containment: this test's user (as root here: a cgroup of the job's own), or
+/// nobody (through `setpriv`: no cgroup can be made, so the job is told by its lineage mark).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum User {
+    Me,
+    Nobody,
+}
+
+impl User {
+    /// The users `test` can run the tool as here: nobody needs root and setpriv (else `test` is skipped for it, see
+    /// `common::skip_or_fail`). None in a portable build, which has neither mode (`common::linux_only`).
+    fn available(test: &str) -> Vec<User> {
+        if common::linux_only(test, "a job boundary beyond the group") {
+            return vec![];
+        }
+        let setpriv = Command::new("setpriv").arg("--version").output();
+        if common::is_root() && setpriv.is_ok_and(|o| o.status.success()) {
+            vec![User::Me, User::Nobody]
+        } else {
+            common::skip_or_fail(test, "running the tool as nobody needs root and setpriv");
+            vec![User::Me]
+        }
+    }
+
+    /// `program` and `args` as this user runs them; `scratch` is made writable for nobody.
+    fn command(self, scratch: &Scratch, program: &str, args: &[&str]) -> Vec<String> {
+        let mut argv = vec![];
+        if self == User::Nobody {
+            use std::os::unix::fs::PermissionsExt as _;
+            fs::set_permissions(&scratch.0, fs::Permissions::from_mode(0o777)).unwrap();
+            argv.extend([
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+            ]);
+        }
+        argv.push(program);
+        argv.extend(args);
+        argv.into_iter().map(String::from).collect()
+    }
+
+    /// How the tool's messages start: its `argv[0]`.
+    fn name(self) -> &'static str {
+        match self {
+            User::Me => "grouptimeout",
+            User::Nobody => BIN,
+        }
+    }
+
+    /// Runs the tool with `args` as this user, checks that it left no cgroup folder behind, and returns the run.
+    fn run(self, scratch: &Scratch, args: &[&str]) -> Run {
+        let argv = self.command(scratch, BIN, args);
+        let running = Running::start(&argv[0], &argv[1..]);
+        let tool = running.child.id();
+        let r = running.finish();
+        let left = common::job_folders_made_by(tool);
+        assert!(left.is_empty(), "{self:?}: cgroup folders left: {left:?}");
+        r
+    }
+}
+
+/// Issue 17.6: a daemon of a child the tool already had (a sidecar started before `exec grouptimeout`) is not the
+/// command's: it is left running, as GNU leaves it. As root the job has a cgroup and the tool is no subreaper (the
+/// daemon is not adopted by it); as nobody the tool adopts the daemon and must tell it from the job's by the mark.
+#[test]
+fn a_sidecars_daemon_is_left_alone() {
+    for user in User::available("a_sidecars_daemon_is_left_alone") {
+        let s = Scratch::new();
+        // The sidecar's daemon starts once the command runs (and the tool has had time to become a subreaper), and
+        // the command ends only once the daemon exists; it says whether the tool is the daemon's parent.
+        let command = format!(
+            "echo > {started}; while [ ! -s {daemon} ]; do sleep .05; done; \
+             ppid=$(cut -d' ' -f4 /proc/$(cat {daemon})/stat); \
+             if [ $ppid = $PPID ]; then echo yes; else echo no; fi > {adopted}",
+            started = s.file("started"),
+            daemon = s.file("daemon"),
+            adopted = s.file("adopted"),
+        );
+        let script = format!(
+            "(while [ ! -e {started} ]; do sleep .02; done; sleep .3; \
+              setsid sh -c 'echo $$ > {daemon}.new; mv {daemon}.new {daemon}; exec sleep 30' &) & \
+             exec \"$0\" 20 sh -c \"$1\"",
+            started = s.file("started"),
+            daemon = s.file("daemon"),
+        );
+        let argv = user.command(&s, "sh", &["-c", &script, BIN, &command]);
+        let r = Running::start(&argv[0], &argv[1..]).finish();
+        let daemon = s.pid("daemon");
+        let alive = !is_dead(daemon);
+        kill_pids(&[daemon]);
+        assert_eq!(code(&r), 0, "{user:?}: {}", r.stderr);
+        assert!(alive, "{user:?}: the sidecar's daemon was killed");
+        let adopted = s.wait_for("adopted");
+        let expected = match user {
+            // No subreaper: the daemon went to init (or whoever reaps orphans here).
+            User::Me => "no\n",
+            User::Nobody => "yes\n",
+        };
+        assert_eq!(
+            adopted, expected,
+            "{user:?}: was the daemon adopted by the tool?"
+        );
+    }
+}
+
+/// Issue 17.6: in each mode, a `setsid` escapee of the command dies after a normal exit and at the deadline, and
+/// `-v` names what the tool killed, after GNU's lines.
+#[test]
+fn escapees_die_and_verbose_names_them() {
+    for user in User::available("escapees_die_and_verbose_names_them") {
+        let s = Scratch::new();
+        let me = user.name();
+        let script = format!("setsid sleep 30 & echo $! > {}; sleep .1", s.file("a"));
+        let r = user.run(&s, &["-v", "10", "sh", "-c", &script]);
+        assert_eq!(code(&r), 0, "{user:?}: {}", r.stderr);
+        let a = s.pid("a");
+        assert_dies(a, "setsid escapee after a normal exit");
+        assert_eq!(
+            r.stderr,
+            format!("{me}: killed 1 process left behind: {a} (sleep)\n"),
+            "{user:?}"
+        );
+        // At the deadline (TERM reaches the escapee too).
+        let script = format!("setsid sleep 30 & echo $! > {}; sleep 30", s.file("b"));
+        let r = user.run(&s, &["1", "sh", "-c", &script]);
+        assert_eq!(code(&r), 124, "{user:?}: {}", r.stderr);
+        assert_dies(s.pid("b"), "setsid escapee at the deadline");
+        // One that ignores the timeout's signal, killed with --kill-after: named after GNU's lines.
+        let script = format!("setsid sleep 30 & echo $! > {}; exec sleep 30", s.file("c"));
+        let r = user.run(
+            &s,
+            &["-v", "-s", "URG", "-k", ".3", ".5", "sh", "-c", &script],
+        );
+        assert_eq!(code(&r), 137, "{user:?}: {}", r.stderr);
+        let c = s.pid("c");
+        assert_dies(c, "setsid escapee at the --kill-after deadline");
+        assert_eq!(
+            r.stderr,
+            format!(
+                "{me}: sending signal URG to command 'sh'\n{me}: sending signal KILL to command 'sh'\n\
+                 {me}: killed 1 process left behind: {c} (sleep)\n"
+            ),
+            "{user:?}"
+        );
+    }
+}
+
+/// Issue 17.3 for the tool: its forked guard ends the job's cgroup when the tool is killed with `SIGKILL`, so a
+/// `setsid` escapee dies too, and the folder is removed.
+#[test]
+fn a_killed_tool_takes_the_cgroup_along() {
+    let test = "a_killed_tool_takes_the_cgroup_along";
+    if common::linux_only(test, "a cgroup of the job's own") {
+        return;
+    }
+    let s = Scratch::new();
+    let script = format!(
+        "setsid sleep 30 & echo $! > {}; echo $$ > {}; exec sleep 30",
+        s.file("pid"),
+        s.file("leader")
+    );
+    let mut running = Running::start(BIN, &["30", "sh", "-c", &script]);
+    let (escapee, leader) = (s.pid("pid"), s.pid("leader"));
+    let _cleanup = common::KillOnDrop(vec![escapee, leader]);
+    let folder = common::job_folder(leader).filter(|f| {
+        f.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("grouptimeout-"))
+    });
+    let Some(folder) = folder else {
+        running.signal(libc::SIGKILL);
+        running.finish();
+        return common::skip_or_fail(
+            test,
+            "no cgroup could be made for the job (root and cgroup v2 needed)",
+        );
+    };
+    // The escapee leaves the group (setsid), and the guard joins it by itself after the tool's die_with_parent_forked
+    // returned: wait (bounded) for both, so that the group is the leader and the guard.
+    assert!(common::eventually(Duration::from_secs(10), || {
+        common::state_and_group(escapee).is_some_and(|(_, group)| group == escapee)
+    }));
+    let members = common::wait_for_members(leader, 2);
+    assert_eq!(members.len(), 2, "{members:?}");
+    running.signal(libc::SIGKILL);
+    let r = running.finish();
+    assert_eq!(r.status.signal(), Some(libc::SIGKILL));
+    assert_dies(escapee, "setsid escapee of a killed tool");
+    assert_dies(leader, "command of a killed tool");
+    assert!(
+        common::eventually(Duration::from_secs(10), || !folder.exists()),
+        "{folder:?} left behind"
     );
 }
 

@@ -88,20 +88,6 @@ mod linux {
         lines.iter().map(|l| l.parse().expect("a pid")).collect()
     }
 
-    /// The job's cgroup folder (in cgroup mode), read from the leader's `/proc/PID/cgroup`.
-    fn job_folder(leader: u32) -> Option<PathBuf> {
-        let rel = fs::read_to_string(format!("/proc/{leader}/cgroup")).ok()?;
-        let rel = rel.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
-        let mounts = fs::read_to_string("/proc/self/mountinfo").ok()?;
-        let point = mounts.lines().find_map(|l| {
-            let (before, after) = l.split_once(" - ")?;
-            after
-                .starts_with("cgroup2 ")
-                .then(|| before.split(' ').nth(4).unwrap().to_string())
-        })?;
-        Some(PathBuf::from(format!("{point}{rel}")))
-    }
-
     /// The job folder of a fresh child, checked to be the job's own.
     fn folder_of(child: &GroupChild) -> Option<PathBuf> {
         if child.containment() != Containment::Cgroup {

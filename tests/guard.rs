@@ -40,16 +40,8 @@ fn supervisor_killed(how: &str) {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let mut pids: Vec<u32> = Vec::new();
-    let written = eventually(Duration::from_secs(20), || {
-        pids = fs::read_to_string(&file)
-            .unwrap_or_default()
-            .split_whitespace()
-            .filter_map(|s| s.parse().ok())
-            .collect();
-        pids.len() == 4
-    });
-    let _ = fs::remove_file(&file);
+    let pids = pids_from_file(&file, 4);
+    let written = pids.len() == 4;
     let _cleanup = KillOnDrop(pids.clone());
     if !written {
         let _ = helper.kill();
@@ -239,4 +231,184 @@ fn a_capture_leaves_no_guard_and_closes_its_pipes_at_once() {
     assert_eq!(captured.stderr, b"err\n");
     assert!(captured.pipes_closed);
     assert_no_guard_left(guard, &pipe);
+}
+
+/// Whether `unshare` can make private PID and mount namespaces here (root, and `unshare` installed); skips `test`
+/// otherwise.
+fn namespaces_or_skip(test: &str) -> bool {
+    let ok = Command::new("unshare")
+        .args(["-p", "-f", "--mount-proc", "true"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        skip_or_fail(
+            test,
+            "unshare -p -f --mount-proc fails (not root, or util-linux's unshare missing)",
+        );
+    }
+    ok
+}
+
+/// Inside a private PID namespace (so that the kill by name reaches only this test's processes): runs the tool on a
+/// command, waits (bounded) for its guard to join the command's group, runs `kill_by_name`, and says whether the
+/// command died then (`dead`) or not (`alive`), read from the namespace's `/proc/PID/stat`.
+fn killed_by_name(kill_by_name: &str) -> String {
+    const SCRIPT: &str = r#"
+        # guard-name-test: /proc/1 must be this script, or this /proc is not the private namespace's.
+        grep -q guard-name-test /proc/1/cmdline || { echo "not in a private PID namespace"; exit 99; }
+        dir=$(mktemp -d)
+        "$1" 60 sh -c 'echo $$ > "$1"; exec sleep 60' sh "$dir/pid" &
+        i=0
+        until [ -s "$dir/pid" ] && [ "$(pgrep -g "$(cat "$dir/pid")" | wc -l)" -ge 2 ] || [ $i -ge 200 ]; do
+            sleep 0.05; i=$((i + 1))
+        done
+        pid=$(cat "$dir/pid"); rm -r "$dir"
+        $2 >/dev/null || echo "no process killed by name"
+        i=0
+        while [ $i -lt 100 ]; do
+            state=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -c1)
+            case "$state" in ''|Z|X) echo dead; exit 0;; esac
+            sleep 0.05; i=$((i + 1))
+        done
+        echo alive
+    "#;
+    let out = Command::new("unshare")
+        .args(["-p", "-f", "--mount-proc", "sh", "-c", SCRIPT, "sh"])
+        .arg(env!("CARGO_BIN_EXE_grouptimeout"))
+        .arg(kill_by_name)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// `pkill -x` and `killall` by the tool's name kill the tool, not its guard, which then kills the command's group.
+#[test]
+fn the_tools_guard_survives_a_kill_by_the_tools_name() {
+    let test = "the_tools_guard_survives_a_kill_by_the_tools_name";
+    if !namespaces_or_skip(test) {
+        return;
+    }
+    for (tool, kill) in [
+        ("pkill", "pkill -9 -x grouptimeout"),
+        ("pkill", "pkill -9 grouptimeout"),
+        ("killall", "killall -9 grouptimeout"),
+    ] {
+        if Command::new(tool).arg("-V").output().is_err() {
+            return skip_or_fail(test, &format!("{tool} is missing (procps, psmisc)"));
+        }
+        assert_eq!(killed_by_name(kill), "dead", "{kill}");
+    }
+}
+
+/// `/bin/true` bound over `/bin/sh` (in a mount namespace of its own): the shell guard's start fails saying that
+/// `/bin/sh` exited without arming it, not that something killed it.
+#[test]
+fn a_sh_that_exits_at_once_is_named_in_the_error() {
+    let test = "a_sh_that_exits_at_once_is_named_in_the_error";
+    if !namespaces_or_skip(test) {
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new("unshare")
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            "mount --bind /bin/true /bin/sh && exec \"$@\"",
+            "sh",
+        ])
+        .arg(exe)
+        .args([
+            "--ignored",
+            "--exact",
+            "guard_with_a_false_sh",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env(PIDS_VAR, "set")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let error = stdout
+        .lines()
+        .find_map(|l| l.split_once("ERROR: ").map(|(_, error)| error))
+        .unwrap_or_else(|| {
+            panic!(
+                "no error reported: {stdout} {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    assert!(
+        error.contains("/bin/sh exited (status 0) without arming the guard"),
+        "{error}"
+    );
+    assert!(!error.contains("killed"), "{error}");
+}
+
+/// Run by a_sh_that_exits_at_once_is_named_in_the_error with a `/bin/sh` that is `/bin/true`.
+#[test]
+#[ignore = "run by a_sh_that_exits_at_once_is_named_in_the_error"]
+fn guard_with_a_false_sh() {
+    assert!(
+        std::env::var_os(PIDS_VAR).is_some(),
+        "run by a_sh_that_exits_at_once_is_named_in_the_error"
+    );
+    let mut child = Command::new("sleep").arg("60").spawn_group().unwrap();
+    let error = child
+        .die_with_parent()
+        .expect_err("a guard with /bin/true as /bin/sh");
+    assert_eq!(child.guard_id(), None);
+    println!("ERROR: {error}");
+}
+
+/// A guard that cannot be reaped at once after its `SIGKILL` (traced by a stopped `strace`: its exit goes to the
+/// tracer first) must not keep the drop waiting past its bound (about a second each for the leader and the guard).
+#[test]
+fn a_guard_that_cannot_be_reaped_does_not_block_the_drop() {
+    let test = "a_guard_that_cannot_be_reaped_does_not_block_the_drop";
+    let mut child = Command::new("sleep").arg("60").spawn_group().unwrap();
+    child.die_with_parent().unwrap();
+    let guard = child.guard_id().unwrap();
+    let Ok(mut strace) = Command::new("strace")
+        .args(["-o", "/dev/null", "-p", &guard.to_string()])
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return skip_or_fail(test, "strace is missing");
+    };
+    let traced = eventually(Duration::from_secs(10), || {
+        fs::read_to_string(format!("/proc/{guard}/status"))
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.starts_with("TracerPid:") && l.split_whitespace().nth(1) != Some("0"))
+    });
+    let stopped = traced
+        && host::signal_child(&mut strace, libc::SIGSTOP).is_ok()
+        && eventually(Duration::from_secs(5), || {
+            state_and_group(strace.id()).is_some_and(|(s, _)| s == 'T')
+        });
+    if !stopped {
+        let _ = strace.kill();
+        let _ = strace.wait();
+        panic!("strace did not attach to the guard, or did not stop (attached: {traced})");
+    }
+    // Bounded: if the drop blocks, strace is killed after 20 s (the guard can be reaped then) and the test fails.
+    let took = returns_within(
+        Duration::from_secs(20),
+        move || drop(child),
+        || {
+            let _ = strace.kill();
+        },
+    );
+    // The guard, left unreaped by the drop, dies with strace and stays a zombie of this test process until it exits.
+    let _ = strace.kill();
+    let _ = strace.wait();
+    let took = took.expect("the drop blocked on the traced guard");
+    assert!(took < Duration::from_secs(6), "the drop took {took:?}");
+    assert!(
+        eventually(Duration::from_secs(5), || is_dead(guard)),
+        "{:?} {took:?}",
+        state_and_group(guard)
+    );
 }

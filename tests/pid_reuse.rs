@@ -6,30 +6,11 @@
 
 mod common;
 
-use std::fs;
 use std::io::{self, Write as _};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{eventually, is_dead};
-
-/// Spawns `cmd` so that it gets pid `pid` (free again after a reap), by setting the pid namespace's last allocated pid
-/// (`/proc/sys/kernel/ns_last_pid`, root only) just below it. `None` when that cannot be done here, or another process
-/// of the machine took the pid first each time. Few attempts: each one moves the allocation back to `pid`, so that
-/// the pids handed out since are handed out again sooner than usual.
-fn spawn_with_pid(cmd: &mut Command, pid: u32) -> Option<std::process::Child> {
-    for _ in 0..20 {
-        fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).ok()?;
-        let child = cmd.spawn().expect("spawn");
-        if child.id() == pid {
-            return Some(child);
-        }
-        let mut child = child;
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    None
-}
+use common::{eventually, is_dead, spawn_with_pid};
 
 #[test]
 fn signal_child_never_signals_a_reaped_child_whose_pid_was_reused() {

@@ -1,11 +1,13 @@
 //! The forked guard process (see `crate::guard`): a copy of this process that joins a group and kills it when the
 //! pipe from its supervisor reaches end of file.
 
+use std::ffi::CStr;
+use std::fs::File;
 use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use super::checked_pid;
+use super::{checked_pid, cvt};
 
 /// The highest signal number the forked guard sets to be ignored: Linux's `SIGRTMAX`; elsewhere FreeBSD's
 /// (`sigaction` refuses the numbers a system lacks).
@@ -20,19 +22,51 @@ const LAST_SIGNAL: libc::c_int = 64;
 )))]
 const LAST_SIGNAL: libc::c_int = 128;
 
+/// The forked guard's name (`comm`, what `ps -e`, `pkill -x` and `killall` match; Linux only), so that killing the
+/// supervisor by its name does not kill its guard too. It does not contain "grouptimeout", which plain
+/// `pkill grouptimeout` (a pattern) would find in it. The command line stays the supervisor's (`pkill -f` matches it).
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(grouptimeout_portable)
+))]
+const GUARD_NAME: &[u8; 12] = b"group-guard\0";
+
+/// How many times the forked guard tries to remove the job's cgroup folder, 10 ms apart (it is removable once the
+/// killed processes have exited).
+const RMDIR_TRIES: usize = 100;
+
+/// The job's cgroup, for the forked guard to end: its `cgroup.kill`, open for writing, and its folder's path.
+pub(crate) struct GuardCgroup<'a> {
+    pub(crate) kill: &'a File,
+    pub(crate) folder: &'a CStr,
+}
+
 /// Forks a guard that ignores every catchable signal, joins group `pgid`, keeps only `read` (as its standard input)
 /// open, and then reads it: one byte makes it exit quietly; end of file or an error makes it send `SIGKILL` to its
 /// own group. Returns its pid at once, without waiting for the guard to join the group.
 ///
-/// The forked child calls only async-signal-safe functions (`sigaction`, `sigprocmask`, `setpgid`, `dup2`, `close`,
-/// `read`, `kill`, `_exit`, and `close_range` or
+/// With `cgroup`, the guard also keeps the job's `cgroup.kill` open (as its standard output), and at end of file
+/// first writes `1` to it (every process of the job's cgroup is killed), then removes the folder once it is empty
+/// (`rmdir` until it succeeds, at most [`RMDIR_TRIES`] times 10 ms apart), and only then kills its group (itself
+/// included).
+///
+/// On Linux the child first renames itself [`GUARD_NAME`] (`prctl(PR_SET_NAME)`, a system call). Elsewhere it keeps
+/// this process's name: no async-signal-safe call renames a process there.
+///
+/// The forked child calls only async-signal-safe functions (`prctl`, `sigaction`, `sigprocmask`, `fcntl`, `setpgid`,
+/// `dup2`, `close`, `read`, `write`, `rmdir`, `nanosleep`, `kill`, `_exit`, and `close_range` or
 /// `getrlimit`), so this is sound in a multi-threaded process. It joins the group only after it ignores
 /// every signal, so a signal sent to the group never finds it unprotected, and this process need not wait for it:
 /// if this process dies meanwhile, the guard still joins, then reads end of file. If it cannot join (the group has no
 /// process left), it exits at once without signalling anything, since it is still in this process's group then.
-pub(crate) fn fork_guard(pgid: u32, read: &OwnedFd) -> io::Result<u32> {
+pub(crate) fn fork_guard(
+    pgid: u32,
+    read: &OwnedFd,
+    cgroup: Option<GuardCgroup<'_>>,
+) -> io::Result<u32> {
     let pgid = checked_pid(pgid)?;
     let read = read.as_raw_fd();
+    let cgroup = cgroup.map(|c| (c.kill.as_raw_fd(), c.folder));
     let mut ignore = MaybeUninit::<libc::sigaction>::zeroed();
     // SAFETY: `ignore` is a zeroed sigaction we own; we set its handler to SIG_IGN and empty its mask.
     let ignore = unsafe {
@@ -56,7 +90,7 @@ pub(crate) fn fork_guard(pgid: u32, read: &OwnedFd) -> io::Result<u32> {
     // SAFETY: the child runs `guard_main`, which calls only async-signal-safe functions and never returns.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        guard_main(pgid, read, &ignore);
+        guard_main(pgid, read, cgroup, &ignore);
     }
     let forked = if pid == -1 {
         Err(io::Error::last_os_error())
@@ -68,8 +102,22 @@ pub(crate) fn fork_guard(pgid: u32, read: &OwnedFd) -> io::Result<u32> {
     forked
 }
 
-/// The body of the forked guard; see [`fork_guard`]. Never returns, never allocates.
-fn guard_main(pgid: libc::pid_t, read: libc::c_int, ignore: &libc::sigaction) -> ! {
+/// The body of the forked guard; see [`fork_guard`]. Never returns, never allocates. `cgroup`: the job's open
+/// `cgroup.kill` and its folder.
+fn guard_main(
+    pgid: libc::pid_t,
+    read: libc::c_int,
+    cgroup: Option<(libc::c_int, &CStr)>,
+    ignore: &libc::sigaction,
+) -> ! {
+    #[cfg(all(
+        any(target_os = "linux", target_os = "android"),
+        not(grouptimeout_portable)
+    ))]
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes, which GUARD_NAME is.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, GUARD_NAME.as_ptr());
+    }
     for signal in 1..=LAST_SIGNAL {
         if signal != libc::SIGKILL && signal != libc::SIGSTOP {
             // SAFETY: `ignore` is a valid sigaction; an invalid signal number only fails with EINVAL.
@@ -82,14 +130,21 @@ fn guard_main(pgid: libc::pid_t, read: libc::c_int, ignore: &libc::sigaction) ->
         libc::sigemptyset(none.as_mut_ptr());
         libc::sigprocmask(libc::SIG_SETMASK, none.as_ptr(), std::ptr::null_mut());
     }
-    // SAFETY: setpgid and dup2 take integer arguments only.
-    let armed = unsafe { libc::setpgid(0, pgid) == 0 && libc::dup2(read, 0) == 0 };
+    // `cgroup.kill` is moved above the standard descriptors first (it may be one of them), then kept as descriptor 1.
+    // SAFETY: fcntl, setpgid and dup2 take integer arguments only.
+    let armed = unsafe {
+        let kill = cgroup.map_or(0, |(kill, _)| libc::fcntl(kill, libc::F_DUPFD, 3));
+        kill != -1
+            && libc::setpgid(0, pgid) == 0
+            && libc::dup2(read, 0) == 0
+            && (cgroup.is_none() || libc::dup2(kill, 1) == 1)
+    };
     if !armed {
         // Maybe still in our supervisor's group: never signal anything from here.
         // SAFETY: _exit ends this process at once.
         unsafe { libc::_exit(127) };
     }
-    close_from(1);
+    close_from(if cgroup.is_some() { 2 } else { 1 });
     let mut byte = 0u8;
     loop {
         // SAFETY: reads at most one byte into a live local.
@@ -103,7 +158,24 @@ fn guard_main(pgid: libc::pid_t, read: libc::c_int, ignore: &libc::sigaction) ->
             break;
         }
     }
-    // End of file: the supervisor died. We are a member of the group, which keeps its id from being reused.
+    // End of file: the supervisor died. The job's cgroup first (the group kill below ends this process too).
+    if let Some((_, folder)) = cgroup {
+        // SAFETY: writes one byte from a static to descriptor 1, `cgroup.kill`.
+        unsafe { libc::write(1, b"1".as_ptr().cast(), 1) };
+        let pause = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 10_000_000,
+        };
+        for _ in 0..RMDIR_TRIES {
+            // SAFETY: `folder` is a NUL-terminated string made before the fork; rmdir only reads it.
+            if unsafe { libc::rmdir(folder.as_ptr()) } == 0 {
+                break;
+            }
+            // SAFETY: nanosleep reads a live timespec; the remainder is not wanted.
+            unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+        }
+    }
+    // We are a member of the group, which keeps its id from being reused.
     // SAFETY: kill with pid 0 signals this process's own group, which setpgid made the command's.
     unsafe {
         libc::kill(0, libc::SIGKILL);
@@ -140,5 +212,138 @@ fn close_from(first: libc::c_int) {
     for fd in first..max {
         // SAFETY: closing a descriptor number; EBADF for one that is not open is harmless.
         unsafe { libc::close(fd) };
+    }
+}
+
+/// How a child process ended, as `waitid` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum End {
+    /// It exited with this status.
+    Exited(i32),
+    /// This signal ended it.
+    Killed(i32),
+}
+
+/// `CLD_EXITED`, the `si_code` of a child that exited: 1 on Linux, macOS and the BSDs (libc 0.2.139 defines it for
+/// Linux only).
+const CLD_EXITED: libc::c_int = 1;
+
+/// One child process of ours (a guard), held by a pidfd where one can be had, else by its pid.
+///
+/// The pidfd (Linux 5.4 and later: `pidfd_open`, and `waitid(P_PIDFD)`) is opened by [`Held::new`] while the process
+/// is our unreaped child, so it names that process for good: once someone else reaped it (a subreaper's sweep, a
+/// `waitpid(-1)` elsewhere in the program), a signal through it fails with `ESRCH` and a wait with `ECHILD`, even
+/// when its pid was given to a new process. Held by its pid (other systems, older kernels, no descriptor left, the
+/// `grouptimeout_no_pidfd` and `grouptimeout_portable` cfgs), a pid reaped by someone else and given to another child of ours cannot be told
+/// apart from it.
+#[derive(Debug)]
+pub(crate) struct Held {
+    pid: libc::pid_t,
+    pidfd: Option<OwnedFd>,
+}
+
+impl Held {
+    /// Holds our unreaped child `pid`; the caller makes sure nothing reaped it yet.
+    pub(crate) fn new(pid: u32) -> io::Result<Held> {
+        // Any failure (ENOSYS before Linux 5.3, EPERM under seccomp, EMFILE) leaves the pid.
+        #[cfg(all(
+            target_os = "linux",
+            not(grouptimeout_no_pidfd),
+            not(grouptimeout_portable)
+        ))]
+        let pidfd = super::pidfd_open(pid).ok();
+        #[cfg(not(all(
+            target_os = "linux",
+            not(grouptimeout_no_pidfd),
+            not(grouptimeout_portable)
+        )))]
+        let pidfd = None;
+        let held = Held {
+            pid: checked_pid(pid)?,
+            pidfd,
+        };
+        // Linux 5.3 has pidfds but not `waitid(P_PIDFD)` (EINVAL): one peek, which succeeds for our unreaped child,
+        // tells.
+        if held.pidfd.is_some() && held.wait(libc::WNOWAIT).is_err() {
+            return Ok(Held {
+                pidfd: None,
+                ..held
+            });
+        }
+        Ok(held)
+    }
+
+    /// The pidfd, if the process is held by one.
+    pub(crate) fn pidfd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd as _;
+        self.pidfd.as_ref().map(|fd| fd.as_fd())
+    }
+
+    /// Whether it has exited, without reaping it; fails with `ECHILD` once it is not our unreaped child any more.
+    pub(crate) fn has_exited(&self) -> io::Result<bool> {
+        self.wait(libc::WNOWAIT).map(|end| end.is_some())
+    }
+
+    /// Sends it `SIGKILL` (through the pidfd if there is one); `ESRCH` (reaped already) counts as success.
+    pub(crate) fn kill(&self) -> io::Result<()> {
+        let sent = match &self.pidfd {
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            // SAFETY: pidfd_send_signal takes a descriptor, a signal number, a null siginfo and flags 0.
+            Some(fd) => cvt(unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.as_raw_fd(),
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0 as libc::c_uint,
+                )
+            } as libc::c_int),
+            // SAFETY: kill has no memory-safety preconditions; checked_pid ruled out 0, 1 and negative ids.
+            _ => cvt(unsafe { libc::kill(self.pid, libc::SIGKILL) }),
+        };
+        match sent {
+            Err(e) if e.raw_os_error() != Some(libc::ESRCH) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Reaps it if it has exited, without blocking: how it ended, or `None` while it runs. Fails with `ECHILD` once
+    /// it is not our unreaped child any more.
+    pub(crate) fn reap_if_exited(&self) -> io::Result<Option<End>> {
+        self.wait(0)
+    }
+
+    /// `waitid` for exit, without blocking, with `flags` added.
+    fn wait(&self, flags: libc::c_int) -> io::Result<Option<End>> {
+        let (idtype, id) = match &self.pidfd {
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Some(fd) => (libc::P_PIDFD, fd.as_raw_fd() as libc::id_t),
+            _ => (libc::P_PID, self.pid as libc::id_t),
+        };
+        super::retry_eintr(|| {
+            let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+            // SAFETY: `info` points to a zeroed `siginfo_t` that lives across the call; one process (a pid or a
+            // pidfd) is waited for, never a group or any child.
+            cvt(unsafe {
+                libc::waitid(
+                    idtype,
+                    id,
+                    info.as_mut_ptr(),
+                    flags | libc::WEXITED | libc::WNOHANG,
+                )
+            })?;
+            // SAFETY: zero-initialised and possibly filled in by the kernel: every bit pattern is a valid siginfo_t;
+            // si_status reads the field waitid sets for a child's exit.
+            let (signo, code, status) = unsafe {
+                let info = info.assume_init();
+                (info.si_signo, info.si_code, info.si_status())
+            };
+            // With WNOHANG and no exited child the kernel leaves si_signo 0 (we zeroed it).
+            Ok((signo != 0).then_some(if code == CLD_EXITED {
+                End::Exited(status)
+            } else {
+                End::Killed(status)
+            }))
+        })
     }
 }

@@ -87,11 +87,6 @@ pub(crate) fn reap_if_exited(pid: u32) -> io::Result<bool> {
     waitpid(pid, libc::WNOHANG)
 }
 
-/// Reaps our child `pid`, blocking until it exits; `ECHILD` (reaped already, or not ours) counts as done.
-pub(crate) fn reap(pid: u32) -> io::Result<()> {
-    waitpid(pid, 0).map(drop)
-}
-
 fn waitpid(pid: u32, flags: libc::c_int) -> io::Result<bool> {
     let pid = checked_pid(pid)?;
     retry_eintr(|| {

@@ -123,11 +123,103 @@ pub fn temp_path(name: &str) -> PathBuf {
     path
 }
 
+/// The cgroup v2 folder of process `pid` (a job's, in cgroup mode), from its `/proc/PID/cgroup` and the cgroup2
+/// mount; `None` when it is gone or the machine has no cgroup v2.
+pub fn job_folder(pid: u32) -> Option<PathBuf> {
+    let rel = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let rel = rel.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
+    let mounts = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let point = mounts.lines().find_map(|l| {
+        let (before, after) = l.split_once(" - ")?;
+        after
+            .starts_with("cgroup2 ")
+            .then(|| before.split(' ').nth(4).unwrap().to_string())
+    })?;
+    Some(PathBuf::from(format!("{point}{rel}")))
+}
+
+/// The job cgroups that process `maker` made (`grouptimeout-MAKER-…`) beside this test process's own cgroup, as
+/// `spawn_contained` names them, that are still there.
+pub fn job_folders_made_by(maker: u32) -> Vec<PathBuf> {
+    let prefix = format!("grouptimeout-{maker}-");
+    let Some(Ok(entries)) = job_folder(std::process::id()).map(fs::read_dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Whether this test runs as root (the tests that need it skip otherwise).
+pub fn is_root() -> bool {
+    std::os::unix::fs::MetadataExt::uid(&fs::metadata("/proc/self").unwrap()) == 0
+}
+
 /// The process group of this test process.
 pub fn own_group() -> u32 {
     state_and_group(std::process::id())
         .expect("/proc/self/stat")
         .1
+}
+
+/// Runs `f` in a thread of its own and waits at most `limit` for it to return: how long it took, or `None` when it
+/// did not return in time. Then `unstick` runs, which must make `f` return, so that the thread can be joined and the
+/// test fails rather than hangs.
+pub fn returns_within(
+    limit: Duration,
+    f: impl FnOnce() + Send + 'static,
+    unstick: impl FnOnce(),
+) -> Option<Duration> {
+    let (done, finished) = std::sync::mpsc::channel();
+    let started = Instant::now();
+    let thread = thread::spawn(move || {
+        f();
+        let _ = done.send(());
+    });
+    let returned = finished.recv_timeout(limit).is_ok();
+    let took = started.elapsed();
+    if !returned {
+        unstick();
+    }
+    thread.join().expect("the bounded call panicked");
+    returned.then_some(took)
+}
+
+/// Reads the pids that a helper process writes to `file` (whitespace-separated), waiting (bounded) until there are
+/// `n`; returns what was read, the file removed.
+pub fn pids_from_file(file: &std::path::Path, n: usize) -> Vec<u32> {
+    let mut pids: Vec<u32> = Vec::new();
+    eventually(Duration::from_secs(20), || {
+        pids = fs::read_to_string(file)
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|s| s.parse().ok())
+            .collect();
+        pids.len() == n
+    });
+    let _ = fs::remove_file(file);
+    pids
+}
+
+/// Spawns `cmd` so that it gets pid `pid` (free again after a reap), by setting the pid namespace's last allocated pid
+/// (`/proc/sys/kernel/ns_last_pid`, root only) just below it. `None` when that cannot be done here, or another process
+/// of the machine took the pid first each time. Few attempts: each one moves the allocation back to `pid`, so that
+/// the pids handed out since are handed out again sooner than usual: call it only from a test binary of its own, in
+/// which no other test watches a process die meanwhile.
+pub fn spawn_with_pid(cmd: &mut Command, pid: u32) -> Option<std::process::Child> {
+    for _ in 0..20 {
+        fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).ok()?;
+        let child = cmd.spawn().expect("spawn");
+        if child.id() == pid {
+            return Some(child);
+        }
+        let mut child = child;
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    None
 }
 
 /// For a test that cannot run here because a tool it needs is missing; the test then returns without checking.

@@ -65,6 +65,12 @@ Usage: grouptimeout [OPTION]... DURATION COMMAND [ARG]...
 Run COMMAND as the leader of a new process group; if it still runs after
 DURATION, send it SIGNAL. On exit, nothing COMMAND started is left running.
 
+What COMMAND starts is found, on Linux, in a cgroup made for it (cgroup v2,
+where grouptimeout may make one: as root, or in a delegated cgroup), else by
+its group and a mark in its processes' environment (a process that left the
+group and cleared its environment escapes). Elsewhere only its group is
+reached; with --foreground (no group), on Linux, every orphan it leaves.
+
   -s, --signal=SIGNAL      signal to send on timeout (default TERM): a name
                              like HUP, SIGTERM or RTMIN+2, or a number
   -k, --kill-after=DURATION  send KILL to the group if it still runs this long
@@ -74,7 +80,8 @@ DURATION, send it SIGNAL. On exit, nothing COMMAND started is left running.
                              rarely needed (see below). SIGNAL and KILL then
                              reach COMMAND only (on Linux the rest is killed
                              once COMMAND exits)
-  -v, --verbose            report every signal sent, on stderr
+  -v, --verbose            report every signal sent, on stderr, and the
+                             processes killed besides COMMAND
       --leave-running      when COMMAND exits by itself, leave the processes
                              it started running (default: kill them)
       --help               display this help and exit

@@ -4,9 +4,11 @@
 //! that group. The signals the tool handles are blocked ([`host::Signals`]; unblocked only while the command is
 //! spawned, so that it does not inherit them blocked), and the tool sleeps in `sigtimedwait(2)` until one arrives,
 //! the command exits (`SIGCHLD`) or the next deadline passes. They stay blocked until the tool exits, so that no
-//! signal can kill it while it computes its exit status. On Linux the tool is a child subreaper
-//! ([`host::Subreaper`]) and, once the command is done, kills and reaps every process it adopted, leaving alone the
-//! children it had before. At a terminal the command's group gets the terminal while it runs, and its stops are
+//! signal can kill it while it computes its exit status. The command runs contained
+//! ([`CommandExt::spawn_contained`]): in a cgroup of its own where one can be made (Linux), which the library ends
+//! whole; otherwise the tool is a child subreaper ([`host::Subreaper`], Linux) and, once the command is done, kills
+//! and reaps the processes it adopted that belong to the job (they carry its lineage mark, or are in its group), and
+//! only reaps the others. At a terminal the command's group gets the terminal while it runs, and its stops are
 //! passed on to the shell (`terminal.rs`).
 #![forbid(unsafe_code)]
 
@@ -25,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use args::{Options, Parsed, UsageError};
 use grouptimeout::host::{self, Signals, Subreaper};
-use grouptimeout::{CommandExt, GroupChild};
+use grouptimeout::{CommandExt, Containment, GroupChild, Leftover};
 use terminal::JobControl;
 
 /// Writes `NAME: message` to stderr, `NAME` being the name the tool was run as ([`messages::program`]), ignoring
@@ -125,15 +127,17 @@ impl Leader {
         }
     }
 
-    /// After an error: kills the command (its group, if it has one) and reaps it if it is still ours.
-    fn abandon(self) {
+    /// After an error: kills the command (its job, if it has one) and, in the foreground, reaps it if it is still
+    /// ours. A contained command is reaped when `self` is dropped (waiting at most about a second).
+    fn abandon(&mut self) {
         match self {
-            // Drop kills the group and reaps the leader, waiting at most about a second.
-            Leader::Group(child) => drop(child),
-            Leader::Foreground(mut child) => {
+            Leader::Group(child) => {
+                let _ = child.kill();
+            }
+            Leader::Foreground(child) => {
                 // Not `Child::kill`: it would signal the pid even if someone else had reaped it. The reap is bounded
                 // as the library's drop is: a command stuck in uninterruptible sleep must not hang the tool.
-                if host::signal_child(&mut child, libc::SIGKILL).is_ok() {
+                if host::signal_child(child, libc::SIGKILL).is_ok() {
                     let end = Instant::now() + Duration::from_secs(1);
                     while matches!(child.try_wait(), Ok(None)) && Instant::now() < end {
                         std::thread::sleep(Duration::from_millis(1));
@@ -161,6 +165,23 @@ impl Leader {
     fn set_kill_leftovers(&mut self, kill: bool) {
         if let Leader::Group(child) = self {
             child.set_kill_leftovers(kill);
+        }
+    }
+
+    /// Whether the sweep may kill the adopted orphan `pid` (an unreaped child of ours): one of the job's, where the
+    /// tool can tell (a lineage mark); any, where it cannot (the group alone, or `--foreground`).
+    fn owns_orphan(&self, pid: u32) -> bool {
+        match self {
+            Leader::Group(child) if child.containment() != Containment::Group => child.in_job(pid),
+            _ => true,
+        }
+    }
+
+    /// What the job's kills reached besides the leader (see [`GroupChild::leftovers`]).
+    fn leftovers(&self) -> &[Leftover] {
+        match self {
+            Leader::Group(child) => child.leftovers(),
+            Leader::Foreground(_) => &[],
         }
     }
 }
@@ -226,23 +247,25 @@ fn run(opts: &Options) -> ! {
             std::process::exit(EXIT_CANCELED);
         }
     };
-    // After the handlers (SIGCHLD must not be ignored), before the spawn (children we already have are not the
-    // command's). `None`: not Linux, there is nothing to sweep with.
-    let mut subreaper = cfg!(all(
-        any(target_os = "linux", target_os = "android"),
-        not(grouptimeout_portable)
-    ))
-    .then(Subreaper::new);
-    let code = supervise_command(opts, &mut signals, &mut subreaper);
+    let code = supervise_command(opts, &mut signals);
     // Exit with `signals` still installed (not dropped): see above.
     std::process::exit(code)
 }
 
-fn supervise_command(
-    opts: &Options,
-    signals: &mut Signals,
-    subreaper: &mut Option<io::Result<Subreaper>>,
-) -> i32 {
+/// Makes the tool a child subreaper (`None`: not Linux, there is nothing to sweep with). Only after the signal
+/// handlers are installed (`SIGCHLD` must not be ignored).
+fn become_subreaper() -> Option<io::Result<Subreaper>> {
+    cfg!(all(
+        any(target_os = "linux", target_os = "android"),
+        not(grouptimeout_portable)
+    ))
+    .then(Subreaper::new)
+}
+
+fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
+    // In the foreground the command has no job boundary: the tool becomes a subreaper before the spawn, so that it
+    // adopts every orphan the command leaves (children it already has are not the command's).
+    let mut subreaper = opts.foreground.then(become_subreaper).flatten();
     // At a terminal, the command's group gets it (and the tool takes it back below, before anything else).
     let mut job = (!opts.foreground).then(JobControl::new);
     let name = args::quote(opts.command[0].as_encoded_bytes());
@@ -260,7 +283,7 @@ fn supervise_command(
             if opts.foreground {
                 command.spawn().map(Leader::Foreground)
             } else {
-                command.spawn_group().map(Leader::Group)
+                command.spawn_contained().map(Leader::Group)
             }
         })
     });
@@ -280,11 +303,27 @@ fn supervise_command(
     if let (Some(job), Some(child)) = (&mut job, leader.group()) {
         job.start(child);
     }
-    // `kill -9` on the tool (or its crash) must not leave the command's group running: a forked guard (cheaper
-    // than a shell in a process this small) kills the group when the tool dies. Not fatal if it cannot be arranged.
+    // `kill -9` on the tool (or its crash) must not leave the command's group running: a guard kills the group when
+    // the tool dies. Not fatal if it cannot be arranged. On Linux a forked one (cheaper than a shell in a process this
+    // small), which renames itself; elsewhere a fork cannot, and would die with a `killall grouptimeout`: a shell.
     if let Leader::Group(child) = &mut leader {
-        if let Err(e) = host::die_with_parent_forked(child) {
+        let guarded = if cfg!(all(
+            any(target_os = "linux", target_os = "android"),
+            not(grouptimeout_portable)
+        )) {
+            host::die_with_parent_forked(child)
+        } else {
+            child.die_with_parent()
+        };
+        if let Err(e) = guarded {
             say!("warning: {e}");
+        }
+        // A cgroup holds every process the command starts, and the library ends it whole: no subreaper (a
+        // process-wide, irreversible role). Otherwise the tool adopts the orphans, to kill the job's among them and
+        // reap the rest. After the spawn and the guard: both are children the sweep must leave alone (an orphan that
+        // left the job before this point is still found by its lineage mark).
+        if child.containment() != Containment::Cgroup {
+            subreaper = become_subreaper();
         }
     }
 
@@ -311,32 +350,53 @@ fn supervise_command(
         job.finish();
     }
     // A command left running (it could not be killed) is still a child std owns: the sweep must not touch it.
-    let mut owned = Vec::new();
+    let mut owned = vec![];
     match waited {
-        // Kill and reap the leader (if still ours) before the sweep, which must not reap a child std owns.
+        // Kill the job, and in the foreground reap the leader (if still ours), before the sweep, which must not reap a
+        // child std owns (a contained leader is one of the children the subreaper had before: never touched).
         Err(_) => leader.abandon(),
-        // Not dropped: the drop would try to kill it again and wait a second for it.
         Ok(None) => {
             owned.push(leader.id());
-            std::mem::forget(leader);
+            // Its guard too: a child of ours, never to be swept.
+            owned.extend(leader.group().and_then(|child| child.guard_id()));
         }
         Ok(Some(_)) => {}
     }
+    let mut killed = leader.leftovers().to_vec();
     let leave = opts.leave_running && !state.signalled;
     if !leave {
-        match subreaper {
+        match &mut subreaper {
             None => {}
-            Some(Ok(subreaper)) => match subreaper.sweep(&owned, SWEEP_LIMIT) {
-                Ok(done) if !done.left.is_empty() => {
-                    say!("could not kill processes {:?}", done.left)
+            Some(Ok(subreaper)) => {
+                match subreaper.sweep_matching(&owned, SWEEP_LIMIT, |pid| leader.owns_orphan(pid)) {
+                    Ok(done) => {
+                        if !done.left.is_empty() {
+                            say!("could not kill processes {:?}", done.left);
+                        }
+                        for left in done.killed {
+                            if !killed.iter().any(|k| k.pid == left.pid) {
+                                killed.push(left);
+                            }
+                        }
+                    }
+                    Err(e) => say!("cannot kill the processes left behind: {e}"),
                 }
-                Ok(_) => {}
-                Err(e) => say!("cannot kill the processes left behind: {e}"),
-            },
+            }
             Some(Err(e)) => {
                 say!("cannot kill processes that left the command's group, if any: {e}")
             }
         }
+    }
+    // Named when the command exited by itself (what was left then is what GNU leaves running) or when the tool sent
+    // KILL: not after a timeout's other signal, which reached them too, since a process that was dying of it when
+    // the final kill came would be named or not by chance.
+    if opts.verbose && !killed.is_empty() && (!state.signalled || state.sent_kill) {
+        let named: Vec<(u32, &str)> = killed.iter().map(|k| (k.pid, k.name.as_str())).collect();
+        say!("{}", messages::killed_leftovers(&named));
+    }
+    if matches!(waited, Ok(None)) {
+        // Not dropped: the drop would try to kill it again and wait a second for it.
+        std::mem::forget(leader);
     }
     let status = match waited {
         Ok(Some(status)) => status,
@@ -411,7 +471,10 @@ fn supervise(
                 } else {
                     None
                 };
-                let _ = subreaper.reap_exited(&[leader.id()], exited);
+                // The guard is ours as the leader is: never reaped here, so its pid is never given to another.
+                let guard = leader.group().and_then(|child| child.guard_id());
+                let owned: Vec<u32> = [Some(leader.id()), guard].into_iter().flatten().collect();
+                let _ = subreaper.reap_exited(&owned, exited);
             }
         }
         match received {

@@ -103,9 +103,57 @@ pub fn spawn_failure(command: &OsStr, e: &io::Error) -> (String, i32) {
     }
 }
 
+/// How many of the processes left behind `-v` names; the rest are counted.
+const NAMED_LEFTOVERS: usize = 10;
+
+/// `-v`'s line about what the job left behind and the tool killed (pid and name of each): `killed 2 processes left
+/// behind: 1234 (sleep), 1240 (sh)`. One line of bounded length: at most [`NAMED_LEFTOVERS`] are named (`, and 5 more`), and a name's
+/// control characters are shown as `?` (a name has at most 15 bytes, from `/proc/PID/comm`).
+pub fn killed_leftovers(killed: &[(u32, &str)]) -> String {
+    let named: Vec<String> = killed
+        .iter()
+        .take(NAMED_LEFTOVERS)
+        .map(|&(pid, name)| {
+            let name: String = name
+                .chars()
+                .take(16)
+                .map(|c| if c.is_control() { '?' } else { c })
+                .collect();
+            format!("{pid} ({name})")
+        })
+        .collect();
+    let more = match killed.len().saturating_sub(NAMED_LEFTOVERS) {
+        0 => String::new(),
+        n => format!(", and {n} more"),
+    };
+    let noun = if killed.len() == 1 {
+        "process"
+    } else {
+        "processes"
+    };
+    format!(
+        "killed {} {noun} left behind: {}{more}",
+        killed.len(),
+        named.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_line_about_leftovers_is_one_bounded_line() {
+        assert_eq!(
+            killed_leftovers(&[(12, "sleep")]),
+            "killed 1 process left behind: 12 (sleep)"
+        );
+        let many: Vec<(u32, &str)> = (1..=12).map(|pid| (pid, "a\nb")).collect();
+        let line = killed_leftovers(&many);
+        assert!(!line.contains('\n'), "{line}");
+        assert!(line.starts_with("killed 12 processes left behind: 1 (a?b), 2 (a?b), "));
+        assert!(line.ends_with(", 10 (a?b), and 2 more"), "{line}");
+    }
 
     #[test]
     fn os_errors_read_as_strerror() {

@@ -1,0 +1,75 @@
+//! A guard reaped by someone else, whose pid a new child of ours then got: ending the guard must neither signal
+//! that child nor wait for it (issue 16, point 2).
+//!
+//! In a test binary of its own: it makes this process a child subreaper (process-wide), and it gives a pid out again
+//! (see `common::spawn_with_pid`). On Linux the guard is held by a pidfd; where the crate holds it by its pid (the
+//! `grouptimeout_no_pidfd` and `grouptimeout_portable` cfgs, other systems) this cannot be told apart, as documented,
+//! and the test does not run.
+#![cfg(all(
+    target_os = "linux",
+    not(grouptimeout_no_pidfd),
+    not(grouptimeout_portable)
+))]
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::{eventually, is_dead, returns_within, skip_or_fail, spawn_with_pid, state_and_group};
+use grouptimeout::{host, CommandExt};
+
+const TEST: &str = "a_guard_reaped_by_someone_else_is_never_signalled_by_its_reused_pid";
+
+#[test]
+fn a_guard_reaped_by_someone_else_is_never_signalled_by_its_reused_pid() {
+    let mut subreaper = match host::Subreaper::new() {
+        Ok(subreaper) => subreaper,
+        Err(e) => return skip_or_fail(TEST, &format!("no subreaper here: {e}")),
+    };
+    let mut child = Command::new("sleep").arg("60").spawn_group().unwrap();
+    child.die_with_parent().unwrap();
+    let guard = child.guard_id().expect("a guard");
+    // The command kills the guard (SIGKILL cannot be ignored) and the subreaper, told only of the leader, reaps it.
+    assert!(Command::new("kill")
+        .args(["-KILL", &guard.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    assert!(eventually(Duration::from_secs(10), || is_dead(guard)));
+    subreaper.reap_exited(&[child.id()], Some(guard)).unwrap();
+    assert_eq!(state_and_group(guard), None, "the guard was not reaped");
+    let Some(reuser) = spawn_with_pid(Command::new("sleep").arg("60"), guard) else {
+        return skip_or_fail(
+            TEST,
+            &format!(
+                "cannot give pid {guard} to a new child (not root, or the pid was taken first)"
+            ),
+        );
+    };
+    /// Kills and reaps the child on every way out of the test (it is ours and unreaped until then).
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut reuser = Reap(reuser);
+    // The drop ends the guard: on today's main it sent SIGKILL to the reuser and blocked in waitpid on it. Run it in a
+    // thread, bounded: if it blocks, the reuser is killed after 20 s so that the test fails rather than hangs.
+    let took = returns_within(
+        Duration::from_secs(20),
+        move || drop(child),
+        || {
+            let _ = reuser.0.kill();
+        },
+    )
+    .expect("the drop blocked (waiting for a pid that is no longer its guard)");
+    assert!(
+        !eventually(Duration::from_millis(300), || is_dead(guard)),
+        "the drop killed pid {guard}, which its (reaped) guard no longer owned"
+    );
+    assert!(took < Duration::from_secs(5), "the drop took {took:?}");
+    assert!(reuser.0.try_wait().unwrap().is_none());
+}
