@@ -186,9 +186,12 @@ mod linux {
         lineage_daemon_left_after_a_normal_exit_dies
     );
 
-    /// An escapee that cleared its environment: the cgroup still has it; lineage cannot see it (documented).
+    /// An escapee that cleared its environment: the cgroup still has it; lineage cannot see it (documented). The leader
+    /// exits only once the escapee runs `sleep` (so it left the group and its environment is the cleared one).
     fn cleared_environment(how: &Contain, mode: Containment) {
-        let (mut child, lines) = start(how, mode, "env -i setsid sleep 30 & echo $!; exit 0", 1);
+        let script = "env -i setsid sleep 30 & echo $!; \
+                      while [ \"$(cat /proc/$!/comm)\" != sleep ]; do sleep .01; done; exit 0";
+        let (mut child, lines) = start(how, mode, script, 1);
         let escapee = pids(&lines);
         let _cleanup = KillOnDrop(escapee.clone());
         let folder = folder_of(&child);

@@ -123,12 +123,10 @@ impl Mark {
                 if (in_group && !kill) || dying.iter().any(|(p, _)| *p == pid) {
                     continue;
                 }
+                // A member may have left the group since the scan (`setsid`): it still belongs if it has the mark.
                 let belongs = |pid| {
-                    if in_group {
-                        crate::sys::group_of(pid).is_ok_and(|pgid| pgid == leader)
-                    } else {
-                        self.carried_by(pid)
-                    }
+                    (in_group && crate::sys::group_of(pid).is_ok_and(|pgid| pgid == leader))
+                        || self.carried_by(pid)
                 };
                 match signal_checked(pid, signal, belongs)? {
                     Sent::Yes(pidfd) => {
