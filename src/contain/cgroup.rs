@@ -36,16 +36,32 @@ pub(super) struct Cgroup {
     ended: AtomicBool,
 }
 
-/// Spawns `command` with its leader inside `cgroup`.
-pub(super) fn spawn(cgroup: Cgroup, command: &mut Command) -> io::Result<GroupChild> {
-    let hook = sys::enter_at_exec(command, cgroup.procs.as_fd());
+/// Spawns `command` with its leader inside `cgroup`. The inner `Err` says that the leader could not enter the cgroup
+/// (its write to `cgroup.procs` failed, with the folder and the OS error named, and the error's kind kept): nothing
+/// of the command ran, and the folder is removed, so the caller may spawn it again another way.
+pub(super) fn spawn(cgroup: Cgroup, command: &mut Command) -> io::Result<io::Result<GroupChild>> {
+    let hook = sys::enter_at_exec(command, cgroup.procs.as_fd())?;
     let job = Job::new(Bound::Cgroup(cgroup));
     let spawned = crate::child::spawn_with(command, job.clone());
-    drop(hook);
-    if spawned.is_err() {
-        let _ = job.end(false);
+    let not_entered = hook.entry_failed();
+    match spawned {
+        Ok(child) => Ok(Ok(child)),
+        Err(e) => {
+            let folder = job.cgroup_folder().map(Path::to_path_buf);
+            let _ = job.end(false);
+            match (not_entered, folder, e.get_ref().and_then(|e| e.source())) {
+                (true, Some(folder), Some(cause)) => Ok(Err(io::Error::new(
+                    e.kind(),
+                    format!(
+                        "the command's first process could not enter the job's cgroup {} (its write to \
+                         cgroup.procs failed): {cause}",
+                        folder.display()
+                    ),
+                ))),
+                _ => Err(e),
+            }
+        }
     }
-    spawned
 }
 
 impl Cgroup {

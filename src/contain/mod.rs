@@ -64,7 +64,10 @@ pub struct Leftover {
 ///
 /// By default the cgroup is tried first, then lineage, then the group: each fallback is silent, and
 /// [`GroupChild::containment`] says which mode the job got; [`require`](Contain::require) turns a fallback below a
-/// mode into an error.
+/// mode into an error. A cgroup that was made but that the command's first process could not enter (its write to
+/// `cgroup.procs` failed, say because the parent folder is a thread root, whose domain children are "domain
+/// invalid") counts as none: its folder is removed and the command is spawned again in the next mode (none of it
+/// ran: the write comes before `exec`).
 ///
 /// # The cgroup
 ///
@@ -94,8 +97,9 @@ pub struct Leftover {
 /// kill point the job's processes are found in `/proc` (the group's members, and processes started after the
 /// leader whose environment carries the mark), each is opened as a pidfd, checked again through `/proc` after the
 /// open, and signalled through the pidfd, so a pid reused meanwhile is never signalled; with `SIGKILL` this repeats
-/// until a pass finds none (at most about a second, so a fork storm ends). A nested job keeps the marks of the jobs
-/// around it. A scan reads every process's `/proc/PID/stat`, and the environment of the young ones.
+/// until a pass finds none that this kill has not reached already, and then waits for the killed ones to exit (all
+/// of it at most about a second, so a fork storm ends). A nested job keeps the marks of the jobs around it. A scan
+/// reads every process's `/proc/PID/stat` (one `read` each), and the environment of the young ones.
 #[derive(Debug, Clone)]
 pub struct Contain {
     parent: Option<PathBuf>,
@@ -152,10 +156,10 @@ impl Contain {
     ///
     /// # Errors
     ///
-    /// As for [`spawn_group`](crate::GroupCommandExt::spawn_group); a cgroup was made but the child could not enter it
-    /// (the error of its write to `cgroup.procs`, with the folder named; the folder is removed); or
-    /// [`require`](Contain::require) asked for more than could be had (`Unsupported`, or the kind of the first
-    /// failure), with every reason in the message. Nothing runs then.
+    /// As for [`spawn_group`](crate::GroupCommandExt::spawn_group); or [`require`](Contain::require) asked for more than
+    /// could be had (`Unsupported`, or the kind of the first failure), with every reason in the message, such as a
+    /// cgroup the command's first process could not enter (the folder named, and the OS error of its write to
+    /// `cgroup.procs`, whose kind the error keeps; the folder is removed). Nothing runs then.
     pub fn spawn(&self, command: &mut Command) -> io::Result<GroupChild> {
         #[cfg_attr(
             not(all(target_os = "linux", not(grouptimeout_portable))),
@@ -166,7 +170,10 @@ impl Contain {
         {
             if self.cgroup {
                 match cgroup::Cgroup::make(self.parent.as_deref()) {
-                    Ok(cgroup) => return cgroup::spawn(cgroup, command),
+                    Ok(cgroup) => match cgroup::spawn(cgroup, command)? {
+                        Ok(child) => return Ok(child),
+                        Err(not_entered) => why.push(not_entered),
+                    },
                     Err(e) => why.push(e),
                 }
             }
@@ -329,28 +336,58 @@ struct Stat {
 impl Stat {
     /// `None` when the process is gone (or `/proc` unreadable).
     fn read(pid: u32) -> Option<Stat> {
-        let text = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+        let mut buf = [0u8; STAT_BUF];
+        let (name, stat) = Stat::parse(read_proc(pid, "stat", &mut buf)?)?;
+        Some(Stat {
+            name: String::from_utf8_lossy(name).into_owned(),
+            ..stat
+        })
+    }
+
+    /// Parses a `/proc/PID/stat` line: the command name (raw) and the rest, with an empty `name`.
+    fn parse(text: &[u8]) -> Option<(&[u8], Stat)> {
         let open = text.iter().position(|&b| b == b'(')?;
         let close = text.iter().rposition(|&b| b == b')')?;
-        let name = String::from_utf8_lossy(text.get(open + 1..close)?).into_owned();
-        let rest = std::str::from_utf8(text.get(close + 2..)?).ok()?;
         // After the name: state (3), ppid (4), pgrp (5), ... starttime (22).
-        let mut fields = rest.split(' ');
-        let state = fields.next()?.chars().next()?;
-        let pgid = fields.nth(1)?.parse().ok()?;
-        let start = fields.nth(16)?.parse().ok()?;
-        Some(Stat {
-            name,
+        let mut fields = text.get(close + 2..)?.split(|&b| b == b' ');
+        let number = |field: Option<&[u8]>| std::str::from_utf8(field?).ok()?.parse().ok();
+        let state = char::from(*fields.next()?.first()?);
+        let pgid = number(fields.nth(1))?;
+        let start = number(fields.nth(16))?;
+        let stat = Stat {
+            name: String::new(),
             state,
-            pgid,
+            pgid: u32::try_from(pgid).ok()?,
             start,
-        })
+        };
+        Some((text.get(open + 1..close)?, stat))
     }
 
     /// Gone for every purpose here: a zombie or dead.
     fn dead(&self) -> bool {
         matches!(self.state, 'Z' | 'X' | 'x')
     }
+}
+
+/// Room for a `/proc/PID/stat` line: 52 numbers and a name of at most 64 bytes fit with room to spare.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+const STAT_BUF: usize = 1024;
+
+/// Reads `/proc/PID/FILE` with one `read` into `buf` (procfs gives a small file whole), without the `fstat` and the
+/// allocations of `fs::read`: the bytes read, `None` when it cannot be opened (gone, not ours) or read.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+fn read_proc<'a>(pid: u32, file: &str, buf: &'a mut [u8]) -> Option<&'a [u8]> {
+    use std::io::{Read as _, Write as _};
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut path = [0u8; 64];
+    let len = {
+        let mut w = &mut path[..];
+        write!(w, "/proc/{pid}/{file}").ok()?;
+        64 - w.len()
+    };
+    let path = std::ffi::OsStr::from_bytes(&path[..len]);
+    let n = std::fs::File::open(path).ok()?.read(buf).ok()?;
+    buf.get(..n)
 }
 
 /// Records `pid` as reached by a kill of the job (once).
@@ -364,9 +401,10 @@ fn record(reached: &Mutex<Vec<Leftover>>, pid: u32, name: String) {
 
 /// What [`signal_checked`] did.
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 enum Sent {
-    Yes,
+    /// Signalled; the pidfd names the process.
+    Yes(std::os::fd::OwnedFd),
     /// Gone, or no longer passes the check.
     No,
     /// No permission to signal it.
@@ -392,7 +430,7 @@ fn signal_checked(pid: u32, signal: i32, belongs: impl FnOnce(u32) -> bool) -> i
         return Ok(Sent::No);
     }
     match crate::sys::pidfd_send_signal(pidfd.as_fd(), signal) {
-        Ok(true) => Ok(Sent::Yes),
+        Ok(true) => Ok(Sent::Yes(pidfd)),
         Ok(false) => Ok(Sent::No),
         Err(e) if e.raw_os_error() == Some(libc::EPERM) => Ok(Sent::Denied),
         Err(e) => Err(io::Error::new(
