@@ -49,12 +49,13 @@ pub(super) fn spawn(cgroup: Cgroup, command: &mut Command) -> io::Result<io::Res
         Err(e) => {
             let folder = job.cgroup_folder().map(Path::to_path_buf);
             let _ = job.end(false);
-            match (not_entered, folder, e.get_ref().and_then(|e| e.source())) {
-                (true, Some(folder), Some(cause)) => Ok(Err(io::Error::new(
+            // The spawn's error is std's: the error of the hook's write, as it is.
+            match (not_entered, folder) {
+                (true, Some(folder)) => Ok(Err(io::Error::new(
                     e.kind(),
                     format!(
                         "the command's first process could not enter the job's cgroup {} (its write to \
-                         cgroup.procs failed): {cause}",
+                         cgroup.procs failed): {e}",
                         folder.display()
                     ),
                 ))),
