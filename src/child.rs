@@ -203,6 +203,44 @@ impl GroupChild {
         self.wait_until(Some(deadline))
     }
 
+    /// The leader's exit as a descriptor (Linux): it becomes readable when the leader exits, so that an event loop
+    /// can wait for many groups in one thread (`poll(2)`, `epoll`), then reap through [`try_wait`](GroupChild::try_wait).
+    ///
+    /// It is the pidfd the waits sleep on (close-on-exec, so no command inherits it), opened now if no wait opened
+    /// it yet; the leader is unreaped then, so it names our child and no process that reused its pid. It stays open,
+    /// the same descriptor, until the leader is reaped (by any wait) or the handle dropped; the caller must not
+    /// close it, and should stop polling it once `try_wait` returned the status. Opening it does not change how the
+    /// waits behave.
+    ///
+    /// The promises hold as with any wait: once it is readable, `try_wait` kills the leftovers of the group (see
+    /// [`set_kill_leftovers`](GroupChild::set_kill_leftovers)), reaps the leader and returns its status. The deadline
+    /// is the caller's: when it passes, call [`kill`](GroupChild::kill), then [`wait`](GroupChild::wait) (which
+    /// returns as soon as the killed leader can be reaped). A leader traced by another process (a debugger,
+    /// `strace -p`) shows its exit to the tracer first: the descriptor is then readable while `try_wait` still
+    /// returns `Ok(None)`, and stays readable. Take it out of the poll set then and call `try_wait` on a timer (every
+    /// few milliseconds) until it returns the status.
+    ///
+    /// `examples/event_loop.rs` waits for three jobs with `poll(2)` in one thread.
+    ///
+    /// # Errors
+    ///
+    /// [`Unsupported`](io::ErrorKind::Unsupported) on systems other than Linux and in builds with
+    /// `--cfg grouptimeout_portable` or `--cfg grouptimeout_no_pidfd` (the message says which); the error of
+    /// `pidfd_open(2)` as it is where the kernel refuses one (`ENOSYS` before Linux 5.3, `EPERM` under some seccomp
+    /// filters, `EMFILE`), with the waits unaffected (they fall back to their poll schedule). `ECHILD` when the
+    /// leader was reaped by someone else, and [`InvalidInput`](io::ErrorKind::InvalidInput) once this handle reaped
+    /// it (the descriptor is closed then).
+    pub fn exit_fd(&mut self) -> io::Result<std::os::fd::BorrowedFd<'_>> {
+        if self.outcome.is_some() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the leader was reaped: its exit descriptor is closed",
+            ));
+        }
+        self.leader_exited()?;
+        self.watch.exit_fd(self.id())
+    }
+
     /// The leader's process id, which is also the id of its process group.
     pub fn id(&self) -> u32 {
         self.child.id()

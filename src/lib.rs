@@ -164,6 +164,8 @@
 //! - A leader traced by another process (a debugger, `strace -p`) shows its exit to the tracer first: its pidfd is
 //!   readable before this process can wait for it. The wait then switches to the schedule for this leader rather
 //!   than spin.
+//! - An event loop can wait without a thread per job: [`GroupChild::exit_fd`] lends out the leader's pidfd (opened
+//!   then if no wait opened it yet), readable once the leader exits; [`GroupChild::try_wait`] then reaps.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(missing_docs)]

@@ -37,7 +37,7 @@ pub(super) struct Cgroup {
 
 impl Cgroup {
     /// Makes the leader of the next spawn of `command` enter this cgroup before `exec` (disarmed when dropped).
-    pub(super) fn enter_at_exec(&self, command: &mut Command) -> sys::EnterHook {
+    pub(super) fn enter_at_exec(&self, command: &mut Command) -> io::Result<sys::EnterHook> {
         sys::enter_at_exec(command, self.procs.as_fd())
     }
 
@@ -98,7 +98,6 @@ impl Cgroup {
         }
     }
 
-    #[cfg(feature = "guard")]
     pub(super) fn folder(&self) -> &Path {
         &self.dir
     }

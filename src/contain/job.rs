@@ -16,8 +16,6 @@ use super::proc::{lock, Leftover};
 pub(crate) type Leftovers = Vec<Leftover>;
 
 /// Which boundary a job got; see [`GroupChild::containment`](crate::GroupChild::containment) and the table in [`Contain`](crate::Contain).
-///
-/// Needs the `contain` feature (on by default).
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Containment {
@@ -111,7 +109,8 @@ impl Job {
         }
     }
 
-    /// Moves what the kills reached into `leftovers` (once per pid).
+    /// Moves what the kills reached into `leftovers` (once per pid), except `guard`, the guard of `die_with_parent` (a
+    /// member of the group that lineage kills find): it is ours, not something the job left behind.
     pub(crate) fn take_reached(&self, leftovers: &mut Leftovers, guard: Option<u32>) {
         let Some(inner) = &self.0 else {
             return;

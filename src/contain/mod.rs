@@ -41,7 +41,10 @@ pub use proc::Leftover;
 ///
 /// By default the cgroup is tried first, then lineage, then the group: each fallback is silent, and
 /// [`GroupChild::containment`] says which mode the job got; [`require`](Contain::require) turns a fallback below a
-/// mode into an error.
+/// mode into an error. A cgroup that was made but that the command's first process could not enter (its write to
+/// `cgroup.procs` failed, say because the parent folder is a thread root, whose domain children are "domain
+/// invalid") counts as none: its folder is removed and the command is spawned again in the next mode (none of it
+/// ran: the write comes before `exec`).
 ///
 /// # The cgroup
 ///
@@ -71,8 +74,9 @@ pub use proc::Leftover;
 /// kill point the job's processes are found in `/proc` (the group's members, and processes started after the
 /// leader whose environment carries the mark), each is opened as a pidfd, checked again through `/proc` after the
 /// open, and signalled through the pidfd, so a pid reused meanwhile is never signalled; with `SIGKILL` this repeats
-/// until a pass finds none (at most about a second, so a fork storm ends). A nested job keeps the marks of the jobs
-/// around it. A scan reads every process's `/proc/PID/stat`, and the environment of the young ones.
+/// until a pass finds none that this kill has not reached already, and then waits for the killed ones to exit (all
+/// of it at most about a second, so a fork storm ends). A nested job keeps the marks of the jobs around it. A scan
+/// reads every process's `/proc/PID/stat` (one `read` each), and the environment of the young ones.
 #[derive(Debug, Clone)]
 pub struct Contain {
     parent: Option<PathBuf>,
@@ -129,10 +133,10 @@ impl Contain {
     ///
     /// # Errors
     ///
-    /// As for [`spawn_group`](crate::GroupCommandExt::spawn_group); a cgroup was made but the child could not enter it
-    /// (the error of its write to `cgroup.procs`, with the folder named; the folder is removed); or
-    /// [`require`](Contain::require) asked for more than could be had (`Unsupported`, or the kind of the first
-    /// failure), with every reason in the message. Nothing runs then.
+    /// As for [`spawn_group`](crate::GroupCommandExt::spawn_group); or [`require`](Contain::require) asked for more than
+    /// could be had (`Unsupported`, or the kind of the first failure), with every reason in the message, such as a
+    /// cgroup the command's first process could not enter (the folder named, and the OS error of its write to
+    /// `cgroup.procs`, whose kind the error keeps; the folder is removed). Nothing runs then.
     pub fn spawn(&self, command: &mut Command) -> io::Result<GroupChild> {
         #[cfg_attr(
             not(all(target_os = "linux", not(grouptimeout_portable))),
@@ -143,7 +147,10 @@ impl Contain {
         {
             if self.cgroup {
                 match cgroup::Cgroup::make(self.parent.as_deref()) {
-                    Ok(cgroup) => return spawn_in_cgroup(cgroup, command),
+                    Ok(cgroup) => match spawn_in_cgroup(cgroup, command)? {
+                        Ok(child) => return Ok(child),
+                        Err(not_entered) => why.push(not_entered),
+                    },
                     Err(e) => why.push(e),
                 }
             }
@@ -176,17 +183,37 @@ impl Contain {
     }
 }
 
-/// Spawns `command` with its leader inside `cgroup`.
+/// Spawns `command` with its leader inside `cgroup`. The inner `Err` says that the leader could not enter the cgroup
+/// (its write to `cgroup.procs` failed, with the folder and the OS error named, and the error's kind kept): nothing
+/// of the command ran, and the folder is removed, so the caller may spawn it again another way.
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-fn spawn_in_cgroup(cgroup: cgroup::Cgroup, command: &mut Command) -> io::Result<GroupChild> {
-    let hook = cgroup.enter_at_exec(command);
+fn spawn_in_cgroup(
+    cgroup: cgroup::Cgroup,
+    command: &mut Command,
+) -> io::Result<io::Result<GroupChild>> {
+    let folder = cgroup.folder().to_path_buf();
+    let hook = cgroup.enter_at_exec(command)?;
     let job = Job::new(Bound::Cgroup(cgroup));
     let spawned = GroupChild::spawn(command, job.clone());
-    drop(hook);
-    if spawned.is_err() {
-        let _ = job.end(false);
+    let not_entered = hook.entry_failed();
+    match spawned {
+        Ok(child) => Ok(Ok(child)),
+        Err(e) => {
+            let _ = job.end(false);
+            // The spawn's error is std's: the error of the hook's write, as it is.
+            if !not_entered {
+                return Err(e);
+            }
+            Ok(Err(io::Error::new(
+                e.kind(),
+                format!(
+                    "the command's first process could not enter the job's cgroup {} (its write to cgroup.procs \
+                     failed): {e}",
+                    folder.display()
+                ),
+            )))
+        }
     }
-    spawned
 }
 
 /// Spawns `command` with the mark in its environment, then takes the mark off `command` again.

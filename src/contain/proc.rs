@@ -6,8 +6,6 @@ use std::io;
 use std::sync::{Mutex, MutexGuard};
 
 /// A process besides the leader that a kill of the job reached; see [`GroupChild::leftovers`](crate::GroupChild::leftovers).
-///
-/// Needs the `contain` feature (on by default).
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leftover {
@@ -38,28 +36,58 @@ pub(super) struct Stat {
 impl Stat {
     /// `None` when the process is gone (or `/proc` unreadable).
     pub(super) fn read(pid: u32) -> Option<Stat> {
-        let text = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+        let mut buf = [0u8; STAT_BUF];
+        let (name, stat) = Stat::parse(read_proc(pid, "stat", &mut buf)?)?;
+        Some(Stat {
+            name: String::from_utf8_lossy(name).into_owned(),
+            ..stat
+        })
+    }
+
+    /// Parses a `/proc/PID/stat` line: the command name (raw) and the rest, with an empty `name`.
+    pub(super) fn parse(text: &[u8]) -> Option<(&[u8], Stat)> {
         let open = text.iter().position(|&b| b == b'(')?;
         let close = text.iter().rposition(|&b| b == b')')?;
-        let name = String::from_utf8_lossy(text.get(open + 1..close)?).into_owned();
-        let rest = std::str::from_utf8(text.get(close + 2..)?).ok()?;
         // After the name: state (3), ppid (4), pgrp (5), ... starttime (22).
-        let mut fields = rest.split(' ');
-        let state = fields.next()?.chars().next()?;
-        let pgid = fields.nth(1)?.parse().ok()?;
-        let start = fields.nth(16)?.parse().ok()?;
-        Some(Stat {
-            name,
+        let mut fields = text.get(close + 2..)?.split(|&b| b == b' ');
+        let number = |field: Option<&[u8]>| std::str::from_utf8(field?).ok()?.parse().ok();
+        let state = char::from(*fields.next()?.first()?);
+        let pgid = number(fields.nth(1))?;
+        let start = number(fields.nth(16))?;
+        let stat = Stat {
+            name: String::new(),
             state,
-            pgid,
+            pgid: u32::try_from(pgid).ok()?,
             start,
-        })
+        };
+        Some((text.get(open + 1..close)?, stat))
     }
 
     /// Gone for every purpose here: a zombie or dead.
     pub(super) fn dead(&self) -> bool {
         matches!(self.state, 'Z' | 'X' | 'x')
     }
+}
+
+/// Room for a `/proc/PID/stat` line: 52 numbers and a name of at most 64 bytes fit with room to spare.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+pub(super) const STAT_BUF: usize = 1024;
+
+/// Reads `/proc/PID/FILE` with one `read` into `buf` (procfs gives a small file whole), without the `fstat` and the
+/// allocations of `fs::read`: the bytes read, `None` when it cannot be opened (gone, not ours) or read.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+pub(super) fn read_proc<'a>(pid: u32, file: &str, buf: &'a mut [u8]) -> Option<&'a [u8]> {
+    use std::io::{Read as _, Write as _};
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut path = [0u8; 64];
+    let len = {
+        let mut w = &mut path[..];
+        write!(w, "/proc/{pid}/{file}").ok()?;
+        64 - w.len()
+    };
+    let path = std::ffi::OsStr::from_bytes(&path[..len]);
+    let n = std::fs::File::open(path).ok()?.read(buf).ok()?;
+    buf.get(..n)
 }
 
 /// Records `pid` as reached by a kill of the job (once).
@@ -73,9 +101,10 @@ pub(super) fn record(reached: &Mutex<Vec<Leftover>>, pid: u32, name: String) {
 
 /// What [`signal_checked`] did.
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub(super) enum Sent {
-    Yes,
+    /// Signalled; the pidfd names the process.
+    Yes(std::os::fd::OwnedFd),
     /// Gone, or no longer passes the check.
     No,
     /// No permission to signal it.
@@ -105,7 +134,7 @@ pub(super) fn signal_checked(
         return Ok(Sent::No);
     }
     match crate::sys::pidfd_send_signal(pidfd.as_fd(), signal) {
-        Ok(true) => Ok(Sent::Yes),
+        Ok(true) => Ok(Sent::Yes(pidfd)),
         Ok(false) => Ok(Sent::No),
         Err(e) if e.raw_os_error() == Some(libc::EPERM) => Ok(Sent::Denied),
         Err(e) => Err(io::Error::new(

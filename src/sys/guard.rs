@@ -5,44 +5,9 @@ use std::ffi::CStr;
 use std::fs::File;
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use super::{checked_pid, cvt};
-
-/// Creates a pipe whose ends are both close-on-exec (and blocking): `(read, write)`.
-///
-/// On Linux both ends get the flag atomically (`pipe2`), so a command spawned meanwhile by another thread never
-/// inherits an end; elsewhere it is set right after `pipe(2)`, as std does for its own pipes.
-pub(crate) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [-1 as libc::c_int; 2];
-    #[cfg(all(
-        any(target_os = "linux", target_os = "android"),
-        not(grouptimeout_portable)
-    ))]
-    {
-        // SAFETY: `fds` is a live array of two ints, as pipe2 requires.
-        cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
-    }
-    #[cfg(not(all(
-        any(target_os = "linux", target_os = "android"),
-        not(grouptimeout_portable)
-    )))]
-    {
-        // SAFETY: `fds` is a live array of two ints, as pipe requires.
-        cvt(unsafe { libc::pipe(fds.as_mut_ptr()) })?;
-    }
-    // SAFETY: the kernel just gave us these two descriptors; nothing else owns them.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    #[cfg(not(all(
-        any(target_os = "linux", target_os = "android"),
-        not(grouptimeout_portable)
-    )))]
-    for fd in [&read, &write] {
-        // SAFETY: fcntl on a descriptor we own, with integer arguments only.
-        cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) })?;
-    }
-    Ok((read, write))
-}
 
 /// The highest signal number the forked guard sets to be ignored: Linux's `SIGRTMAX`; elsewhere FreeBSD's
 /// (`sigaction` refuses the numbers a system lacks).

@@ -1,23 +1,9 @@
-//! Reading the captured output pipes: non-blocking descriptors, and reads straight into the kept bytes.
+//! Reading the captured output pipes straight into the kept bytes.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
-use super::{cvt, retry_eintr};
-
-/// Puts `fd` into non-blocking mode (`O_NONBLOCK` on its open file description).
-///
-/// Used on the read ends of the child's output pipes, which only this process holds.
-pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
-    let fd = fd.as_raw_fd();
-    // SAFETY: F_GETFL takes no pointer argument; `fd` is borrowed, so it stays open across the call.
-    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
-    if flags & libc::O_NONBLOCK == 0 {
-        // SAFETY: F_SETFL takes an int argument and no pointer; `fd` is borrowed, so it stays open.
-        cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) })?;
-    }
-    Ok(())
-}
+use super::retry_eintr;
 
 /// Reads once from `fd` into the spare capacity of `buf` (at most `max` bytes), appends what was read and returns
 /// its length; 0 means end of file. Retries `EINTR`; a non-blocking `fd` with nothing to read gives `WouldBlock`.
