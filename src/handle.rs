@@ -4,8 +4,8 @@ use std::fmt;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::child::signal_unreaped_group;
 use crate::contain::Job;
+use crate::group::signal_unreaped_group;
 
 /// Whether the leader was reaped, under the lock that every handle takes to signal.
 #[derive(Debug, Default)]
@@ -75,7 +75,7 @@ impl GroupHandle {
     ///
     /// As for [`signal`](GroupHandle::signal).
     pub fn kill(&self) -> io::Result<()> {
-        self.signal(libc::SIGKILL)
+        self.signal(crate::signal::SIGKILL)
     }
 }
 

@@ -29,6 +29,8 @@
 //! use std::time::Duration;
 //! use grouptimeout::GroupCommandExt;
 //!
+//! # #[cfg(not(feature = "capture"))] fn main() {}
+//! # #[cfg(feature = "capture")]
 //! # fn main() -> std::io::Result<()> {
 //! let mut child = Command::new("sh")
 //!     .args(["-c", "echo out; echo err >&2"])
@@ -86,6 +88,16 @@
 //!   with this process is what the opt-in [`GroupChild::die_with_parent`] is for.
 //! - The command's group is not the terminal's foreground group: the command cannot read the terminal, and Ctrl-C
 //!   does not reach it. The section "The terminal" of [`spawn_group`](GroupCommandExt::spawn_group) says what to do.
+//!
+//! # Features
+//!
+//! With `default-features = false` the crate is its core: [`spawn_group`](GroupCommandExt::spawn_group),
+//! [`GroupChild`]'s waits, `kill`, `signal`, `set_grace` and `set_kill_leftovers`, [`GroupHandle`], [`Outcome`] and
+//! the [`signal`] constants; it registers nothing that runs before `main`. Four features, all on by default, add the
+//! rest, and each item they add says which one it needs: `capture` (the capturing waits), `guard`
+//! ([`die_with_parent`](GroupChild::die_with_parent)), `contain` ([`spawn_contained`](GroupCommandExt::spawn_contained)
+//! and its types) and `host` (the [`host`] module; it enables `guard` and `contain`). The README's "Auditing" section
+//! counts each one's code lines and `unsafe` blocks.
 //!
 //! # Errors
 //!
@@ -152,6 +164,8 @@
 //! - A leader traced by another process (a debugger, `strace -p`) shows its exit to the tracer first: its pidfd is
 //!   readable before this process can wait for it. The wait then switches to the schedule for this leader rather
 //!   than spin.
+//! - An event loop can wait without a thread per job: [`GroupChild::exit_fd`] lends out the leader's pidfd (opened
+//!   then if no wait opened it yet), readable once the leader exits; [`GroupChild::try_wait`] then reaps.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(missing_docs)]
@@ -163,38 +177,63 @@ compile_error!(
      are a Unix concept; Windows has job objects instead, which this crate does not use"
 );
 
-#[cfg(unix)]
-mod capture;
+// The core: what `default-features = false` builds.
 #[cfg(unix)]
 mod child;
 #[cfg(unix)]
-mod contain;
-#[cfg(unix)]
-mod guard;
+mod group;
 #[cfg(unix)]
 mod handle;
 #[cfg(unix)]
-pub mod host;
+mod outcome;
 #[cfg(unix)]
 pub mod signal;
 #[cfg(unix)]
-mod sys;
+mod spawn;
 #[cfg(unix)]
-mod terminal;
+mod sys;
 #[cfg(unix)]
 mod wait;
 
+// One module per feature (README, "Features"); `guard` and `contain` have a stand-in without it, for the field of
+// `GroupChild` that holds them.
+#[cfg(all(unix, feature = "capture"))]
+mod capture;
+#[cfg(all(unix, feature = "contain"))]
+mod contain;
+#[cfg(all(unix, not(feature = "contain")))]
+#[path = "contain/none.rs"]
+mod contain;
+#[cfg(all(unix, feature = "guard"))]
+mod guard;
+#[cfg(all(unix, not(feature = "guard")))]
+#[path = "guard/none.rs"]
+mod guard;
+#[cfg(all(unix, feature = "host"))]
+pub mod host;
+
 #[cfg(unix)]
-pub use capture::Captured;
-#[cfg(unix)]
-pub use child::{GroupChild, GroupCommandExt, Outcome};
-#[cfg(unix)]
-pub use contain::{Contain, Containment, Leftover};
+pub use child::GroupChild;
 #[cfg(unix)]
 pub use handle::GroupHandle;
+#[cfg(unix)]
+pub use outcome::Outcome;
+#[cfg(unix)]
+pub use spawn::GroupCommandExt;
+
+#[cfg(all(unix, feature = "capture"))]
+pub use capture::Captured;
+#[cfg(all(unix, feature = "contain"))]
+pub use contain::{Contain, Containment, Leftover};
 
 /// The README's Rust examples, compiled (and run, unless marked `no_run`) by `cargo test` so that they cannot drift
-/// from the API.
-#[cfg(doctest)]
+/// from the API; they use every feature.
+#[cfg(all(
+    doctest,
+    feature = "capture",
+    feature = "guard",
+    feature = "contain",
+    feature = "host"
+))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

@@ -186,9 +186,12 @@ mod linux {
         lineage_daemon_left_after_a_normal_exit_dies
     );
 
-    /// An escapee that cleared its environment: the cgroup still has it; lineage cannot see it (documented).
+    /// An escapee that cleared its environment: the cgroup still has it; lineage cannot see it (documented). The leader
+    /// exits only once the escapee runs `sleep` (so it left the group and its environment is the cleared one).
     fn cleared_environment(how: &Contain, mode: Containment) {
-        let (mut child, lines) = start(how, mode, "env -i setsid sleep 30 & echo $!; exit 0", 1);
+        let script = "env -i setsid sleep 30 & echo $!; \
+                      while [ \"$(cat /proc/$!/comm)\" != sleep ]; do sleep .01; done; exit 0";
+        let (mut child, lines) = start(how, mode, script, 1);
         let escapee = pids(&lines);
         let _cleanup = KillOnDrop(escapee.clone());
         let folder = folder_of(&child);
@@ -423,6 +426,65 @@ mod linux {
         assert!(child.leftovers().is_empty());
     }
 
+    /// Removes the folders (cgroups made by a test) in order when dropped.
+    struct RemoveOnDrop(Vec<PathBuf>);
+
+    impl Drop for RemoveOnDrop {
+        fn drop(&mut self) {
+            for folder in &self.0 {
+                let _ = fs::remove_dir(folder);
+            }
+        }
+    }
+
+    /// A cgroup that the leader cannot enter: the named parent is a thread root (it has a threaded child), so the job's
+    /// folder made in it is "domain invalid" and the leader's write to its `cgroup.procs` fails (EOPNOTSUPP). The
+    /// spawn falls back to lineage, or, with the cgroup required, fails saying so (folder and OS error named, kind
+    /// kept); no job folder is left either way.
+    #[test]
+    fn cgroup_a_leader_that_cannot_enter_falls_back_or_fails_saying_so() {
+        let test = "cgroup_a_leader_that_cannot_enter_falls_back_or_fails_saying_so";
+        if contain(test, Containment::Cgroup).is_none() {
+            return;
+        }
+        let own = job_folder(std::process::id()).expect("this process's cgroup");
+        let parent = own.join(format!(
+            "grouptimeout-test-thread-root-{}",
+            std::process::id()
+        ));
+        let threaded = parent.join("threaded");
+        fs::create_dir(&parent).unwrap();
+        let _cleanup = RemoveOnDrop(vec![threaded.clone(), parent.clone()]);
+        fs::create_dir(&threaded).unwrap();
+        fs::write(threaded.join("cgroup.type"), "threaded").unwrap();
+        let job_folders = || {
+            fs::read_dir(&parent)
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("grouptimeout-"))
+                .count()
+        };
+
+        let mut how = Contain::new();
+        how.cgroup_parent(&parent);
+        let mut child = how.spawn(&mut Command::new("true")).unwrap();
+        assert_eq!(child.containment(), Containment::Lineage);
+        assert!(child.wait().unwrap().success());
+        assert_eq!(job_folders(), 0, "a job folder was left in {parent:?}");
+
+        how.require(Containment::Cgroup);
+        let e = how.spawn(&mut Command::new("true")).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("could not enter the job's cgroup")
+                && text.contains(&*parent.to_string_lossy())
+                && text.contains("os error 95"),
+            "{e}"
+        );
+        assert_eq!(e.kind(), std::io::ErrorKind::Unsupported, "{e}");
+        assert_eq!(job_folders(), 0, "a job folder was left in {parent:?}");
+    }
+
     /// The mark is taken off the `Command` after the spawn: a later plain spawn of it carries none.
     #[test]
     fn the_lineage_mark_is_not_left_on_the_command() {
@@ -495,20 +557,43 @@ mod linux {
     /// and its guard removes the folder. The supervisor is this test binary, re-run.
     #[test]
     fn cgroup_die_with_parent_ends_the_job_and_its_folder() {
-        let test = "cgroup_die_with_parent_ends_the_job_and_its_folder";
+        supervisor_killed(
+            "cgroup_die_with_parent_ends_the_job_and_its_folder",
+            "exec sleep 30",
+            false,
+        );
+    }
+
+    /// As above, with a job whose leader holds about 2 GB (which takes a few hundred ms to free when it dies) and 3
+    /// busy loops beside it on the machine: the guard waits for the cgroup to empty, and its folder goes all the same.
+    #[test]
+    fn cgroup_die_with_parent_removes_the_folder_of_a_slowly_dying_job_under_load() {
+        supervisor_killed(
+            "cgroup_die_with_parent_removes_the_folder_of_a_slowly_dying_job_under_load",
+            "exec dd if=/dev/zero of=/dev/null bs=2G count=1000000",
+            true,
+        );
+    }
+
+    /// Runs test `test` as a supervisor (this test binary, re-run) that spawns, in cgroup mode with
+    /// `die_with_parent`, a job with a `setsid` escapee whose leader then runs `leader`; kills the supervisor with
+    /// `SIGKILL` (after the leader holds 2 GB and 3 busy loops started, with `heavy`), and checks that the escapee
+    /// dies and the job's folder goes.
+    fn supervisor_killed(test: &str, leader: &str, heavy: bool) {
         if std::env::var_os("GROUPTIMEOUT_TEST_SUPERVISOR").is_some() {
             let how = contain(test, Containment::Cgroup).unwrap();
             let (mut child, lines) = start(
                 &how,
                 Containment::Cgroup,
-                "setsid sleep 30 & echo $!; exec sleep 30",
+                &format!("setsid sleep 30 & echo $!; {leader} 2>/dev/null"),
                 1,
             );
             child.die_with_parent().unwrap();
             println!(
-                "escapee {} folder {}",
+                "escapee {} folder {} leader {}",
                 lines[0],
-                folder_of(&child).unwrap().display()
+                folder_of(&child).unwrap().display(),
+                child.id()
             );
             std::thread::sleep(LONG);
             return;
@@ -522,6 +607,7 @@ mod linux {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
+        let _cleanup_supervisor = KillOnDrop(vec![supervisor.id()]);
         let mut out = BufReader::new(supervisor.stdout.take().unwrap());
         let mut line = String::new();
         while !line.starts_with("escapee ") {
@@ -535,16 +621,50 @@ mod linux {
         let words: Vec<&str> = line.split_whitespace().collect();
         let escapee: u32 = words[1].parse().unwrap();
         let folder = PathBuf::from(words[3]);
-        let _cleanup = KillOnDrop(vec![escapee]);
+        let leader: u32 = words[5].parse().unwrap();
+        let _cleanup = KillOnDrop(vec![escapee, leader]);
+        let mut busy = Vec::new();
+        if heavy {
+            let rss_kb = || {
+                fs::read_to_string(format!("/proc/{leader}/status"))
+                    .unwrap_or_default()
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            if !eventually(Duration::from_secs(20), || {
+                rss_kb() >= 2_000_000 || is_dead(leader)
+            }) || is_dead(leader)
+            {
+                skip_or_fail(test, "dd could not hold 2 GB here");
+                supervisor.kill().unwrap();
+                supervisor.wait().unwrap();
+                return;
+            }
+            for _ in 0..3 {
+                busy.push(
+                    Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .spawn()
+                        .unwrap(),
+                );
+            }
+        }
+        let _cleanup_busy = KillOnDrop(busy.iter().map(|c| c.id()).collect());
         supervisor.kill().unwrap();
         supervisor.wait().unwrap();
         assert_eq!(
-            survivors_after(Duration::from_secs(10), &[escapee]),
+            survivors_after(Duration::from_secs(10), &[escapee, leader]),
             [] as [u32; 0]
         );
         assert!(
             eventually(Duration::from_secs(10), || !folder.exists()),
             "{folder:?} left behind"
         );
+        for mut loop_ in busy {
+            loop_.kill().unwrap();
+            loop_.wait().unwrap();
+        }
     }
 }

@@ -3,13 +3,12 @@
 
 use std::fs;
 use std::io;
-use std::process::Command;
+use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::{record, signal_checked, Bound, Job, Leftover, Sent, Stat};
-use crate::GroupChild;
+use super::proc::{random_hex, read_proc, record, signal_checked, Leftover, Sent, Stat, STAT_BUF};
 
 /// How long a kill of the job may go on finding new marked processes (a fork storm) before it gives up.
 const KILL_LIMIT: Duration = Duration::from_secs(1);
@@ -23,23 +22,19 @@ pub(super) struct Mark {
     since: AtomicU64,
 }
 
-/// Spawns `command` with the mark in its environment, then takes the mark off `command` again.
-pub(super) fn spawn(mark: Mark, command: &mut Command) -> io::Result<GroupChild> {
-    command.env(&mark.name, "1");
-    let name = mark.name.clone();
-    let job = Job::new(Bound::Lineage(mark));
-    let spawned = crate::child::spawn_with(command, job.clone());
-    command.env_remove(&name);
-    let child = spawned?;
-    if let (Some(stat), Some(inner)) = (Stat::read(child.id()), &job.0) {
-        if let Bound::Lineage(mark) = &inner.bound {
-            mark.since.store(stat.start, Ordering::Relaxed);
+impl Mark {
+    /// The name of the environment variable that carries the mark.
+    pub(super) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The leader `pid` was spawned: a process that carries the mark started no earlier.
+    pub(super) fn started(&self, pid: u32) {
+        if let Some(stat) = Stat::read(pid) {
+            self.since.store(stat.start, Ordering::Relaxed);
         }
     }
-    Ok(child)
-}
 
-impl Mark {
     /// A new random mark, where lineage mode can work: `/proc` is this PID namespace's, and pidfds can be opened.
     pub(super) fn new() -> io::Result<Mark> {
         let unusable = |why: String| io::Error::new(io::ErrorKind::Unsupported, why);
@@ -65,25 +60,44 @@ impl Mark {
             ))
         })?;
         Ok(Mark {
-            name: format!("GROUPTIMEOUT_JOB_{}", super::random_hex()?),
+            name: format!("GROUPTIMEOUT_JOB_{}", random_hex()?),
             since: AtomicU64::new(0),
         })
     }
 
     /// Whether `pid`'s environment (as it started) carries the mark.
     pub(super) fn carried_by(&self, pid: u32) -> bool {
-        let Ok(env) = fs::read(format!("/proc/{pid}/environ")) else {
+        use std::io::Read as _;
+        let Ok(mut file) = fs::File::open(format!("/proc/{pid}/environ")) else {
             return false;
         };
+        // Read to the end by hand: `fs::read` and `read_to_end` ask for the size first, which procfs does not know.
+        let mut env = vec![0u8; 16 * 1024];
+        let mut len = 0;
+        loop {
+            if len == env.len() {
+                env.resize(len * 2, 0);
+            }
+            match file.read(&mut env[len..]) {
+                Ok(0) => break,
+                Ok(n) => len += n,
+                Err(_) => return false,
+            }
+        }
         let entry = self.name.as_bytes();
-        env.split(|&b| b == 0).any(|var| {
+        env[..len].split(|&b| b == 0).any(|var| {
             var.len() > entry.len() && var.starts_with(entry) && var[entry.len()] == b'='
         })
     }
 
     /// Sends `signal` to the job's processes besides the leader: with `SIGKILL` to every marked process and group
-    /// member, again and again until a pass finds none (bounded), recording those reached; otherwise, once, to the
+    /// member, again and again until a pass finds none that was not killed already (bounded), recording those
+    /// reached, and then waits (within the same bound) until those killed have exited; otherwise, once, to the
     /// marked processes outside the group (the group signal reaches the rest).
+    ///
+    /// A later pass skips a process that this kill reached and that has not exited yet (its pidfd, held, says so
+    /// after the pass read `/proc`, so the pid is still its own): it cannot fork any more, since `SIGKILL` is
+    /// pending. At most [`HELD_LIMIT`] pidfds are held; the others are signalled again in each pass, as before.
     pub(super) fn signal(
         &self,
         leader: u32,
@@ -93,25 +107,29 @@ impl Mark {
         let kill = signal == libc::SIGKILL;
         let deadline = Instant::now() + KILL_LIMIT;
         let mut denied = Vec::new();
+        let mut dying: Vec<(u32, OwnedFd)> = Vec::new();
         loop {
             let mut sent = 0;
-            for (pid, stat) in self.scan(leader)? {
+            let found = self.scan(leader)?;
+            forget_exited(&mut dying, Duration::ZERO)?;
+            for (pid, stat) in found {
                 let in_group = stat.pgid == leader;
-                if in_group && !kill {
+                if (in_group && !kill) || dying.iter().any(|(p, _)| *p == pid) {
                     continue;
                 }
+                // A member may have left the group since the scan (`setsid`): it still belongs if it has the mark.
                 let belongs = |pid| {
-                    if in_group {
-                        crate::sys::group_of(pid).is_ok_and(|pgid| pgid == leader)
-                    } else {
-                        self.carried_by(pid)
-                    }
+                    (in_group && crate::sys::group_of(pid).is_ok_and(|pgid| pgid == leader))
+                        || self.carried_by(pid)
                 };
                 match signal_checked(pid, signal, belongs)? {
-                    Sent::Yes => {
+                    Sent::Yes(pidfd) => {
                         sent += 1;
                         if kill {
                             record(reached, pid, stat.name);
+                            if dying.len() < HELD_LIMIT {
+                                dying.push((pid, pidfd));
+                            }
                         }
                     }
                     Sent::Denied if !denied.contains(&pid) => denied.push(pid),
@@ -127,7 +145,13 @@ impl Mark {
                     format!("the job's processes kept appearing for {KILL_LIMIT:?} of kills (a fork storm?)"),
                 ));
             }
-            std::thread::yield_now();
+        }
+        while !dying.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break; // killed: they die once the CPU lets them; only the wait is given up
+            }
+            forget_exited(&mut dying, left)?;
         }
         if denied.is_empty() {
             Ok(())
@@ -140,12 +164,14 @@ impl Mark {
     }
 
     /// The live processes that may be the job's, besides the leader and this process: the group's members, and
-    /// those started no earlier than the leader (their mark is checked later, after a pidfd was opened).
+    /// those started no earlier than the leader (their mark is checked later, after a pidfd was opened). Each
+    /// process's `stat` is read with one `read` into one buffer, and only a candidate's name is kept.
     fn scan(&self, leader: u32) -> io::Result<Vec<(u32, Stat)>> {
         let since = self.since.load(Ordering::Relaxed);
         let own = std::process::id();
         let entries = fs::read_dir("/proc")
             .map_err(|e| io::Error::new(e.kind(), format!("cannot list /proc: {e}")))?;
+        let mut buf = [0u8; STAT_BUF];
         let mut found = Vec::new();
         for entry in entries.flatten() {
             let Some(pid) = entry
@@ -158,12 +184,37 @@ impl Mark {
             if pid <= 1 || pid == leader || pid == own {
                 continue;
             }
-            if let Some(stat) = Stat::read(pid) {
-                if !stat.dead() && (stat.pgid == leader || stat.start >= since) {
-                    found.push((pid, stat));
-                }
+            let Some((name, stat)) = read_proc(pid, "stat", &mut buf).and_then(Stat::parse) else {
+                continue;
+            };
+            if !stat.dead() && (stat.pgid == leader || stat.start >= since) {
+                let name = String::from_utf8_lossy(name).into_owned();
+                found.push((pid, Stat { name, ..stat }));
             }
         }
         Ok(found)
     }
+}
+
+/// How many pidfds of killed processes one kill holds (a process may have 1,024 descriptors).
+const HELD_LIMIT: usize = 256;
+
+/// Waits up to `timeout` for one of the `dying` processes to exit, then drops those that did (their pidfd is
+/// readable once the process has exited).
+fn forget_exited(dying: &mut Vec<(u32, OwnedFd)>, timeout: Duration) -> io::Result<()> {
+    if dying.is_empty() {
+        return Ok(());
+    }
+    let mut fds: Vec<libc::pollfd> = dying
+        .iter()
+        .map(|(_, fd)| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    crate::sys::poll(&mut fds, timeout)?;
+    let mut exited = fds.iter().map(|p| p.revents != 0);
+    dying.retain(|_| !exited.next().unwrap_or(true));
+    Ok(())
 }

@@ -2,13 +2,14 @@
 //! before `exec`, and signalling through a pidfd.
 
 use std::ffi::CString;
-use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::fs::File;
+use std::io::{self, Read as _};
+use std::os::fd::{AsFd as _, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::cvt;
@@ -40,44 +41,74 @@ pub(crate) fn getxattr(path: &Path, name: &str) -> io::Result<Option<Vec<u8>>> {
 }
 
 /// The hook that [`enter_at_exec`] added to a `Command`; dropping it disarms the hook, so that a later spawn of the
-/// same `Command` never writes to whatever the descriptor number names by then.
+/// same `Command` never writes to whatever the descriptor numbers name by then.
 #[derive(Debug)]
-pub(crate) struct EnterHook(Arc<AtomicI32>);
+pub(crate) struct EnterHook {
+    armed: Arc<AtomicBool>,
+    /// The read end of the pipe on which a child that could not enter the cgroup says so (one byte).
+    report: File,
+    /// Its write end, which the hook's child writes to (by number).
+    _write: OwnedFd,
+}
+
+impl EnterHook {
+    /// Disarms the hook and tells whether a child of a spawn made while it was armed failed to enter the cgroup (its
+    /// write to `cgroup.procs` failed, so the spawn failed with that write's error). Call after the spawn returned.
+    pub(crate) fn entry_failed(self) -> bool {
+        self.armed.store(false, Ordering::SeqCst);
+        // Non-blocking: a child forked meanwhile by another thread may hold the write end until its own `exec`.
+        let mut byte = [0u8; 1];
+        (&self.report).read(&mut byte).is_ok_and(|n| n == 1)
+    }
+}
 
 impl Drop for EnterHook {
     fn drop(&mut self) {
-        self.0.store(-1, Ordering::SeqCst);
+        self.armed.store(false, Ordering::SeqCst);
     }
 }
 
 /// Makes the child of every spawn of `command`, while the returned hook lives, move itself into the cgroup whose
 /// `cgroup.procs` is `procs` (open for writing) just before it calls `exec`: it writes "0" there, which moves the
 /// writing process. The write is async-signal-safe, so this is sound in a multi-threaded process; a failed write
-/// fails the spawn with the write's error.
+/// fails the spawn with the write's error (std passes it on), and [`EnterHook::entry_failed`] tells it apart from a
+/// failed `exec`.
 ///
 /// This adds a `pre_exec` hook, so std forks and execs instead of using `posix_spawn` (see
 /// `GroupCommandExt::spawn_contained` for the cost); the hook stays on `command`, disarmed, after the returned value is
 /// dropped.
-pub(crate) fn enter_at_exec(command: &mut Command, procs: BorrowedFd<'_>) -> EnterHook {
-    let fd = Arc::new(AtomicI32::new(procs.as_raw_fd()));
-    let armed = Arc::clone(&fd);
+///
+/// # Errors
+///
+/// The pipe for the report cannot be made (`EMFILE`, ...).
+pub(crate) fn enter_at_exec(command: &mut Command, procs: BorrowedFd<'_>) -> io::Result<EnterHook> {
+    let (report, write) = super::cloexec_pipe()?;
+    super::set_nonblocking(report.as_fd())?;
+    let fds = (procs.as_raw_fd(), write.as_raw_fd());
+    let armed = Arc::new(AtomicBool::new(true));
+    let hook = Arc::clone(&armed);
     // SAFETY: the hook runs in the forked child before exec and calls only `write(2)`, which is async-signal-safe;
-    // it allocates nothing and takes no lock (an atomic load is a plain read of memory copied by the fork).
+    // it allocates nothing and takes no lock (an atomic load is a plain read of memory copied by the fork). While
+    // armed, both descriptors are open: the returned hook owns the write end and disarms before closing it, and
+    // the caller keeps `procs` open while the hook lives.
     unsafe {
         command.pre_exec(move || {
-            let fd = armed.load(Ordering::SeqCst);
-            if fd < 0 {
+            if !hook.load(Ordering::SeqCst) {
                 return Ok(());
             }
-            let n = libc::write(fd, b"0".as_ptr().cast(), 1);
-            if n == 1 {
-                Ok(())
-            } else {
-                Err(io::Error::last_os_error())
+            if libc::write(fds.0, b"0".as_ptr().cast(), 1) == 1 {
+                return Ok(());
             }
+            let e = io::Error::last_os_error();
+            libc::write(fds.1, b"!".as_ptr().cast(), 1);
+            Err(e)
         })
     };
-    EnterHook(fd)
+    Ok(EnterHook {
+        armed,
+        report: File::from(report),
+        _write: write,
+    })
 }
 
 /// Sends `signal` to the process a pidfd names (`pidfd_send_signal`, Linux 5.1): `Ok(false)` when it has exited.

@@ -21,24 +21,27 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::child::DROP_REAP_LIMIT;
 use crate::sys;
-use crate::wait::ExitWatch;
+use crate::wait::{ExitWatch, DROP_REAP_LIMIT};
 
 /// The shell guard: ignore every catchable signal, say so on standard output and close it, then wait for end of
 /// file on standard input. `read` fails on end of file (and on a read error), which sends `SIGKILL` to the group;
 /// a line makes it exit quietly. With `JOB_CGROUP` set (the folder of the job's cgroup, see `crate::contain`) it
-/// first ends the cgroup (`cgroup.kill`) and removes the folder once it is empty (`rmdir` fails until then; at most
-/// 100 tries). Signals by name where the numbers differ; EMT and INFO (BSD and macOS) come last,
-/// since dash stops at the first name it does not know (Linux has neither: `--cfg grouptimeout_portable`).
+/// first ends the cgroup (`cgroup.kill`) and removes the folder once it is empty: `rmdir` fails until then, so it
+/// tries again every 20 ms (an external `sleep`; one that takes whole seconds only counts for 50 tries), 100 times,
+/// about 2 s plus the forks: dying processes that free much memory on a loaded machine take a few hundred ms, and a
+/// busybox `rmdir` built into the shell takes no time between tries. Signals by name where the numbers differ; EMT
+/// and INFO (BSD and macOS) come last, since dash stops at the first name it does not know (Linux has neither:
+/// `--cfg grouptimeout_portable`).
 #[cfg(all(
     any(target_os = "linux", target_os = "android"),
     not(grouptimeout_portable)
 ))]
 const SCRIPT: &str = "trap '' 1 2 3 4 5 6 7 8 10 11 12 13 14 15 16 17 18 20 21 22 23 24 25 26 27 28 29 30 31 34 35 \
                       36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64; \
-                      echo; exec >&-; read x || { [ -z \"$JOB_CGROUP\" ] || { echo 1 >\"$JOB_CGROUP/cgroup.kill\"; i=0; \
-                      while [ $i -lt 100 ] && ! rmdir \"$JOB_CGROUP\"; do i=$((i+1)); done; }; kill -KILL 0; }";
+                      echo; exec >&-; read x || { [ -z \"$JOB_CGROUP\" ] || ! echo 1 >\"$JOB_CGROUP/cgroup.kill\" || { i=0; \
+                      while ! rmdir \"$JOB_CGROUP\" && [ $i -lt 100 ]; do \
+                      if sleep .02; then i=$((i+1)); else sleep 1; i=$((i+50)); fi; done; }; kill -KILL 0; }";
 #[cfg(not(all(
     any(target_os = "linux", target_os = "android"),
     not(grouptimeout_portable)
@@ -46,8 +49,9 @@ const SCRIPT: &str = "trap '' 1 2 3 4 5 6 7 8 10 11 12 13 14 15 16 17 18 20 21 2
 const SCRIPT: &str =
     "trap '' HUP INT QUIT ILL TRAP ABRT FPE BUS SEGV SYS PIPE ALRM TERM URG TSTP CONT CHLD \
                       TTIN TTOU IO XCPU XFSZ VTALRM PROF WINCH USR1 USR2 EMT INFO 2>/dev/null; \
-                      echo; exec >&-; read x || { [ -z \"$JOB_CGROUP\" ] || { echo 1 >\"$JOB_CGROUP/cgroup.kill\"; i=0; \
-                      while [ $i -lt 100 ] && ! rmdir \"$JOB_CGROUP\"; do i=$((i+1)); done; }; kill -KILL 0; }";
+                      echo; exec >&-; read x || { [ -z \"$JOB_CGROUP\" ] || ! echo 1 >\"$JOB_CGROUP/cgroup.kill\" || { i=0; \
+                      while ! rmdir \"$JOB_CGROUP\" && [ $i -lt 100 ]; do \
+                      if sleep .02; then i=$((i+1)); else sleep 1; i=$((i+50)); fi; done; }; kill -KILL 0; }";
 
 /// How often a guard that died before it was armed (a member signalled the group meanwhile) is started again.
 const ATTEMPTS: usize = 3;
@@ -70,7 +74,11 @@ pub(crate) struct Guard {
 pub(crate) enum Start {
     /// `/bin/sh`, through std's `posix_spawn` path.
     Shell,
-    /// A `fork(2)` of this process, without `exec`.
+    /// A `fork(2)` of this process, without `exec` (`host::die_with_parent_forked`).
+    #[cfg_attr(
+        not(feature = "host"),
+        allow(dead_code, reason = "started only by host")
+    )]
     Fork,
 }
 
