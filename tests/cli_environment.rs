@@ -52,7 +52,9 @@ struct Run {
 fn start(program: &str, args: &[&str], stderr: &str) -> GroupChild {
     Command::new(program)
         .args(args)
-        .env("GT", BIN)
+        // A copy every user may run: some scripts run it as nobody, and the checkout may be in a folder only we may
+        // enter.
+        .env("GT", common::runnable_by_anyone(BIN.as_ref()))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(fs::File::create(stderr).unwrap())
@@ -194,7 +196,14 @@ fn a_proc_of_another_pid_namespace_is_not_trusted() {
             "--clear-groups",
         ]);
     }
-    argv.extend([BIN, "5", "sh", "-c", "setsid sleep 30 & exit 3"]);
+    let bin = common::runnable_by_anyone(BIN.as_ref());
+    argv.extend([
+        bin.to_str().unwrap(),
+        "5",
+        "sh",
+        "-c",
+        "setsid sleep 30 & exit 3",
+    ]);
     let r = run(&mut files, "unshare", &argv);
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(
