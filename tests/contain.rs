@@ -554,6 +554,94 @@ mod linux {
         }
     }
 
+    /// With few descriptors left, `spawn_contained` falls back to a mode that needs fewer instead of failing where a
+    /// plain spawn would not; the mode it got still ends a `setsid` escapee, except the plain group (not promised).
+    /// The scenario runs in this test binary, re-run under `prlimit` with 5 to 14 descriptors.
+    #[test]
+    fn few_descriptors_make_spawn_contained_fall_back_not_fail() {
+        let test = "few_descriptors_make_spawn_contained_fall_back_not_fail";
+        if std::env::var_os("GROUPTIMEOUT_TEST_FEW_FDS").is_some() {
+            let escapee = std::env::var("GROUPTIMEOUT_TEST_FEW_FDS").unwrap();
+            // The shell raises its own limit again, so that it can redirect.
+            let script = format!("setsid sleep 30 >/dev/null 2>&1 & echo $! > {escapee}; sleep .2");
+            let mut how = Contain::new();
+            how.cgroup(std::env::var("GROUPTIMEOUT_TEST_NO_CGROUP").as_deref() != Ok("1"));
+            let mut child = how
+                .spawn(Command::new("prlimit").args(["--nofile=1024", "sh", "-c", &script]))
+                .expect("spawn_contained falls back instead of failing");
+            let mode = child.containment();
+            let waited = child.wait_timeout(LONG);
+            println!("mode {mode:?} waited {waited:?}");
+            return;
+        }
+        if !have(test, "prlimit", "--version") {
+            return;
+        }
+        // With the cgroup first (as root), then lineage first.
+        let best = if contain(test, Containment::Cgroup).is_some() {
+            "Cgroup"
+        } else {
+            "Lineage"
+        };
+        few_descriptors(test, best, false);
+        few_descriptors(test, "Lineage", true);
+    }
+
+    /// Runs [`few_descriptors_make_spawn_contained_fall_back_not_fail`]'s scenario with 5 to 14 descriptors; checks
+    /// that it got the `best` mode with the most, the plain group with the fewest, and no failed spawn.
+    fn few_descriptors(test: &str, best: &str, no_cgroup: bool) {
+        let mut modes = Vec::new();
+        for n in 5..=14 {
+            let escapee = temp_path(&format!("few-fds-{n}"));
+            let out = Command::new("prlimit")
+                .arg(format!("--nofile={n}:1024"))
+                .arg(std::env::current_exe().unwrap())
+                .args(["--exact", &format!("linux::{test}"), "--nocapture"])
+                .args(["--test-threads=1"])
+                .env("GROUPTIMEOUT_TEST_FEW_FDS", &escapee)
+                .env(
+                    "GROUPTIMEOUT_TEST_NO_CGROUP",
+                    if no_cgroup { "1" } else { "" },
+                )
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            let pids: Vec<u32> = fs::read_to_string(&escapee)
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect();
+            let _ = fs::remove_file(&escapee);
+            let _cleanup = KillOnDrop(pids.clone());
+            // The test binary itself may not start with the fewest: then it says nothing of the library.
+            if !stdout.contains("running 1 test") {
+                continue;
+            }
+            assert!(
+                out.status.success() && stdout.contains("1 passed"),
+                "{n} descriptors: {stdout}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let mode = ["Cgroup", "Lineage", "Group"]
+                .into_iter()
+                .find(|m| stdout.contains(&format!("mode {m} ")))
+                .unwrap();
+            assert_eq!(pids.len(), 1, "{n} descriptors: {stdout}");
+            if mode != "Group" {
+                assert!(stdout.contains("waited Ok("), "{n} descriptors: {stdout}");
+                assert_eq!(
+                    survivors_after(Duration::from_secs(5), &pids),
+                    [] as [u32; 0],
+                    "{n} descriptors, {mode}"
+                );
+            }
+            modes.push((n, mode));
+        }
+        assert!(modes.len() >= 5, "{modes:?}");
+        assert_eq!(modes.last().map(|m| m.1), Some(best), "{modes:?}");
+        assert!(modes.iter().any(|m| m.1 == "Group"), "{modes:?}");
+    }
+
     /// With `die_with_parent`, a supervisor killed with `SIGKILL` takes the whole cgroup along (the escapee too),
     /// and its guard removes the folder. The supervisor is this test binary, re-run.
     #[test]

@@ -3,12 +3,12 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write as _};
-use std::os::fd::{AsFd as _, AsRawFd as _};
+use std::os::fd::AsRawFd as _;
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::proc::{random_hex, record, signal_checked, Leftover, Stat};
@@ -20,7 +20,9 @@ const EMPTY_LIMIT: Duration = Duration::from_secs(1);
 /// How many times the processes kept by `set_kill_leftovers(false)` are moved out before the folder is given up.
 const RELEASE_ROUNDS: usize = 100;
 
-/// A job's cgroup folder, with its control files open.
+/// A job's cgroup folder. Its control files are opened only when needed: `cgroup.procs` for the spawn (the hook
+/// owns it), `cgroup.kill` and `cgroup.events` after it (see [`Cgroup::open_controls`]), so that a contained spawn holds
+/// one descriptor more than a plain one.
 #[derive(Debug)]
 pub(super) struct Cgroup {
     dir: PathBuf,
@@ -28,17 +30,42 @@ pub(super) struct Cgroup {
     parent: PathBuf,
     /// The folder's name, unique (it holds 128 random bits).
     name: String,
-    kill: File,
-    /// Written by the leader before `exec` (see `sys::enter_at_exec`).
-    procs: File,
-    events: File,
+    kill: OnceLock<File>,
+    events: OnceLock<File>,
     ended: AtomicBool,
 }
 
 impl Cgroup {
-    /// Makes the leader of the next spawn of `command` enter this cgroup before `exec` (disarmed when dropped).
+    /// Makes the leader of the next spawn of `command` enter this cgroup before `exec` (disarmed when dropped, which
+    /// also closes the `cgroup.procs` it opens).
+    ///
+    /// Fails, leaving `command` as it was, when there is no room for the descriptors of the spawn: `cgroup.procs`, and
+    /// the two that std's forked spawn (which the hook forces) opens for itself. A spawn that failed for want of them
+    /// would leave the hook on `command`, whose later spawns would need them too.
     pub(super) fn enter_at_exec(&self, command: &mut Command) -> io::Result<sys::EnterHook> {
-        sys::enter_at_exec(command, self.procs.as_fd())
+        let procs = open_control(&self.dir, "cgroup.procs", true)?;
+        (|| Ok::<_, io::Error>((procs.try_clone()?, procs.try_clone()?)))().map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("no room for the two descriptors of a forked spawn: {e}"),
+            )
+        })?;
+        Ok(sys::enter_at_exec(command, procs))
+    }
+
+    /// Opens `cgroup.kill` and `cgroup.events` after the spawn, while the descriptors the spawn used are free again.
+    /// One that cannot be opened now is opened at its first use, whose error then says why.
+    pub(super) fn open_controls(&self) {
+        let _ = self.kill();
+        let _ = self.events();
+    }
+
+    fn kill(&self) -> io::Result<&File> {
+        control(&self.kill, &self.dir, "cgroup.kill", true)
+    }
+
+    fn events(&self) -> io::Result<&File> {
+        control(&self.events, &self.dir, "cgroup.events", false)
     }
 
     /// Makes a new cgroup for a job in `parent`, or in this process's own cgroup (where systemd delegated it, if it
@@ -56,46 +83,27 @@ impl Cgroup {
                 format!("cannot make a cgroup in {}: {e}", parent.display()),
             )
         })?;
-        let open = |file: &str, write: bool| {
-            let path = dir.join(file);
-            OpenOptions::new()
-                .read(!write)
-                .write(write)
-                .open(&path)
-                .map_err(|e| {
-                    let why = if e.kind() == io::ErrorKind::NotFound && file == "cgroup.kill" {
-                        " (Linux 5.14 or later has it)".to_string()
-                    } else {
-                        String::new()
-                    };
-                    io::Error::new(
-                        e.kind(),
-                        format!("cannot open {}{why}: {e}", path.display()),
-                    )
-                })
-        };
-        let files = (|| {
-            Ok((
-                open("cgroup.kill", true)?,
-                open("cgroup.procs", true)?,
-                open("cgroup.events", false)?,
-            ))
-        })();
-        match files {
-            Ok((kill, procs, events)) => Ok(Cgroup {
-                dir,
-                parent,
-                name,
-                kill,
-                procs,
-                events,
-                ended: AtomicBool::new(false),
-            }),
-            Err(e) => {
-                let _ = fs::remove_dir(&dir);
-                Err(e)
-            }
+        // Linux 5.14 or later has it; the check opens nothing.
+        if let Err(e) = fs::metadata(dir.join("cgroup.kill")) {
+            let _ = fs::remove_dir(&dir);
+            let why = if e.kind() == io::ErrorKind::NotFound {
+                " (Linux 5.14 or later has it)"
+            } else {
+                ""
+            };
+            return Err(io::Error::new(
+                e.kind(),
+                format!("cannot use {}{why}: {e}", dir.join("cgroup.kill").display()),
+            ));
         }
+        Ok(Cgroup {
+            dir,
+            parent,
+            name,
+            kill: OnceLock::new(),
+            events: OnceLock::new(),
+            ended: AtomicBool::new(false),
+        })
     }
 
     pub(super) fn folder(&self) -> &Path {
@@ -120,7 +128,13 @@ impl Cgroup {
         reached: &Mutex<Vec<Leftover>>,
     ) -> io::Result<()> {
         if signal == libc::SIGKILL {
-            for pid in self.pids()?.into_iter().filter(|&pid| pid != leader) {
+            // The names are for `leftovers()`: the kill goes on if the list cannot be read (no descriptor left).
+            for pid in self
+                .pids()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|&pid| pid != leader)
+            {
                 if let Some(stat) = Stat::read(pid).filter(|s| !s.dead()) {
                     record(reached, pid, stat.name);
                 }
@@ -137,12 +151,14 @@ impl Cgroup {
     }
 
     fn kill_all(&self) -> io::Result<()> {
-        (&self.kill).write_all(b"1").map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("cannot kill the job's cgroup {}: {e}", self.dir.display()),
-            )
-        })
+        self.kill()
+            .and_then(|mut kill| kill.write_all(b"1"))
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("cannot kill the job's cgroup {}: {e}", self.dir.display()),
+                )
+            })
     }
 
     /// Whether process `pid` is in this cgroup (or one below it), as `/proc/PID/cgroup` says now.
@@ -156,9 +172,10 @@ impl Cgroup {
             .any(|path| path.ends_with(&inside[..inside.len() - 1]) || path.contains(&inside))
     }
 
-    /// Ends the job (see `Job::end`): once only.
+    /// Ends the job (see `Job::end`): once only. An empty cgroup (a failed spawn, a job that left nothing behind) is
+    /// removed at once, with no descriptor needed.
     pub(super) fn end(&self, keep: bool) -> io::Result<()> {
-        if self.ended.swap(true, Ordering::SeqCst) {
+        if self.ended.swap(true, Ordering::SeqCst) || fs::remove_dir(&self.dir).is_ok() {
             return Ok(());
         }
         if keep {
@@ -166,7 +183,7 @@ impl Cgroup {
         } else {
             self.kill_all()?;
         }
-        if !self.wait_empty(Instant::now() + EMPTY_LIMIT)? {
+        if !self.remove_when_empty(Instant::now() + EMPTY_LIMIT)? {
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
                 format!(
@@ -176,12 +193,7 @@ impl Cgroup {
                 ),
             ));
         }
-        fs::remove_dir(&self.dir).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("cannot remove the job's cgroup {}: {e}", self.dir.display()),
-            )
-        })
+        Ok(())
     }
 
     /// Moves every process of the cgroup to the parent folder (bounded: a process that keeps forking may win).
@@ -213,24 +225,38 @@ impl Cgroup {
         Ok(())
     }
 
-    /// Waits until `cgroup.events` says `populated 0` (`true`), or `deadline` passes (`false`).
-    fn wait_empty(&self, deadline: Instant) -> io::Result<bool> {
+    /// Removes the folder once the cgroup is empty (`true`; `rmdir` fails with `EBUSY` while it is populated), or
+    /// gives up at `deadline` (`false`). It tries again when `cgroup.events` changes (`POLLPRI`), at least every 10
+    /// ms (without that file, which needs a descriptor, every 10 ms).
+    fn remove_when_empty(&self, deadline: Instant) -> io::Result<bool> {
         loop {
-            let mut buf = [0u8; 128];
-            let n = self.events.read_at(&mut buf, 0)?;
-            if buf[..n].split(|&b| b == b'\n').any(|l| l == b"populated 0") {
-                return Ok(true);
+            let events = self.events().ok();
+            if let Some(events) = events {
+                // Read before the `rmdir`: the poll then wakes at any change after it.
+                let _ = events.read_at(&mut [0u8; 128], 0);
+            }
+            match fs::remove_dir(&self.dir) {
+                Ok(()) => return Ok(true),
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+                Err(e) => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("cannot remove the job's cgroup {}: {e}", self.dir.display()),
+                    ))
+                }
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Ok(false);
             }
-            // The file signals a change with POLLPRI; the short cap rereads it anyway.
-            let mut fds = [libc::pollfd {
-                fd: self.events.as_raw_fd(),
-                events: libc::POLLPRI,
-                revents: 0,
-            }];
+            let mut fds: Vec<libc::pollfd> = events
+                .map(|events| libc::pollfd {
+                    fd: events.as_raw_fd(),
+                    events: libc::POLLPRI,
+                    revents: 0,
+                })
+                .into_iter()
+                .collect();
             sys::poll(&mut fds, left.min(Duration::from_millis(10)))?;
         }
     }
@@ -241,6 +267,29 @@ impl Drop for Cgroup {
     fn drop(&mut self) {
         let _ = self.end(false);
     }
+}
+
+/// Control file `file` of the cgroup folder `dir`, open (for writing or reading), kept in `slot` once opened.
+fn control<'a>(
+    slot: &'a OnceLock<File>,
+    dir: &Path,
+    file: &str,
+    write: bool,
+) -> io::Result<&'a File> {
+    if let Some(file) = slot.get() {
+        return Ok(file);
+    }
+    let opened = open_control(dir, file, write)?;
+    Ok(slot.get_or_init(|| opened))
+}
+
+fn open_control(dir: &Path, file: &str, write: bool) -> io::Result<File> {
+    let path = dir.join(file);
+    OpenOptions::new()
+        .read(!write)
+        .write(write)
+        .open(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))
 }
 
 /// This process's own cgroup v2 folder, where it may make a child cgroup.

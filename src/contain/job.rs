@@ -73,11 +73,14 @@ impl Job {
         })))
     }
 
-    /// The leader `pid` of a lineage job was spawned: its start time bounds which processes may carry the mark.
+    /// The leader `pid` was spawned: a cgroup opens the control files it did not hold across the spawn; for
+    /// lineage, the leader's start time bounds which processes may carry the mark.
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     pub(super) fn started(&self, pid: u32) {
-        if let Some(Bound::Lineage(mark)) = self.0.as_ref().map(|inner| &inner.bound) {
-            mark.started(pid);
+        match self.0.as_ref().map(|inner| &inner.bound) {
+            Some(Bound::Cgroup(cgroup)) => cgroup.open_controls(),
+            Some(Bound::Lineage(mark)) => mark.started(pid),
+            None => {}
         }
     }
 

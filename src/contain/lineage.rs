@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::proc::{random_hex, read_proc, record, signal_checked, Leftover, Sent, Stat, STAT_BUF};
+use super::proc::{
+    random_hex, read_proc, record, room_for, signal_checked, Leftover, Sent, Stat, STAT_BUF,
+};
 
 /// How long a kill of the job may go on finding new marked processes (a fork storm) before it gives up.
 const KILL_LIMIT: Duration = Duration::from_secs(1);
@@ -58,6 +60,14 @@ impl Mark {
             unusable(format!(
                 "lineage needs pidfds (Linux 5.3): pidfd_open failed: {e}"
             ))
+        })?;
+        // A kill point needs 2 descriptors at once, and the wait for the leader holds a pidfd: without room for them
+        // now, it could not find the job's processes outside the group, and the group alone is the honest boundary.
+        room_for(3).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("too few descriptors for lineage's kill points (3 free at once): {e}"),
+            )
         })?;
         Ok(Mark {
             name: format!("GROUPTIMEOUT_JOB_{}", random_hex()?),
@@ -110,6 +120,16 @@ impl Mark {
         let mut dying: Vec<(u32, OwnedFd)> = Vec::new();
         loop {
             let mut sent = 0;
+            if room_for(2).is_err() {
+                // The pidfds held for the wait below are given back first.
+                dying.clear();
+                room_for(2).map_err(|e| {
+                    io::Error::new(
+                        e.kind(),
+                        format!("too few descriptors to find the job's processes outside its group: {e}"),
+                    )
+                })?;
+            }
             let found = self.scan(leader)?;
             forget_exited(&mut dying, Duration::ZERO)?;
             for (pid, stat) in found {
@@ -127,7 +147,8 @@ impl Mark {
                         sent += 1;
                         if kill {
                             record(reached, pid, stat.name);
-                            if dying.len() < HELD_LIMIT {
+                            // Held only while 2 more can still be opened, for the next process's check.
+                            if dying.len() < HELD_LIMIT && room_for(2).is_ok() {
                                 dying.push((pid, pidfd));
                             }
                         }
@@ -169,8 +190,12 @@ impl Mark {
     fn scan(&self, leader: u32) -> io::Result<Vec<(u32, Stat)>> {
         let since = self.since.load(Ordering::Relaxed);
         let own = std::process::id();
-        let entries = fs::read_dir("/proc")
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot list /proc: {e}")))?;
+        let entries = fs::read_dir("/proc").map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot list /proc to find the job's processes outside its group: {e}"),
+            )
+        })?;
         let mut buf = [0u8; STAT_BUF];
         let mut found = Vec::new();
         for entry in entries.flatten() {

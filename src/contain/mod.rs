@@ -46,6 +46,15 @@ pub use proc::Leftover;
 /// invalid") counts as none: its folder is removed and the command is spawned again in the next mode (none of it
 /// ran: the write comes before `exec`).
 ///
+/// Descriptors count too. A cgroup spawn holds the folder's `cgroup.procs` open and forks with a pipe of std's (2
+/// descriptors) instead of using `posix_spawn` (none with glibc; musl's needs 2): 3 free descriptors. Lineage's kill
+/// points hold 2 at once beside the wait's pidfd: 3 free at the spawn. A mode without that room is skipped, and a
+/// spawn that fails for want of a descriptor (`EMFILE`, `ENFILE`) in the cgroup or with the mark counts as none
+/// too: the next mode is tried, down to the plain group, which needs no more than
+/// [`spawn_group`](crate::GroupCommandExt::spawn_group). The room is checked at the spawn only: a kill point of lineage
+/// that finds none later fails, saying so (the group itself is still signalled), and a cgroup whose `cgroup.kill` or
+/// `cgroup.events` (opened after the spawn) cannot be opened fails at its kill, or leaves its folder behind.
+///
 /// # The cgroup
 ///
 /// The job's cgroup is made as a child of this process's own cgroup v2 (found through `/proc/self/cgroup` and
@@ -136,7 +145,9 @@ impl Contain {
     /// As for [`spawn_group`](crate::GroupCommandExt::spawn_group); or [`require`](Contain::require) asked for more than
     /// could be had (`Unsupported`, or the kind of the first failure), with every reason in the message, such as a
     /// cgroup the command's first process could not enter (the folder named, and the OS error of its write to
-    /// `cgroup.procs`, whose kind the error keeps; the folder is removed). Nothing runs then.
+    /// `cgroup.procs`, whose kind the error keeps; the folder is removed), or too few free descriptors for a mode
+    /// (the kind of `EMFILE`, `ENFILE`). Nothing runs then. Without `require`, a spawn fails for want of descriptors
+    /// only where `spawn_group` would.
     pub fn spawn(&self, command: &mut Command) -> io::Result<GroupChild> {
         #[cfg_attr(
             not(all(target_os = "linux", not(grouptimeout_portable))),
@@ -149,14 +160,17 @@ impl Contain {
                 match cgroup::Cgroup::make(self.parent.as_deref()) {
                     Ok(cgroup) => match spawn_in_cgroup(cgroup, command)? {
                         Ok(child) => return Ok(child),
-                        Err(not_entered) => why.push(not_entered),
+                        Err(not_had) => why.push(not_had),
                     },
                     Err(e) => why.push(e),
                 }
             }
             if self.lineage && self.require.rank() <= Containment::Lineage.rank() {
                 match lineage::Mark::new() {
-                    Ok(mark) => return spawn_with_mark(mark, command),
+                    Ok(mark) => match spawn_with_mark(mark, command)? {
+                        Ok(child) => return Ok(child),
+                        Err(not_had) => why.push(not_had),
+                    },
                     Err(e) => why.push(e),
                 }
             }
@@ -183,50 +197,91 @@ impl Contain {
     }
 }
 
-/// Spawns `command` with its leader inside `cgroup`. The inner `Err` says that the leader could not enter the cgroup
-/// (its write to `cgroup.procs` failed, with the folder and the OS error named, and the error's kind kept): nothing
-/// of the command ran, and the folder is removed, so the caller may spawn it again another way.
+/// Spawns `command` with its leader inside `cgroup`. The inner `Err` says that the cgroup could not be had for it,
+/// and why (the kind kept): the leader could not enter it (its write to `cgroup.procs` failed, with the folder and
+/// the OS error named), or the spawn ran out of descriptors (it holds `cgroup.procs`, and std's pipe of a forked
+/// spawn, beyond a plain spawn's). Nothing of the command ran then, and the folder is removed, so the caller may
+/// spawn it again another way.
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 fn spawn_in_cgroup(
     cgroup: cgroup::Cgroup,
     command: &mut Command,
 ) -> io::Result<io::Result<GroupChild>> {
     let folder = cgroup.folder().to_path_buf();
-    let hook = cgroup.enter_at_exec(command)?;
+    let too_few = |e: io::Error| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "too few descriptors to spawn in the job's cgroup {} (such a spawn holds its cgroup.procs, and forks \
+                 with a pipe of std's instead of using posix_spawn): {e}",
+                folder.display()
+            ),
+        )
+    };
+    let hook = match cgroup.enter_at_exec(command) {
+        Ok(hook) => hook,
+        Err(e) => return Ok(Err(too_few(e))),
+    };
     let job = Job::new(Bound::Cgroup(cgroup));
     let spawned = GroupChild::spawn(command, job.clone());
-    let not_entered = hook.entry_failed();
+    let not_entered = spawned.as_ref().err().and_then(|e| hook.entry_error(e));
+    // `hook` is dropped here (before `started` opens the control files), or was consumed: `cgroup.procs` is closed.
     match spawned {
-        Ok(child) => Ok(Ok(child)),
+        Ok(child) => {
+            job.started(child.id());
+            Ok(Ok(child))
+        }
         Err(e) => {
             let _ = job.end(false);
-            // The spawn's error is std's: the error of the hook's write, as it is.
-            if !not_entered {
+            if let Some(entry) = not_entered {
+                return Ok(Err(io::Error::new(
+                    entry.kind(),
+                    format!(
+                        "the command's first process could not enter the job's cgroup {} (its write to \
+                         cgroup.procs failed): {entry}",
+                        folder.display()
+                    ),
+                )));
+            }
+            if !out_of_descriptors(&e) {
+                // std's error, as it is (see "Errors" in the crate docs).
                 return Err(e);
             }
-            Ok(Err(io::Error::new(
-                e.kind(),
-                format!(
-                    "the command's first process could not enter the job's cgroup {} (its write to cgroup.procs \
-                     failed): {e}",
-                    folder.display()
-                ),
-            )))
+            Ok(Err(too_few(e)))
         }
     }
 }
 
-/// Spawns `command` with the mark in its environment, then takes the mark off `command` again.
+/// Whether a spawn failed for want of a descriptor (`EMFILE`, `ENFILE`): a contained spawn then falls back to a
+/// mode that needs fewer.
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-fn spawn_with_mark(mark: lineage::Mark, command: &mut Command) -> io::Result<GroupChild> {
+fn out_of_descriptors(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
+/// Spawns `command` with the mark in its environment, then takes the mark off `command` again. The inner `Err`: the
+/// spawn ran out of descriptors (the kind kept), so the caller may spawn it again as a plain group.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+fn spawn_with_mark(
+    mark: lineage::Mark,
+    command: &mut Command,
+) -> io::Result<io::Result<GroupChild>> {
     let name = mark.name().to_owned();
     command.env(&name, "1");
     let job = Job::new(Bound::Lineage(mark));
     let spawned = GroupChild::spawn(command, job.clone());
     command.env_remove(&name);
-    let child = spawned?;
-    job.started(child.id());
-    Ok(child)
+    match spawned {
+        Ok(child) => {
+            job.started(child.id());
+            Ok(Ok(child))
+        }
+        Err(e) if out_of_descriptors(&e) => Ok(Err(io::Error::new(
+            e.kind(),
+            format!("too few descriptors to spawn with a lineage mark: {e}"),
+        ))),
+        Err(e) => Err(e),
+    }
 }
 
 /// Needs the `contain` feature (on by default).

@@ -144,6 +144,19 @@ pub(super) fn signal_checked(
     }
 }
 
+/// Fails (`EMFILE`, `ENFILE`) unless `count` more descriptors can be open at once now. A kill point of lineage needs
+/// two (`/proc`'s listing and a process's file; a pidfd and a process's file): an open that failed for want of one
+/// would look like a process that is gone.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+pub(super) fn room_for(count: usize) -> io::Result<()> {
+    let first = std::fs::File::open("/")?;
+    // Held until all are open.
+    let _more: Vec<std::fs::File> = (1..count)
+        .map(|_| first.try_clone())
+        .collect::<io::Result<_>>()?;
+    Ok(())
+}
+
 /// 16 random bytes from `/dev/urandom`, as 32 hex digits.
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 pub(super) fn random_hex() -> io::Result<String> {

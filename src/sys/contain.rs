@@ -3,8 +3,8 @@
 
 use std::ffi::CString;
 use std::fs::File;
-use std::io::{self, Read as _};
-use std::os::fd::{AsFd as _, AsRawFd, BorrowedFd, OwnedFd};
+use std::io;
+use std::os::fd::{AsRawFd as _, BorrowedFd};
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
@@ -40,25 +40,27 @@ pub(crate) fn getxattr(path: &Path, name: &str) -> io::Result<Option<Vec<u8>>> {
     Ok(Some(value[..n as usize].to_vec()))
 }
 
-/// The hook that [`enter_at_exec`] added to a `Command`; dropping it disarms the hook, so that a later spawn of the
-/// same `Command` never writes to whatever the descriptor numbers name by then.
+/// Added to the errno of a failed write to `cgroup.procs` in the hook: std passes the hook's OS error code to the
+/// parent as the spawn's error, and no `exec` error is this large, so the parent tells a failed entry from a failed
+/// `exec` without a descriptor of its own for the report.
+const ENTRY_FAILED: i32 = 1 << 20;
+
+/// The hook that [`enter_at_exec`] added to a `Command`; dropping it disarms the hook (so that a later spawn of the
+/// same `Command` never writes to whatever the descriptor number names by then), then closes `cgroup.procs`.
 #[derive(Debug)]
 pub(crate) struct EnterHook {
     armed: Arc<AtomicBool>,
-    /// The read end of the pipe on which a child that could not enter the cgroup says so (one byte).
-    report: File,
-    /// Its write end, which the hook's child writes to (by number).
-    _write: OwnedFd,
+    /// The cgroup's `cgroup.procs`, which the hook's child writes to (by number); closed after the spawn.
+    _procs: File,
 }
 
 impl EnterHook {
-    /// Disarms the hook and tells whether a child of a spawn made while it was armed failed to enter the cgroup (its
-    /// write to `cgroup.procs` failed, so the spawn failed with that write's error). Call after the spawn returned.
-    pub(crate) fn entry_failed(self) -> bool {
-        self.armed.store(false, Ordering::SeqCst);
-        // Non-blocking: a child forked meanwhile by another thread may hold the write end until its own `exec`.
-        let mut byte = [0u8; 1];
-        (&self.report).read(&mut byte).is_ok_and(|n| n == 1)
+    /// Disarms the hook, closes `cgroup.procs`, and tells whether `spawn_error`, the error of a spawn made while the
+    /// hook was armed, is the hook's: its child could not enter the cgroup (`Some`, that write's OS error), so the
+    /// command did not run.
+    pub(crate) fn entry_error(self, spawn_error: &io::Error) -> Option<io::Error> {
+        let code = spawn_error.raw_os_error()?;
+        (code > ENTRY_FAILED).then(|| io::Error::from_raw_os_error(code - ENTRY_FAILED))
     }
 }
 
@@ -69,46 +71,36 @@ impl Drop for EnterHook {
 }
 
 /// Makes the child of every spawn of `command`, while the returned hook lives, move itself into the cgroup whose
-/// `cgroup.procs` is `procs` (open for writing) just before it calls `exec`: it writes "0" there, which moves the
-/// writing process. The write is async-signal-safe, so this is sound in a multi-threaded process; a failed write
-/// fails the spawn with the write's error (std passes it on), and [`EnterHook::entry_failed`] tells it apart from a
-/// failed `exec`.
+/// `cgroup.procs` is `procs` (open for writing; the hook owns it) just before it calls `exec`: it writes "0" there,
+/// which moves the writing process. The write is async-signal-safe, so this is sound in a multi-threaded process; a
+/// failed write fails the spawn, and [`EnterHook::entry_error`] tells it apart from a failed `exec`. No other
+/// descriptor is held for it: the spawn needs one more than a plain one (and std's own pipe of a forked spawn).
 ///
 /// This adds a `pre_exec` hook, so std forks and execs instead of using `posix_spawn` (see
 /// `GroupCommandExt::spawn_contained` for the cost); the hook stays on `command`, disarmed, after the returned value is
 /// dropped.
-///
-/// # Errors
-///
-/// The pipe for the report cannot be made (`EMFILE`, ...).
-pub(crate) fn enter_at_exec(command: &mut Command, procs: BorrowedFd<'_>) -> io::Result<EnterHook> {
-    let (report, write) = super::cloexec_pipe()?;
-    super::set_nonblocking(report.as_fd())?;
-    let fds = (procs.as_raw_fd(), write.as_raw_fd());
+pub(crate) fn enter_at_exec(command: &mut Command, procs: File) -> EnterHook {
+    let fd = procs.as_raw_fd();
     let armed = Arc::new(AtomicBool::new(true));
     let hook = Arc::clone(&armed);
-    // SAFETY: the hook runs in the forked child before exec and calls only `write(2)`, which is async-signal-safe;
-    // it allocates nothing and takes no lock (an atomic load is a plain read of memory copied by the fork). While
-    // armed, both descriptors are open: the returned hook owns the write end and disarms before closing it, and
-    // the caller keeps `procs` open while the hook lives.
+    // SAFETY: the hook runs in the forked child before exec and calls only `write(2)` and reads `errno`, both
+    // async-signal-safe; it allocates nothing and takes no lock (an atomic load is a plain read of memory copied by
+    // the fork). While armed, `fd` is open: the returned hook owns it and disarms before closing it.
     unsafe {
         command.pre_exec(move || {
-            if !hook.load(Ordering::SeqCst) {
+            if !hook.load(Ordering::SeqCst) || libc::write(fd, b"0".as_ptr().cast(), 1) == 1 {
                 return Ok(());
             }
-            if libc::write(fds.0, b"0".as_ptr().cast(), 1) == 1 {
-                return Ok(());
-            }
-            let e = io::Error::last_os_error();
-            libc::write(fds.1, b"!".as_ptr().cast(), 1);
-            Err(e)
+            let errno = io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO);
+            Err(io::Error::from_raw_os_error(ENTRY_FAILED + errno))
         })
     };
-    Ok(EnterHook {
+    EnterHook {
         armed,
-        report: File::from(report),
-        _write: write,
-    })
+        _procs: procs,
+    }
 }
 
 /// Sends `signal` to the process a pidfd names (`pidfd_send_signal`, Linux 5.1): `Ok(false)` when it has exited.

@@ -62,7 +62,7 @@ pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io
 ///
 /// On Linux both ends get the flag atomically (`pipe2`), so a command spawned meanwhile by another thread never
 /// inherits an end; elsewhere it is set right after `pipe(2)`, as std does for its own pipes.
-#[cfg(any(feature = "guard", feature = "contain"))]
+#[cfg(feature = "guard")]
 pub(crate) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [-1 as libc::c_int; 2];
     #[cfg(all(
@@ -103,7 +103,7 @@ pub(crate) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 /// Puts `fd` into non-blocking mode (`O_NONBLOCK` on its open file description).
 ///
 /// Used on read ends that only this process holds.
-#[cfg(any(feature = "capture", feature = "contain"))]
+#[cfg(feature = "capture")]
 pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
     let fd = fd.as_raw_fd();
     // SAFETY: F_GETFL takes no pointer argument; `fd` is borrowed, so it stays open across the call.

@@ -429,7 +429,7 @@ fn supervise(
             // the next call returns its status.
             Err(e) => match leader.try_wait() {
                 Ok(Some(status)) => {
-                    say!("cannot kill the processes the command left in its group: {e}");
+                    say!("cannot kill every process the command left behind: {e}");
                     Some(status)
                 }
                 _ => return Err(e),

@@ -119,7 +119,12 @@ pub fn killed_leftovers(killed: &[(u32, &str)]) -> String {
                 .take(16)
                 .map(|c| if c.is_control() { '?' } else { c })
                 .collect();
-            format!("{pid} ({name})")
+            // No name: it could not be read (no descriptor left).
+            if name.is_empty() {
+                pid.to_string()
+            } else {
+                format!("{pid} ({name})")
+            }
         })
         .collect();
     let more = match killed.len().saturating_sub(NAMED_LEFTOVERS) {
