@@ -93,6 +93,7 @@ impl Default for Contain {
 
 impl Contain {
     /// A cgroup if one can be made in this process's own cgroup, else lineage, else the group.
+    #[must_use]
     pub fn new() -> Contain {
         Contain {
             parent: None,
