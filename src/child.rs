@@ -23,13 +23,19 @@ mod life;
 /// leader reaped; when the leader exits first, the rest of its group is killed (unless
 /// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers)). Dropping the handle without a wait kills the
 /// group too, also when a panic unwinds; but with `panic = "abort"`, or when this process is killed, no drop runs
-/// (see [`die_with_parent`](GroupChild::die_with_parent)).
+/// (see [`die_with_parent`][die-with-parent]).
 ///
 /// # What is not reached
 ///
 /// A group kill reaches the processes in the group when the signal is sent. A descendant that moved to another
 /// group or session (`setsid`, `setpgid`, a double-forking daemon) is not reached; neither is a member this process
 /// has no permission to signal (one that changed its user id). For a hard boundary use cgroups or a container.
+///
+#[cfg_attr(
+    feature = "guard",
+    doc = "[die-with-parent]: GroupChild::die_with_parent"
+)]
+#[cfg_attr(not(feature = "guard"), doc = "[die-with-parent]: crate#features")]
 #[must_use = "dropping a GroupChild kills its process group at once"]
 pub struct GroupChild {
     /// The child's standard input, if it was piped.
