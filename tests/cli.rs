@@ -581,16 +581,27 @@ impl User {
     }
 
     /// How the tool's messages start: its `argv[0]`.
-    fn name(self) -> &'static str {
+    fn name(self) -> String {
         match self {
-            User::Me => "grouptimeout",
-            User::Nobody => BIN,
+            User::Me => "grouptimeout".to_string(),
+            User::Nobody => self.bin(),
+        }
+    }
+
+    /// The tool's path for this user: nobody runs a copy, since the checkout may be in a folder only we may enter.
+    fn bin(self) -> String {
+        match self {
+            User::Me => BIN.to_string(),
+            User::Nobody => common::runnable_by_anyone(BIN.as_ref())
+                .to_str()
+                .unwrap()
+                .to_string(),
         }
     }
 
     /// Runs the tool with `args` as this user, checks that it left no cgroup folder behind, and returns the run.
     fn run(self, scratch: &Scratch, args: &[&str]) -> Run {
-        let argv = self.command(scratch, BIN, args);
+        let argv = self.command(scratch, &self.bin(), args);
         let running = Running::start(&argv[0], &argv[1..]);
         let tool = running.child.id();
         let r = running.finish();
@@ -624,7 +635,7 @@ fn a_sidecars_daemon_is_left_alone() {
             started = s.file("started"),
             daemon = s.file("daemon"),
         );
-        let argv = user.command(&s, "sh", &["-c", &script, BIN, &command]);
+        let argv = user.command(&s, "sh", &["-c", &script, &user.bin(), &command]);
         let r = Running::start(&argv[0], &argv[1..]).finish();
         let daemon = s.pid("daemon");
         let alive = !is_dead(daemon);
