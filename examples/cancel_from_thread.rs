@@ -11,7 +11,7 @@ use std::process::{Command, ExitCode};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use grouptimeout::{CommandExt, Outcome};
+use grouptimeout::{signal, GroupCommandExt, Outcome};
 
 fn main() -> io::Result<ExitCode> {
     // A job that would run for a minute, with a background child of its own.
@@ -45,7 +45,7 @@ fn main() -> io::Result<ExitCode> {
     println!("a kill through the handle after the reap does nothing and returns Ok");
 
     let killed =
-        matches!(outcome, Outcome::Exited(status) if status.signal() == Some(libc::SIGKILL));
+        matches!(outcome, Outcome::Exited(status) if status.signal() == Some(signal::SIGKILL));
     if killed && started.elapsed() < Duration::from_secs(10) {
         println!("ok: the job was cancelled at once, and its whole group with it");
         Ok(ExitCode::SUCCESS)

@@ -1,7 +1,8 @@
 //! Capturing what noisy commands write, with bounded memory: the head and the tail of each stream are kept, with a
 //! marker saying how much was left out between them.
 //!
-//! The first command writes about 860 KB and exits with an error; the second writes until its deadline.
+//! The first command writes about 860 KB and exits with an error, well before its generous deadline (30 s; it needs a
+//! fraction of a second); the second writes until its deadline (500 ms).
 //!
 //! ```sh
 //! cargo run --example capture_limit
@@ -11,7 +12,7 @@ use std::io;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use grouptimeout::{Captured, CommandExt};
+use grouptimeout::{Captured, GroupCommandExt};
 
 /// A build log of 20,000 lines, then an error on standard error.
 const BUILD: &str = r#"
@@ -25,7 +26,7 @@ exit 1
 const ENDLESS: &str = r#"i=1; while :; do echo "line $i"; i=$((i + 1)); done"#;
 
 fn main() -> io::Result<()> {
-    // Keep 256 bytes of each stream: the first 128 and the last 128.
+    // Keep 256 bytes of each stream's output: the first 128 and the last 128 (plus the marker between them).
     let limit = 256;
 
     let captured = run(
@@ -49,7 +50,9 @@ fn main() -> io::Result<()> {
 }
 
 fn run(what: &str, script: &str, limit: usize, timeout: Duration) -> io::Result<Captured> {
-    println!("== {what}: {timeout:?} to finish, at most {limit} bytes kept per stream");
+    println!(
+        "== {what}: a deadline of {timeout:?}; of each stream, at most {limit} bytes of output are kept, plus a marker"
+    );
     let mut child = Command::new("sh")
         .args(["-c", script])
         .stdin(Stdio::null())
@@ -60,29 +63,25 @@ fn run(what: &str, script: &str, limit: usize, timeout: Duration) -> io::Result<
     let started = Instant::now();
     let captured = child.wait_with_output_timeout(timeout)?;
 
-    let how = if captured.outcome.timed_out() {
-        "timed out, the group was killed"
-    } else {
-        "exited"
-    };
-    println!(
-        "{how} after {:.2?}: {}",
-        started.elapsed(),
-        captured.outcome.status()
-    );
-    show("stdout", &captured.stdout, captured.stdout_truncated);
-    show("stderr", &captured.stderr, captured.stderr_truncated);
+    // "exited with status 1", or "timed out; killed by signal 9" (the whole group was killed).
+    println!("after {:.2?}: {}", started.elapsed(), captured.outcome);
+    show("stdout", &captured.stdout, captured.stdout_truncated, limit);
+    show("stderr", &captured.stderr, captured.stderr_truncated, limit);
     println!();
     Ok(captured)
 }
 
-fn show(name: &str, bytes: &[u8], truncated: bool) {
-    let cut = if truncated {
-        ": the head and the tail, and a marker between them"
+fn show(name: &str, bytes: &[u8], truncated: bool, limit: usize) {
+    if truncated {
+        // Past the limit, exactly `limit` bytes of output are kept; the marker line comes on top.
+        let marker = bytes.len() - limit;
+        println!(
+            "{name}, {} bytes: {limit} of output (the head and the tail) and a marker of {marker} bytes between them:",
+            bytes.len()
+        );
     } else {
-        ", all of it"
-    };
-    println!("{name}, {} bytes{cut}:", bytes.len());
+        println!("{name}, {} bytes, all of it:", bytes.len());
+    }
     // The cut counts bytes, so it may split a line (or a UTF-8 sequence): display it lossily.
     for line in String::from_utf8_lossy(bytes).lines() {
         println!("  | {line}");

@@ -14,7 +14,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use grouptimeout::CommandExt;
+use grouptimeout::GroupCommandExt;
 
 fn main() -> io::Result<ExitCode> {
     let mut args = std::env::args().skip(1);

@@ -14,7 +14,7 @@ use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use grouptimeout::{CommandExt, Outcome};
+use grouptimeout::{signal, GroupCommandExt, Outcome};
 
 /// Two background jobs, one of which ignores `SIGTERM`; each line says "PID what". Then the shell waits for them.
 const SCRIPT: &str = r#"
@@ -29,7 +29,7 @@ fn main() -> io::Result<ExitCode> {
         .args(["-c", SCRIPT])
         .stdout(Stdio::piped())
         .spawn_group()?;
-    child.set_grace(libc::SIGTERM, Duration::from_millis(500));
+    child.set_grace(signal::SIGTERM, Duration::from_millis(500));
     let started = Instant::now();
 
     // The three lines, read before the wait: by then every member has been started.
@@ -104,8 +104,8 @@ fn main() -> io::Result<ExitCode> {
 fn describe(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exited with status {code}"),
-        (None, Some(libc::SIGTERM)) => "was killed by SIGTERM".to_string(),
-        (None, Some(libc::SIGKILL)) => "was killed by SIGKILL".to_string(),
+        (None, Some(signal::SIGTERM)) => "was killed by SIGTERM".to_string(),
+        (None, Some(signal::SIGKILL)) => "was killed by SIGKILL".to_string(),
         (None, Some(signal)) => format!("was killed by signal {signal}"),
         (None, None) => format!("ended with {status}"),
     }

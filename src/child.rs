@@ -1,4 +1,5 @@
-//! Spawning a command as the leader of its own process group, and waiting for it with a deadline.
+//! [`GroupChild`]: the one place a reader follows a wait from start to reap — check the leader, sleep, signal the
+//! group at the deadline, reap — and the drop that does the same for a handle nobody waited for.
 
 use std::fmt;
 use std::io;
@@ -7,155 +8,16 @@ use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitSta
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::contain::{Contain, Containment, Job, Leftover};
-use crate::guard::{Guard, Start};
+use crate::contain::{Job, Leftovers};
+use crate::group::{is_stop_signal, leader_exited, signal_group};
+use crate::guard::Guard;
 use crate::handle::{GroupHandle, Reaped};
+use crate::outcome::Outcome;
 use crate::sys;
-use crate::wait::ExitWatch;
+use crate::wait::{ExitWatch, DROP_REAP_LIMIT};
 
-/// Extends [`std::process::Command`] with [`spawn_group`](CommandExt::spawn_group).
-pub trait CommandExt {
-    /// Spawns the command as the leader of a new process group and returns a handle that waits for it with a
-    /// deadline and leaves no process of the group running.
-    ///
-    /// This sets [`process_group(0)`](std::os::unix::process::CommandExt::process_group) and nothing else, so std
-    /// keeps its fast `posix_spawn` path. When this returns, the child already leads its own group, whose id is
-    /// the child's pid ([`GroupChild::id`]).
-    ///
-    /// # The terminal
-    ///
-    /// The new group is not the terminal's foreground process group, so the command is out of the terminal's job
-    /// control. If it reads from the controlling terminal, the kernel stops it with `SIGTTIN` (or fails the read with
-    /// `EIO` once its group is orphaned), and the wait runs into its deadline. Ctrl-C, Ctrl-Z and Ctrl-\\ signal the
-    /// terminal's foreground group, which holds this process and not the command. Writing to the terminal works
-    /// (unless `stty tostop` is set).
-    ///
-    /// - A command that needs no input: give it [`Stdio::null()`](std::process::Stdio::null) or a pipe as its
-    ///   standard input, and it never touches the terminal for reading.
-    /// - A command that must read the terminal: run it in this process's group with plain [`Command::spawn`], as
-    ///   the `grouptimeout` tool's `--foreground` does (there is then no group of its own to kill); or make its group
-    ///   the terminal's foreground group after the spawn and take the terminal back after the wait, as shells and
-    ///   the `grouptimeout` tool do: [`host::Terminal`](crate::host::Terminal) (opt-in, process-wide), with
-    ///   [`host::take_stop`](crate::host::take_stop) and [`host::stop_self`](crate::host::stop_self) to pass a
-    ///   Ctrl-Z on to this process's parent.
-    /// - Ctrl-C ends this process by default without running any destructor, so the command's group keeps running:
-    ///   catch `SIGINT` and pass it on with [`GroupChild::signal`] (a supervisor program can use
-    ///   [`host::Signals`](crate::host::Signals)).
-    ///
-    /// # Errors
-    ///
-    /// - The spawn failed: the error keeps std's [`ErrorKind`](io::ErrorKind) (`NotFound` for a missing program,
-    ///   `PermissionDenied` for one that is not executable or is a directory) and its message names the program.
-    ///   Its [`source()`](std::error::Error::source), reached through [`io::Error::get_ref`], is std's own
-    ///   `io::Error`, which holds the OS error number (`raw_os_error`), for instance `ENOEXEC` for a script without
-    ///   `#!` (no `/bin/sh` fallback is tried) or `EAGAIN` when no process could be created.
-    /// - This process ignores `SIGCHLD` (`SIG_IGN`, or a handler with `SA_NOCLDWAIT`): the kernel would reap the
-    ///   leader the moment it exits, nothing would keep its group id from being reused, and a later group kill
-    ///   could hit an unrelated process. Nothing is spawned; restore the default disposition to use this crate.
-    fn spawn_group(&mut self) -> io::Result<GroupChild>;
-
-    /// [`spawn_group`](CommandExt::spawn_group) plus a job boundary: every promise of `spawn_group` holds, and
-    /// wherever the group is killed (the deadline, a grace signal, the leftovers after the leader's exit,
-    /// [`kill`](GroupChild::kill) and [`signal`](GroupChild::signal), a [`GroupHandle`]'s, the drop), the job's
-    /// processes that left the group (`setsid`, double-forking daemons) are signalled too, before the call returns.
-    ///
-    /// The boundary is a cgroup v2 of the job's own where one can be made (Linux), else the job's lineage (a mark in
-    /// the environment, Linux), else the group alone; [`GroupChild::containment`] says which, and
-    /// [`GroupChild::leftovers`] lists what the kills reached. [`Contain`] chooses otherwise (a cgroup folder
-    /// delegated to a service, no fallback), and says what each mode reaches and what it cannot catch.
-    ///
-    /// The cost: in cgroup mode the child enters the cgroup before `exec` (a `pre_exec` hook: std forks instead of
-    /// using `posix_spawn`, which costs more the larger this process is), and the folder is made and removed; in
-    /// lineage mode each kill scans `/proc`. `BENCHMARKS.md` has the numbers.
-    ///
-    /// # Errors
-    ///
-    /// As for [`Contain::spawn`]: as for `spawn_group`, or the child could not enter the cgroup made for it.
-    fn spawn_contained(&mut self) -> io::Result<GroupChild>;
-}
-
-impl CommandExt for Command {
-    fn spawn_group(&mut self) -> io::Result<GroupChild> {
-        spawn_with(self, Job::default())
-    }
-
-    fn spawn_contained(&mut self) -> io::Result<GroupChild> {
-        Contain::new().spawn(self)
-    }
-}
-
-/// [`CommandExt::spawn_group`], for a job with the boundary `job`.
-pub(crate) fn spawn_with(command: &mut Command, job: Job) -> io::Result<GroupChild> {
-    if sys::children_are_auto_reaped()? {
-        return Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            format!(
-                "not spawning {:?}: this process ignores SIGCHLD (SIG_IGN or SA_NOCLDWAIT), so the kernel \
-                 reaps children at once and a process group id could be reused before it is signalled; \
-                 restore SIGCHLD's default disposition first",
-                command.get_program()
-            ),
-        ));
-    }
-    let child = command.process_group(0).spawn().map_err(|error| {
-        io::Error::new(
-            error.kind(),
-            SpawnError {
-                program: command.get_program().to_owned(),
-                error,
-            },
-        )
-    })?;
-    Ok(GroupChild::new(child, job))
-}
-
-/// A failed spawn: names the program, and keeps std's error as its `source()`.
-#[derive(Debug)]
-struct SpawnError {
-    program: std::ffi::OsString,
-    error: io::Error,
-}
-
-impl fmt::Display for SpawnError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cannot run {:?}: {}", self.program, self.error)
-    }
-}
-
-impl std::error::Error for SpawnError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.error)
-    }
-}
-
-/// How a wait ended: with the leader's exit status either way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// The leader exited before the deadline. Unless [`GroupChild::set_kill_leftovers`] turned it off, every
-    /// other member of its group was sent `SIGKILL` before the wait returned.
-    Exited(ExitStatus),
-    /// The deadline passed first: the group was signalled (see [`GroupChild::set_grace`]), sent `SIGKILL`, and the
-    /// leader reaped. The status is the leader's; it may have exited on its own during a grace period.
-    TimedOut(ExitStatus),
-}
-
-impl Outcome {
-    /// The leader's exit status.
-    #[must_use]
-    pub fn status(&self) -> ExitStatus {
-        match *self {
-            Outcome::Exited(status) | Outcome::TimedOut(status) => status,
-        }
-    }
-
-    /// Whether the deadline passed before the leader exited.
-    #[must_use]
-    pub fn timed_out(&self) -> bool {
-        matches!(self, Outcome::TimedOut(_))
-    }
-}
-
-/// A command running as the leader of its own process group; see [`CommandExt::spawn_group`].
+/// A command running as the leader of its own process group; see
+/// [`GroupCommandExt::spawn_group`](crate::GroupCommandExt::spawn_group).
 ///
 /// Every wait returns only after the group was dealt with: at the deadline the whole group is killed and the
 /// leader reaped; when the leader exits first, the rest of its group is killed (unless
@@ -181,18 +43,19 @@ pub struct GroupChild {
     watch: ExitWatch,
     grace: Option<(i32, Duration)>,
     kill_leftovers: bool,
-    /// The most bytes of each output stream kept by the capturing waits (see `capture.rs`).
-    pub(crate) output_limit: usize,
+    /// The most bytes of each output stream kept by the capturing waits, if set (see `capture/`).
+    #[cfg(feature = "capture")]
+    pub(crate) output_limit: Option<usize>,
     /// Set once the leader was reaped; from then on its id is never signalled.
     outcome: Option<Outcome>,
     /// The guard of [`die_with_parent`](GroupChild::die_with_parent), ended before the leader is reaped.
-    guard: Option<Guard>,
+    pub(crate) guard: Option<Guard>,
     /// Shared with the [`GroupHandle`]s, made by the first call of [`handle`](GroupChild::handle).
     reaped: OnceLock<Arc<Reaped>>,
-    /// The job's boundary beyond the group (`contain/`); nothing for [`CommandExt::spawn_group`].
-    job: Job,
-    /// What the job's kills reached besides the leader.
-    leftovers: Vec<Leftover>,
+    /// The job's boundary beyond the group (`contain/`); nothing for a plain group.
+    pub(crate) job: Job,
+    /// What the job's kills reached besides the leader (`contain/`).
+    pub(crate) leftovers: Leftovers,
 }
 
 impl fmt::Debug for GroupChild {
@@ -203,16 +66,31 @@ impl fmt::Debug for GroupChild {
             .field("stdout", &self.stdout)
             .field("stderr", &self.stderr)
             .field("outcome", &self.outcome)
-            .field("guard", &self.guard_id())
-            .field("containment", &self.containment())
+            .field("guard", &self.guard.as_ref().map(Guard::id))
+            .field("job", &self.job)
             .finish_non_exhaustive()
     }
 }
 
-/// How long [`Drop`] waits for a killed leader (and a guard's drop for the killed guard) to become reapable.
-pub(crate) const DROP_REAP_LIMIT: Duration = Duration::from_secs(1);
-
 impl GroupChild {
+    /// [`GroupCommandExt::spawn_group`](crate::GroupCommandExt::spawn_group), for a job with the boundary `job`.
+    pub(crate) fn spawn(command: &mut Command, job: Job) -> io::Result<GroupChild> {
+        if sys::children_are_auto_reaped()? {
+            return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "not spawning {:?}: this process ignores SIGCHLD (SIG_IGN or SA_NOCLDWAIT), so the kernel \
+                 reaps children at once and a process group id could be reused before it is signalled; \
+                 restore SIGCHLD's default disposition first",
+                command.get_program()
+            ),
+        ));
+        }
+        // std's error as it is: `raw_os_error()` is the errno (see "Errors" in the crate docs).
+        let child = command.process_group(0).spawn()?;
+        Ok(GroupChild::new(child, job))
+    }
+
     fn new(mut child: Child, job: Job) -> GroupChild {
         let watch = ExitWatch::new(child.id());
         GroupChild {
@@ -223,83 +101,14 @@ impl GroupChild {
             watch,
             grace: None,
             kill_leftovers: true,
-            output_limit: crate::capture::DEFAULT_OUTPUT_LIMIT,
+            #[cfg(feature = "capture")]
+            output_limit: None,
             outcome: None,
             guard: None,
             reaped: OnceLock::new(),
             job,
-            leftovers: Vec::new(),
+            leftovers: Leftovers::default(),
         }
-    }
-
-    /// The leader's process id, which is also the id of its process group.
-    pub fn id(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// The pid of the guard process of [`die_with_parent`](GroupChild::die_with_parent) (or
-    /// [`host::die_with_parent_forked`](crate::host::die_with_parent_forked)) while this handle holds it: `None`
-    /// before, and once a wait, [`Drop`] or a failed start ended it.
-    ///
-    /// The guard is a child of this process. Code that signals or reaps this process's children by pid must leave it
-    /// alone, as it leaves the leader: pass it in `owned`, with [`id`](GroupChild::id), to
-    /// [`host::Subreaper::sweep`](crate::host::Subreaper::sweep) and
-    /// [`reap_exited`](crate::host::Subreaper::reap_exited). A guard killed or reaped by other code no longer guards
-    /// the group.
-    pub fn guard_id(&self) -> Option<u32> {
-        self.guard.as_ref().map(Guard::id)
-    }
-
-    /// Which boundary the job has: [`Containment::Group`] for [`spawn_group`](CommandExt::spawn_group), else what
-    /// [`spawn_contained`](CommandExt::spawn_contained) could make (see [`Contain`]).
-    pub fn containment(&self) -> Containment {
-        self.job.containment()
-    }
-
-    /// The processes besides the leader that the job's `SIGKILL`s reached (pid and name at the time), once each, in
-    /// the order found; complete when a wait has returned (a [`GroupHandle`]'s kills are added at the next wait).
-    /// Empty for a [`spawn_group`](CommandExt::spawn_group) child (no scan is made for a plain group), and when
-    /// nothing was left to kill.
-    pub fn leftovers(&self) -> &[Leftover] {
-        &self.leftovers
-    }
-
-    /// Whether process `pid` belongs to the job now: it is in the job's cgroup; or it carries the job's lineage mark
-    /// or is in the leader's group; or, for a plain group, it is in the leader's group.
-    ///
-    /// For a supervisor that sweeps orphans (a subreaper, see [`host::Subreaper`](crate::host::Subreaper)) and must
-    /// leave alone those that are not the job's. The answer is about whatever process `pid` names at the time of
-    /// the call: the caller keeps the pid from being reused (an unreaped child of its own, such as an adopted
-    /// orphan, is).
-    pub fn in_job(&self, pid: u32) -> bool {
-        self.job.contains(self.id(), pid)
-    }
-
-    /// Whether the leader was not reaped yet through this handle, so that its id still names our group.
-    pub(crate) fn leader_unreaped(&self) -> bool {
-        self.outcome.is_none()
-    }
-
-    /// At the deadline, send `signal` to the group (followed by `SIGCONT`, so that stopped members act on it), wait
-    /// up to `grace` for the leader to exit, then send `SIGKILL` to the group and reap the leader.
-    ///
-    /// A stop signal (`SIGSTOP`, `SIGTSTP`, `SIGTTIN`, `SIGTTOU`) is not followed by `SIGCONT`: the group stays
-    /// stopped for the grace period (a `SIGCONT` would undo the stop at once), and `SIGKILL` ends it, stopped or not.
-    ///
-    /// The default is no grace: `SIGKILL` at the deadline. The leader's exit ends the grace period at once, and the
-    /// members still running then are sent `SIGKILL`; so a wait with a grace period returns at most about `grace`
-    /// after its deadline. An invalid `signal` is reported by the wait that hits the deadline, after the group was
-    /// killed and the leader reaped.
-    pub fn set_grace(&mut self, signal: i32, grace: Duration) {
-        self.grace = Some((signal, grace));
-    }
-
-    /// Whether members still running when the leader exits on its own are sent `SIGKILL` before a wait returns.
-    ///
-    /// The default is `true`. With `false`, they are left running after [`Outcome::Exited`]; they are still killed
-    /// at a deadline, by [`kill`](GroupChild::kill), and by drop while the leader is unreaped.
-    pub fn set_kill_leftovers(&mut self, kill: bool) {
-        self.kill_leftovers = kill;
     }
 
     /// Reaps the leader if it has exited, without blocking.
@@ -310,9 +119,10 @@ impl GroupChild {
     ///
     /// # Errors
     ///
-    /// The leader was reaped by someone else (`ECHILD`: `SIGCHLD` set to be ignored after the spawn, or a
-    /// `waitpid(-1)` elsewhere in the program; the group is then never signalled), or a group kill failed (the
-    /// leader is reaped all the same, and later calls return its status).
+    /// The leader was reaped by someone else (the OS error `ECHILD`: `SIGCHLD` set to be ignored after the spawn,
+    /// or a `waitpid(-1)` elsewhere in the program; the group is then never signalled), or a group kill failed
+    /// (`EPERM`; the leader is reaped all the same, and later calls return its status). See
+    /// [Errors](crate#errors).
     pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
         if let Some(outcome) = self.outcome {
             return Ok(Some(outcome.status()));
@@ -341,6 +151,27 @@ impl GroupChild {
     /// # Errors
     ///
     /// As for [`wait_deadline`](GroupChild::wait_deadline).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::process::Command;
+    /// use std::time::Duration;
+    /// use grouptimeout::GroupCommandExt;
+    ///
+    /// # fn main() -> std::io::Result<()> {
+    /// // The leader exits in time; the `sleep` it left in its group is killed before the wait returns.
+    /// let mut child = Command::new("sh").args(["-c", "sleep 30 & exit 3"]).spawn_group()?;
+    /// let outcome = child.wait_timeout(Duration::from_secs(30))?;
+    /// assert_eq!(outcome.to_string(), "exited with status 3");
+    ///
+    /// // The deadline passes first: the whole group is killed and the leader reaped.
+    /// let mut child = Command::new("sleep").arg("30").spawn_group()?;
+    /// let outcome = child.wait_timeout(Duration::from_millis(100))?;
+    /// assert_eq!(outcome.to_string(), "timed out; killed by signal 9");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn wait_timeout(&mut self, timeout: Duration) -> io::Result<Outcome> {
         self.wait_until(Instant::now().checked_add(timeout))
     }
@@ -372,6 +203,97 @@ impl GroupChild {
         self.wait_until(Some(deadline))
     }
 
+    /// The leader's exit as a descriptor (Linux): it becomes readable when the leader exits, so that an event loop
+    /// can wait for many groups in one thread (`poll(2)`, `epoll`), then reap through [`try_wait`](GroupChild::try_wait).
+    ///
+    /// It is the pidfd the waits sleep on (close-on-exec, so no command inherits it), opened now if no wait opened
+    /// it yet; the leader is unreaped then, so it names our child and no process that reused its pid. It stays open,
+    /// the same descriptor, until the leader is reaped (by any wait) or the handle dropped; the caller must not
+    /// close it, and should stop polling it once `try_wait` returned the status. Opening it does not change how the
+    /// waits behave.
+    ///
+    /// The promises hold as with any wait: once it is readable, `try_wait` kills the leftovers of the group (see
+    /// [`set_kill_leftovers`](GroupChild::set_kill_leftovers)), reaps the leader and returns its status. The deadline
+    /// is the caller's: when it passes, call [`kill`](GroupChild::kill), then [`wait`](GroupChild::wait) (which
+    /// returns as soon as the killed leader can be reaped). A leader traced by another process (a debugger,
+    /// `strace -p`) shows its exit to the tracer first: the descriptor is then readable while `try_wait` still
+    /// returns `Ok(None)`, and stays readable. Take it out of the poll set then and call `try_wait` on a timer (every
+    /// few milliseconds) until it returns the status.
+    ///
+    /// `examples/event_loop.rs` waits for three jobs with `poll(2)` in one thread.
+    ///
+    /// # Errors
+    ///
+    /// [`Unsupported`](io::ErrorKind::Unsupported) on systems other than Linux and in builds with
+    /// `--cfg grouptimeout_portable` or `--cfg grouptimeout_no_pidfd` (the message says which); the error of
+    /// `pidfd_open(2)` as it is where the kernel refuses one (`ENOSYS` before Linux 5.3, `EPERM` under some seccomp
+    /// filters, `EMFILE`), with the waits unaffected (they fall back to their poll schedule). `ECHILD` when the
+    /// leader was reaped by someone else, and [`InvalidInput`](io::ErrorKind::InvalidInput) once this handle reaped
+    /// it (the descriptor is closed then).
+    pub fn exit_fd(&mut self) -> io::Result<std::os::fd::BorrowedFd<'_>> {
+        if self.outcome.is_some() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the leader was reaped: its exit descriptor is closed",
+            ));
+        }
+        self.leader_exited()?;
+        self.watch.exit_fd(self.id())
+    }
+
+    /// The leader's process id, which is also the id of its process group.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the leader was not reaped yet through this handle, so that its id still names our group.
+    #[cfg(any(feature = "guard", feature = "host"))]
+    pub(crate) fn leader_unreaped(&self) -> bool {
+        self.outcome.is_none()
+    }
+
+    /// At the deadline, send `signal` to the group (followed by `SIGCONT`, so that stopped members act on it), wait
+    /// up to `grace` for the leader to exit, then send `SIGKILL` to the group and reap the leader.
+    ///
+    /// A stop signal (`SIGSTOP`, `SIGTSTP`, `SIGTTIN`, `SIGTTOU`) is not followed by `SIGCONT`: the group stays
+    /// stopped for the grace period (a `SIGCONT` would undo the stop at once), and `SIGKILL` ends it, stopped or not.
+    ///
+    /// The default is no grace: `SIGKILL` at the deadline. The leader's exit ends the grace period at once, and the
+    /// members still running then are sent `SIGKILL`; so a wait with a grace period returns at most about `grace`
+    /// after its deadline. An invalid `signal` is reported by the wait that hits the deadline, after the group was
+    /// killed and the leader reaped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::process::Command;
+    /// use std::time::Duration;
+    /// use grouptimeout::{signal, GroupCommandExt};
+    ///
+    /// # fn main() -> std::io::Result<()> {
+    /// // A job that cleans up on SIGTERM: it gets SIGTERM at the deadline and up to 5 s to exit.
+    /// let mut child = Command::new("sh")
+    ///     .args(["-c", "trap 'echo cleaning up; exit 7' TERM; sleep 30 & wait"])
+    ///     .spawn_group()?;
+    /// child.set_grace(signal::SIGTERM, Duration::from_secs(5));
+    /// let outcome = child.wait_timeout(Duration::from_millis(500))?;
+    /// assert!(outcome.timed_out());
+    /// println!("{outcome}"); // timed out; exited with status 7
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn set_grace(&mut self, signal: i32, grace: Duration) {
+        self.grace = Some((signal, grace));
+    }
+
+    /// Whether members still running when the leader exits on its own are sent `SIGKILL` before a wait returns.
+    ///
+    /// The default is `true`. With `false`, they are left running after [`Outcome::Exited`]; they are still killed
+    /// at a deadline, by [`kill`](GroupChild::kill), and by drop while the leader is unreaped.
+    pub fn set_kill_leftovers(&mut self, kill: bool) {
+        self.kill_leftovers = kill;
+    }
+
     /// Sends `SIGKILL` to the whole group, without reaping the leader (as [`std::process::Child::kill`]); a later
     /// wait reaps it. Does nothing once the leader was reaped.
     ///
@@ -379,7 +301,7 @@ impl GroupChild {
     ///
     /// As for [`signal`](GroupChild::signal).
     pub fn kill(&mut self) -> io::Result<()> {
-        self.signal(libc::SIGKILL)
+        self.signal(crate::signal::SIGKILL)
     }
 
     /// Sends `signal` to every process in the group, and to the leader by its pid if it moved itself out of the
@@ -388,8 +310,10 @@ impl GroupChild {
     ///
     /// # Errors
     ///
-    /// The signal number is invalid (`InvalidInput`), no member could be signalled for lack of permission
-    /// (`PermissionDenied`), or the leader was reaped by someone else (see [`try_wait`](GroupChild::try_wait)).
+    /// The OS error of `kill(2)` or `waitid(2)` as it is (see [Errors](crate#errors)): `EINVAL` for an invalid
+    /// signal number (`InvalidInput`), `EPERM` when no member could be signalled for lack of permission
+    /// (`PermissionDenied`), `ECHILD` when the leader was reaped by someone else (see
+    /// [`try_wait`](GroupChild::try_wait)).
     pub fn signal(&mut self, signal: i32) -> io::Result<()> {
         if self.outcome.is_some() {
             return Ok(());
@@ -399,61 +323,30 @@ impl GroupChild {
         self.signal_group(signal)
     }
 
-    /// From this call on, if this process dies for any reason while the leader is unreaped (`SIGKILL`, the OOM
-    /// killer, `panic = "abort"`, [`std::process::exit`], an unhandled signal), every process in the group is
-    /// sent `SIGKILL`.
-    ///
-    /// It starts a guard process in the group: `/bin/sh`, spawned (through std's `posix_spawn` path) into the
-    /// leader's group, that ignores every catchable signal and waits for end of file on a pipe whose write end only
-    /// this process holds (close-on-exec). Like any child, it inherits the descriptors of this process that are not
-    /// close-on-exec (std makes all of its own close-on-exec), so it keeps such a descriptor open as long as it runs,
-    /// even after the command closed its copy. When this process dies the kernel closes that end, and the guard sends
-    /// `SIGKILL` to its group, which its membership keeps from being reused. The call returns once the guard ignores
-    /// signals, so a member's `kill 0`, or a grace signal, cannot disarm it; it cost +0.28 ms per command in
-    /// `BENCHMARKS.md`'s run (row 8; more under load), most of it the shell's start. Calling it again does nothing.
-    ///
-    /// Whatever ends the group ends the guard too, before the leader is reaped: every wait and [`Drop`] send it
-    /// `SIGKILL` and reap it, so no process, pipe or zombie is left behind. That reap waits at most about a second (a
-    /// guard that does not die by then, stuck in uninterruptible sleep or held by a stopped tracer, is left to become
-    /// a zombie of this process). On Linux (5.4 and later) the guard is held by a pidfd opened while it was our
-    /// unreaped child: if other code reaps it (a `waitpid(-1)`, a subreaper's sweep), nothing is ever sent to, nor
-    /// waited for, a process that reused its pid. Elsewhere (and where no pidfd can be had) it is held by its pid,
-    /// and only while `waitid` says it is our unreaped child; other code that reaps it there must not let its pid be
-    /// given to another child of ours before this handle ends: leave it alone ([`guard_id`](GroupChild::guard_id)). When the leader exits and
-    /// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers) keeps its leftovers, the guard alone is ended
-    /// and the leftovers are left as they were (no longer guarded). While the guard runs it is one more member of
-    /// the group (its pid is not the leader's), and it holds the group's id even after all other members are gone.
-    ///
-    /// # What is not reached
-    ///
-    /// The processes in the group when the guard kills it: not those that left the group before (see
-    /// [`GroupChild`]). A process forked from this one without `exec` (a daemon of its own) inherits the pipe's
-    /// write end and delays the end of file until it exits. A `SIGKILL` or `SIGSTOP` sent to the guard itself
-    /// (`kill -9 0` in the command kills the group anyway) disarms it.
-    ///
-    /// # Errors
-    ///
-    /// The guard cannot be started (`/bin/sh` missing, no process or descriptor left); the group is gone (the leader
-    /// left it and no member is left: `PermissionDenied`); `/bin/sh` exited without arming it (a `/bin/sh` that is
-    /// not a shell); it was killed before it could ignore signals three times in a row, or did not start within 5 s;
-    /// or the leader was reaped by someone else. Nothing is left running
-    /// then. Once the leader was reaped by this crate there is nothing left to guard: `Ok(())`.
-    pub fn die_with_parent(&mut self) -> io::Result<()> {
-        self.arrange_guard(Start::Shell)
-    }
-
-    /// [`die_with_parent`](GroupChild::die_with_parent) with the guard started by `how`.
-    pub(crate) fn arrange_guard(&mut self, how: Start) -> io::Result<()> {
-        if self.outcome.is_some() || self.guard.is_some() {
-            return Ok(());
-        }
-        self.leader_exited()?;
-        self.guard = Some(Guard::start(self.id(), how, self.job.cgroup_folder())?);
-        Ok(())
-    }
-
     /// A handle that signals the group from any thread, also while another thread waits for it (see
     /// [`GroupHandle`]). After the leader was reaped, the handle does nothing.
+    ///
+    /// # Examples
+    ///
+    /// Cancel a wait from another thread:
+    ///
+    /// ```
+    /// use std::process::Command;
+    /// use std::thread;
+    /// use std::time::Duration;
+    /// use grouptimeout::GroupCommandExt;
+    ///
+    /// # fn main() -> std::io::Result<()> {
+    /// let mut child = Command::new("sleep").arg("30").spawn_group()?;
+    /// let handle = child.handle();
+    /// let canceller = thread::spawn(move || handle.kill());
+    /// // The wait notices the leader's death as an exit, and returns long before its deadline.
+    /// let outcome = child.wait_timeout(Duration::from_secs(30))?;
+    /// canceller.join().expect("the canceller panicked")?;
+    /// assert_eq!(outcome.to_string(), "killed by signal 9");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn handle(&self) -> GroupHandle {
         let reaped = self.reaped.get_or_init(|| Arc::new(Reaped::default()));
         if self.outcome.is_some() {
@@ -508,7 +401,7 @@ impl GroupChild {
             sent = self.signal_group(signal);
             // A stopped member acts on nothing but SIGKILL until continued; but a stop signal must stay a stop.
             if sent.is_ok() && !is_stop_signal(signal) {
-                sent = self.signal_group(libc::SIGCONT);
+                sent = self.signal_group(crate::signal::SIGCONT);
             }
             if sent.is_ok() {
                 // A failed wait still ends in the kill and the reap below; its error is returned after them.
@@ -532,7 +425,7 @@ impl GroupChild {
         self.watch.wait_for(deadline, || leader_exited(pid), pause)
     }
 
-    fn leader_exited(&self) -> io::Result<bool> {
+    pub(crate) fn leader_exited(&self) -> io::Result<bool> {
         leader_exited(self.id())
     }
 
@@ -548,10 +441,8 @@ impl GroupChild {
     /// Moves what the job's kills reached into the leftovers, except the guard of `die_with_parent` (a member of the
     /// group that lineage kills find): it is ours, not something the job left behind.
     fn take_reached(&mut self) {
-        self.job.take_reached(&mut self.leftovers);
-        if let Some(pid) = self.guard_id() {
-            self.leftovers.retain(|left| left.pid != pid);
-        }
+        let guard = self.guard.as_ref().map(Guard::id);
+        self.job.take_reached(&mut self.leftovers, guard);
     }
 
     /// Kills the group if asked, then reaps the leader and records the outcome.
@@ -561,7 +452,7 @@ impl GroupChild {
     /// last as long as it runs: the error returns at once, and a later wait or the drop tries again.
     fn finish(&mut self, timed_out: bool, kill_group: bool) -> io::Result<Outcome> {
         let killed = if kill_group {
-            self.signal_group(libc::SIGKILL)
+            self.signal_group(crate::signal::SIGKILL)
         } else {
             Ok(())
         };
@@ -576,58 +467,12 @@ impl GroupChild {
                     Outcome::Exited(status)
                 };
                 self.outcome = Some(outcome);
-                self.job.take_reached(&mut self.leftovers);
+                self.take_reached();
                 let ended = self.job.end(!kill_group);
                 killed.and(ended).map(|()| outcome)
             }
         }
     }
-}
-
-/// Whether our child `pid`, the leader of a group, has exited, without reaping it; an error that says so when it was
-/// reaped by someone else.
-fn leader_exited(pid: u32) -> io::Result<bool> {
-    sys::has_exited(pid).map_err(|e| {
-        if e.raw_os_error() == Some(libc::ECHILD) {
-            io::Error::new(
-                e.kind(),
-                format!(
-                    "the group leader (pid {pid}) was reaped by someone else (is SIGCHLD ignored, or does the \
-                     program call waitpid(-1)?); its group was not signalled, since the id may be reused"
-                ),
-            )
-        } else {
-            e
-        }
-    })
-}
-
-/// Whether `signal` stops a process by default (`SIGSTOP`, `SIGTSTP`, `SIGTTIN`, `SIGTTOU`): never follow one with
-/// `SIGCONT`, which would undo it.
-pub(crate) fn is_stop_signal(signal: i32) -> bool {
-    [libc::SIGSTOP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU].contains(&signal)
-}
-
-/// Signals group `pgid` (and its leader by pid); the caller makes sure the leader is not reaped yet.
-fn signal_group(pgid: u32, signal: i32) -> io::Result<()> {
-    match sys::signal_group(pgid, signal) {
-        // macOS answers EPERM for a group of zombies: once the leader has exited, that means "gone".
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) && leader_exited(pgid)? => Ok(()),
-        other => other.map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("cannot send signal {signal} to process group {pgid}: {e}"),
-            )
-        }),
-    }
-}
-
-/// [`GroupChild::signal`] for a leader that this crate has not reaped yet (the caller makes sure of that): refuses
-/// a leader reaped by someone else, then signals the group.
-pub(crate) fn signal_unreaped_group(pgid: u32, signal: i32, job: &Job) -> io::Result<()> {
-    leader_exited(pgid)?;
-    let in_job = job.signal(pgid, signal);
-    signal_group(pgid, signal).and(in_job)
 }
 
 /// Kills the group and reaps the leader, unless a wait already did.
@@ -643,7 +488,7 @@ impl Drop for GroupChild {
             let _ = self.job.end(false);
             return;
         }
-        let _ = self.signal_group(libc::SIGKILL);
+        let _ = self.signal_group(crate::signal::SIGKILL);
         let reapable = self.wait_for_exit(
             Instant::now().checked_add(DROP_REAP_LIMIT),
             ExitWatch::sleep,

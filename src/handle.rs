@@ -4,8 +4,8 @@ use std::fmt;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::child::signal_unreaped_group;
 use crate::contain::Job;
+use crate::group::signal_unreaped_group;
 
 /// Whether the leader was reaped, under the lock that every handle takes to signal.
 #[derive(Debug, Default)]
@@ -57,9 +57,9 @@ impl GroupHandle {
     ///
     /// # Errors
     ///
-    /// As for [`GroupChild::signal`](crate::GroupChild::signal): an invalid signal number (`InvalidInput`), no
-    /// member could be signalled for lack of permission (`PermissionDenied`), or the leader was reaped by someone
-    /// else.
+    /// As for [`GroupChild::signal`](crate::GroupChild::signal), the OS error as it is: `EINVAL` for an invalid
+    /// signal number, `EPERM` when no member could be signalled for lack of permission, `ECHILD` when the leader was
+    /// reaped by someone else.
     pub fn signal(&self, signal: i32) -> io::Result<()> {
         let reaped = self.reaped.lock();
         if *reaped {
@@ -75,7 +75,7 @@ impl GroupHandle {
     ///
     /// As for [`signal`](GroupHandle::signal).
     pub fn kill(&self) -> io::Result<()> {
-        self.signal(libc::SIGKILL)
+        self.signal(crate::signal::SIGKILL)
     }
 }
 

@@ -8,7 +8,7 @@
 //! ```
 //! use std::process::Command;
 //! use std::time::Duration;
-//! use grouptimeout::{CommandExt, Outcome};
+//! use grouptimeout::{GroupCommandExt, Outcome};
 //!
 //! # fn main() -> std::io::Result<()> {
 //! let mut child = Command::new("sh").args(["-c", "sleep 30 & sleep 30"]).spawn_group()?;
@@ -27,8 +27,10 @@
 //! ```
 //! use std::process::{Command, Stdio};
 //! use std::time::Duration;
-//! use grouptimeout::CommandExt;
+//! use grouptimeout::GroupCommandExt;
 //!
+//! # #[cfg(not(feature = "capture"))] fn main() {}
+//! # #[cfg(feature = "capture")]
 //! # fn main() -> std::io::Result<()> {
 //! let mut child = Command::new("sh")
 //!     .args(["-c", "echo out; echo err >&2"])
@@ -51,7 +53,7 @@
 //!
 //! # What is promised
 //!
-//! 1. [`spawn_group`](CommandExt::spawn_group) starts the command as the leader of a new process group, whose id
+//! 1. [`spawn_group`](GroupCommandExt::spawn_group) starts the command as the leader of a new process group, whose id
 //!    is the leader's pid.
 //! 2. When the deadline passes, every process in the group is sent `SIGKILL` (after an optional graceful signal,
 //!    see [`GroupChild::set_grace`]), and the leader is reaped, before the wait returns.
@@ -68,7 +70,7 @@
 //! # What is not promised
 //!
 //! - A descendant that leaves the group (`setsid`, `setpgid`, a double-forking daemon) is not reached by a group
-//!   kill. [`spawn_contained`](CommandExt::spawn_contained) reaches them too (a cgroup of the job's own, or a
+//!   kill. [`spawn_contained`](GroupCommandExt::spawn_contained) reaches them too (a cgroup of the job's own, or a
 //!   lineage mark; see [`Contain`] for each mode's guarantee and what it cannot catch); the `grouptimeout`
 //!   command-line tool also catches them on Linux.
 //! - A member this process may not signal (one that switched to another user) survives the group kill.
@@ -77,7 +79,7 @@
 //!   `strace`: the exit is shown to the tracer first; measured with the tool, a 1.5 s timeout returned after 4.0 s,
 //!   when `strace` was continued). A drop waits only about a second for it.
 //! - The guarantee needs the leader to stay unreaped until this crate reaps it. A process that ignores `SIGCHLD`
-//!   lets the kernel reap children at once: [`spawn_group`](CommandExt::spawn_group) refuses to run there. Code
+//!   lets the kernel reap children at once: [`spawn_group`](GroupCommandExt::spawn_group) refuses to run there. Code
 //!   elsewhere in the program that calls `waitpid(-1)` breaks it too; a wait that notices reports an error and
 //!   signals nothing.
 //! - Promise 4 needs the drop to run. A panic runs it only with `panic = "unwind"` (the default); with
@@ -85,13 +87,59 @@
 //!   aborts or calls [`std::process::exit`], no destructor runs and the group keeps running. Making the group die
 //!   with this process is what the opt-in [`GroupChild::die_with_parent`] is for.
 //! - The command's group is not the terminal's foreground group: the command cannot read the terminal, and Ctrl-C
-//!   does not reach it. The section "The terminal" of [`spawn_group`](CommandExt::spawn_group) says what to do.
+//!   does not reach it. The section "The terminal" of [`spawn_group`](GroupCommandExt::spawn_group) says what to do.
+//!
+//! # Features
+//!
+//! With `default-features = false` the crate is its core: [`spawn_group`](GroupCommandExt::spawn_group),
+//! [`GroupChild`]'s waits, `kill`, `signal`, `set_grace` and `set_kill_leftovers`, [`GroupHandle`], [`Outcome`] and
+//! the [`signal`] constants; it registers nothing that runs before `main`. Four features, all on by default, add the
+//! rest, and each item they add says which one it needs: `capture` (the capturing waits), `guard`
+//! ([`die_with_parent`](GroupChild::die_with_parent)), `contain` ([`spawn_contained`](GroupCommandExt::spawn_contained)
+//! and its types) and `host` (the [`host`] module; it enables `guard` and `contain`). The README's "Auditing" section
+//! counts each one's code lines and `unsafe` blocks.
+//!
+//! # Errors
+//!
+//! Every fallible call returns an [`std::io::Error`]. An `io::Error` holds either an OS error number or a message
+//! of its own, never both (`raw_os_error()` is `None` for an error made with a message). This crate picks the number
+//! where a system call failed on the thing the caller named, so that callers can match on it as they do on std's
+//! errors:
+//!
+//! - [`spawn_group`](GroupCommandExt::spawn_group): std's own spawn error, as
+//!   [`Command::spawn`](std::process::Command::spawn) returns it: `ENOENT` for a missing program (`kind()`
+//!   [`NotFound`](std::io::ErrorKind::NotFound)), `EACCES` for one that is not executable or is a directory
+//!   ([`PermissionDenied`](std::io::ErrorKind::PermissionDenied)), `ENOEXEC`, `EAGAIN`… The message is the
+//!   system's text; like std's, it does not name the program, which the caller has.
+//! - [`signal`](GroupChild::signal), [`kill`](GroupChild::kill) and [`GroupHandle`]'s: the error of `kill(2)`:
+//!   `EPERM` when no member of the group could be signalled (they switched to a user this process may not signal),
+//!   `EINVAL` for an invalid signal number ([`InvalidInput`](std::io::ErrorKind::InvalidInput)).
+//! - The waits, [`signal`](GroupChild::signal) and [`die_with_parent`](GroupChild::die_with_parent): `ECHILD`
+//!   (10 on Linux, macOS and FreeBSD; `kind()` std's kind for it) when the leader was reaped by someone else (a
+//!   `SIGCHLD` set to be ignored after the spawn, a `waitpid(-1)` elsewhere in the program). The group was not
+//!   signalled then, since its id may already name someone else's group.
+//! - A wait that hits the deadline with an invalid grace signal ([`GroupChild::set_grace`]) returns `EINVAL`, after
+//!   the group was killed and the leader reaped.
+//!
+//! Errors of steps the crate takes on its own carry a message that says what failed, and the OS error's `kind()`
+//! where there is one: [`spawn_group`](GroupCommandExt::spawn_group) in a process that ignores `SIGCHLD`
+//! ([`Unsupported`](std::io::ErrorKind::Unsupported)), the guard process of
+//! [`die_with_parent`](GroupChild::die_with_parent) (`cannot start /bin/sh: …`), and the [`host`] module.
+//!
+//! ```
+//! use std::process::Command;
+//! use grouptimeout::GroupCommandExt;
+//!
+//! let err = Command::new("/nonexistent/program").spawn_group().unwrap_err();
+//! assert_eq!(err.raw_os_error(), Some(2)); // ENOENT
+//! assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+//! ```
 //!
 //! # Platforms
 //!
 //! Unix only: process groups are a Unix concept, and on other targets the crate stops with a `compile_error!` that
-//! says so. Tested on Linux; also checked to build for macOS and FreeBSD. The [`host`] functions that need Linux
-//! say so, and fail elsewhere.
+//! says so. Tested on Linux (glibc and musl); also type-checked for macOS and FreeBSD (not linked nor run there).
+//! The [`host`] functions that need Linux say so, and fail elsewhere.
 //!
 //! # How it waits
 //!
@@ -116,6 +164,8 @@
 //! - A leader traced by another process (a debugger, `strace -p`) shows its exit to the tracer first: its pidfd is
 //!   readable before this process can wait for it. The wait then switches to the schedule for this leader rather
 //!   than spin.
+//! - An event loop can wait without a thread per job: [`GroupChild::exit_fd`] lends out the leader's pidfd (opened
+//!   then if no wait opened it yet), readable once the leader exits; [`GroupChild::try_wait`] then reaps.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(missing_docs)]
@@ -127,36 +177,63 @@ compile_error!(
      are a Unix concept; Windows has job objects instead, which this crate does not use"
 );
 
-#[cfg(unix)]
-mod capture;
+// The core: what `default-features = false` builds.
 #[cfg(unix)]
 mod child;
 #[cfg(unix)]
-mod contain;
-#[cfg(unix)]
-mod guard;
+mod group;
 #[cfg(unix)]
 mod handle;
 #[cfg(unix)]
-pub mod host;
+mod outcome;
+#[cfg(unix)]
+pub mod signal;
+#[cfg(unix)]
+mod spawn;
 #[cfg(unix)]
 mod sys;
 #[cfg(unix)]
-mod terminal;
-#[cfg(unix)]
 mod wait;
 
+// One module per feature (README, "Features"); `guard` and `contain` have a stand-in without it, for the field of
+// `GroupChild` that holds them.
+#[cfg(all(unix, feature = "capture"))]
+mod capture;
+#[cfg(all(unix, feature = "contain"))]
+mod contain;
+#[cfg(all(unix, not(feature = "contain")))]
+#[path = "contain/none.rs"]
+mod contain;
+#[cfg(all(unix, feature = "guard"))]
+mod guard;
+#[cfg(all(unix, not(feature = "guard")))]
+#[path = "guard/none.rs"]
+mod guard;
+#[cfg(all(unix, feature = "host"))]
+pub mod host;
+
 #[cfg(unix)]
-pub use capture::Captured;
-#[cfg(unix)]
-pub use child::{CommandExt, GroupChild, Outcome};
-#[cfg(unix)]
-pub use contain::{Contain, Containment, Leftover};
+pub use child::GroupChild;
 #[cfg(unix)]
 pub use handle::GroupHandle;
+#[cfg(unix)]
+pub use outcome::Outcome;
+#[cfg(unix)]
+pub use spawn::GroupCommandExt;
+
+#[cfg(all(unix, feature = "capture"))]
+pub use capture::Captured;
+#[cfg(all(unix, feature = "contain"))]
+pub use contain::{Contain, Containment, Leftover};
 
 /// The README's Rust examples, compiled (and run, unless marked `no_run`) by `cargo test` so that they cannot drift
-/// from the API.
-#[cfg(doctest)]
+/// from the API; they use every feature.
+#[cfg(all(
+    doctest,
+    feature = "capture",
+    feature = "guard",
+    feature = "contain",
+    feature = "host"
+))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

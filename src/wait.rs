@@ -10,7 +10,7 @@
 
 use std::cell::Cell;
 use std::io;
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -30,6 +30,9 @@ pub(crate) struct ExitWatch {
     seen: Cell<bool>,
     /// The pause before that did too, and the leader still could not be waited for.
     fired: bool,
+    /// The pidfd turned readable twice while the leader could not be waited for (its tracer was told first): the
+    /// pauses follow the schedule, and the pidfd stays open for [`exit_fd`](Self::exit_fd) until the reap.
+    traced: bool,
 }
 
 impl ExitWatch {
@@ -43,11 +46,13 @@ impl ExitWatch {
             since: Instant::now(),
             seen: Cell::new(false),
             fired: false,
+            traced: false,
         }
     }
 
     /// Watches a process through `pidfd` (opened while it was our unreaped child) from the first pause; without one,
     /// on the poll schedule.
+    #[cfg(feature = "guard")]
     pub(crate) fn on(pidfd: Option<OwnedFd>) -> ExitWatch {
         ExitWatch {
             pid: None,
@@ -56,6 +61,7 @@ impl ExitWatch {
             since: Instant::now(),
             seen: Cell::new(false),
             fired: false,
+            traced: false,
         }
     }
 
@@ -89,8 +95,23 @@ impl ExitWatch {
 
     /// The leader's pidfd, while the wait sleeps on it.
     pub(crate) fn pidfd(&self) -> Option<BorrowedFd<'_>> {
-        use std::os::fd::AsFd as _;
-        self.pidfd.as_ref().map(|fd| fd.as_fd())
+        self.pidfd
+            .as_ref()
+            .filter(|_| !self.traced)
+            .map(|fd| fd.as_fd())
+    }
+
+    /// The leader's pidfd for the caller's own event loop, opened now if no pause opened it yet (the caller has just
+    /// found `pid`, the leader, unreaped); open until [`close`](Self::close). The error of `pidfd_open` as it is, or
+    /// `Unsupported` where this build has no pidfds.
+    pub(crate) fn exit_fd(&mut self, pid: u32) -> io::Result<BorrowedFd<'_>> {
+        let fd = match self.pidfd.take() {
+            Some(fd) => fd,
+            None => open_pidfd(pid)?,
+        };
+        self.pid = None;
+        let fd: &OwnedFd = self.pidfd.insert(fd);
+        Ok(fd.as_fd())
     }
 
     /// The group was just signalled: the poll schedule starts over, since the leader's exit is likely soon.
@@ -98,7 +119,7 @@ impl ExitWatch {
         self.since = Instant::now();
     }
 
-    /// Closes the pidfd (the leader was reaped, or the pidfd is of no use); later pauses follow the schedule.
+    /// Closes the pidfd (the leader was reaped); later pauses follow the schedule.
     pub(crate) fn close(&mut self) {
         self.pid = None;
         self.pidfd = None;
@@ -115,7 +136,8 @@ impl ExitWatch {
     /// tracer sees the exit first, and the parent only once the tracer let go of it) would turn the sleep into a
     /// busy loop. When the last pause ended on a readable pidfd and the leader still runs, the pause is zero (the
     /// leader may have exited right after the check, and the zero pause polls the pidfd again); the second time in
-    /// a row, the watch closes the pidfd, restarts the schedule and follows it from then on.
+    /// a row, the watch restarts the schedule and follows it from then on (the pidfd stays open until the reap: an
+    /// [`exit_fd`](Self::exit_fd) lent out must not close under its borrower).
     pub(crate) fn next_pause(&mut self, now: Instant, left: Option<Duration>) -> Option<Duration> {
         if let Some(pid) = self.pid {
             if !self.yielded {
@@ -123,9 +145,9 @@ impl ExitWatch {
                 return Some(Duration::ZERO);
             }
             self.pid = None;
-            self.pidfd = open_pidfd(pid);
+            self.pidfd = open_pidfd(pid).ok();
         }
-        if self.pidfd.is_some() {
+        if self.pidfd.is_some() && !self.traced {
             if !self.seen.take() {
                 self.fired = false;
                 return left;
@@ -134,7 +156,7 @@ impl ExitWatch {
                 self.fired = true;
                 return Some(Duration::ZERO);
             }
-            self.close();
+            self.traced = true;
             self.since = now;
         }
         let step = poll_step(now.saturating_duration_since(self.since));
@@ -172,9 +194,10 @@ impl ExitWatch {
     not(grouptimeout_no_pidfd),
     not(grouptimeout_portable)
 ))]
-fn open_pidfd(pid: u32) -> Option<OwnedFd> {
-    // Any failure (ENOSYS before Linux 5.3, EPERM under seccomp, EMFILE, ...) leaves the schedule in charge.
-    crate::sys::pidfd_open(pid).ok()
+fn open_pidfd(pid: u32) -> io::Result<OwnedFd> {
+    // A wait takes any failure (ENOSYS before Linux 5.3, EPERM under seccomp, EMFILE, ...) as "no pidfd": the
+    // schedule is in charge then.
+    crate::sys::pidfd_open(pid)
 }
 
 #[cfg(not(all(
@@ -182,9 +205,22 @@ fn open_pidfd(pid: u32) -> Option<OwnedFd> {
     not(grouptimeout_no_pidfd),
     not(grouptimeout_portable)
 )))]
-fn open_pidfd(_pid: u32) -> Option<OwnedFd> {
-    None
+fn open_pidfd(_pid: u32) -> io::Result<OwnedFd> {
+    let why = if cfg!(not(target_os = "linux")) {
+        "pidfds are Linux-only"
+    } else if cfg!(grouptimeout_portable) {
+        "this build has `--cfg grouptimeout_portable`"
+    } else {
+        "this build has `--cfg grouptimeout_no_pidfd`"
+    };
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("the leader's exit has no descriptor: {why}"),
+    ))
 }
+
+/// How long [`Drop`] waits for a killed leader (and a guard's drop for the killed guard) to become reapable.
+pub(crate) const DROP_REAP_LIMIT: Duration = Duration::from_secs(1);
 
 /// The longest step of the poll schedule.
 const MAX_STEP: Duration = Duration::from_millis(10);

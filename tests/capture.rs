@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use grouptimeout::{Captured, CommandExt, Outcome};
+use grouptimeout::{Captured, GroupCommandExt, Outcome};
 
 mod common;
 use common::{eventually, is_dead, kill_pids};

@@ -9,7 +9,7 @@ mod common;
 #[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
 #[test]
 fn elsewhere_a_contained_job_has_its_group_only() {
-    use grouptimeout::{CommandExt, Contain, Containment};
+    use grouptimeout::{Contain, Containment, GroupCommandExt};
     let mut child = std::process::Command::new("true")
         .spawn_contained()
         .unwrap();
@@ -32,7 +32,7 @@ mod linux {
     use std::process::{Command, Stdio};
     use std::time::Duration;
 
-    use grouptimeout::{CommandExt, Contain, Containment, GroupChild};
+    use grouptimeout::{Contain, Containment, GroupChild, GroupCommandExt};
 
     const LONG: Duration = Duration::from_secs(60);
 
@@ -538,7 +538,8 @@ mod linux {
         }
         let out = Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(std::env::current_exe().unwrap())
+            // A copy every user may run: the checkout may be in a folder only we may enter.
+            .arg(runnable_by_anyone(&std::env::current_exe().unwrap()))
             .args(["--exact", &format!("linux::{test}"), "--nocapture"])
             .env("GROUPTIMEOUT_TEST_UNPRIVILEGED", "1")
             .output();

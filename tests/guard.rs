@@ -10,7 +10,7 @@ use std::process::{ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use grouptimeout::{host, CommandExt, GroupChild};
+use grouptimeout::{host, GroupChild, GroupCommandExt};
 
 const LONG: Duration = Duration::from_secs(60);
 

@@ -17,7 +17,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{eventually, is_dead, returns_within, skip_or_fail, spawn_with_pid, state_and_group};
-use grouptimeout::{host, CommandExt};
+use grouptimeout::{host, GroupCommandExt};
 
 const TEST: &str = "a_guard_reaped_by_someone_else_is_never_signalled_by_its_reused_pid";
 

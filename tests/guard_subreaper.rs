@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
-use grouptimeout::{host, CommandExt};
+use grouptimeout::{host, GroupCommandExt};
 
 /// Where the program writes its leader's and guard's pids; set only in the program.
 const PIDS_VAR: &str = "GROUPTIMEOUT_GUARD_PIDS";

@@ -9,7 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
-use grouptimeout::{CommandExt, GroupHandle, Outcome};
+use grouptimeout::{GroupCommandExt, GroupHandle, Outcome};
 
 const LONG: Duration = Duration::from_secs(60);
 

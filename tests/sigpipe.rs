@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use grouptimeout::{host, CommandExt};
+use grouptimeout::{host, GroupCommandExt};
 
 mod common;
 

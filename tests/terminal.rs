@@ -13,28 +13,14 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use grouptimeout::CommandExt;
+use grouptimeout::GroupCommandExt;
 
 mod common;
-use common::{eventually, is_dead, skip_or_fail, KillOnDrop};
+use common::{eventually, have, is_dead, KillOnDrop};
 
 const BIN: &str = env!("CARGO_BIN_EXE_grouptimeout");
 /// Upper bound of every wait: a regression fails instead of hanging.
 const LIMIT: Duration = Duration::from_secs(20);
-
-/// Whether `program` runs (`program ARG` exits 0); otherwise the test is skipped (or fails in CI).
-fn have(test: &str, program: &str, arg: &str) -> bool {
-    let runs = Command::new(program)
-        .arg(arg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !runs {
-        skip_or_fail(test, &format!("`{program}` is not installed"));
-    }
-    runs
-}
 
 /// Runs `sh -c SCRIPT` on a new pseudo-terminal through `script`, with `input` typed in, and returns what the
 /// terminal showed (bounded: the whole run is a killed group after [`LIMIT`]).
@@ -493,8 +479,10 @@ fn fg_hands_the_terminal_to_a_command_started_in_the_background() {
     let Some(tmux) = Tmux::start("background_fg") else {
         return;
     };
+    // The reader is sed, which calls read(2) at once: busybox sh's `read` first waits in poll(2), which a background
+    // job may do without being stopped.
     let (pid, procs) = tmux.start_job(&format!(
-        "{BIN} 20 sh -c 'echo pid:$$; read x; echo got:$x' &"
+        "{BIN} 20 sh -c 'echo pid:$$; exec sed \"s/^/got:/;q\"' &"
     ));
     // Its read stopped it (SIGTTIN), as any background job; the terminal stayed with the shell.
     assert!(eventually(LIMIT, || is_stopped(pid)));

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use grouptimeout::{CommandExt, GroupChild, Outcome};
+use grouptimeout::{GroupChild, GroupCommandExt, Outcome};
 
 const LONG: Duration = Duration::from_secs(60);
 
@@ -92,6 +92,7 @@ fn a_grace_period_sleeps_until_the_exit() {
 }
 
 #[test]
+#[cfg(feature = "capture")]
 fn a_capturing_wait_sleeps_until_the_exit_or_output() {
     // Output at the start, then a second of silence with the pipes open.
     let child = sh("echo start; sleep 1; echo end >&2")
@@ -212,9 +213,32 @@ fn pidfds_of_finished_waits() {
         .timed_out());
     finished.push(timed_out);
     assert_eq!(own_pidfds(), before, "finished waits hold pidfds");
+    // An exit fd: one pidfd, the same on each call, also for the waits, closed at the reap or the drop.
+    if PIDFD {
+        use std::os::fd::AsRawFd as _;
+        let mut child = Command::new("sleep").arg("0.2").spawn_group().unwrap();
+        let fd = child.exit_fd().unwrap().as_raw_fd();
+        assert_eq!(child.exit_fd().unwrap().as_raw_fd(), fd, "a second pidfd");
+        assert_eq!(own_pidfds(), before + 1);
+        while child.try_wait().unwrap().is_none() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(own_pidfds(), before, "try_wait's reap kept the exit fd");
+        let mut child = Command::new("sleep").arg("0.2").spawn_group().unwrap();
+        child.exit_fd().unwrap();
+        assert!(child.wait().unwrap().success());
+        assert_eq!(own_pidfds(), before, "wait's reap kept the exit fd");
+        let mut child = Command::new("sleep").arg("30").spawn_group().unwrap();
+        let _cleanup = KillOnDrop(vec![child.id()]);
+        child.exit_fd().unwrap();
+        assert_eq!(own_pidfds(), before + 1);
+        drop(child);
+        assert_eq!(own_pidfds(), before, "the drop kept the exit fd");
+    }
 }
 
 #[test]
+#[cfg(feature = "capture")]
 fn commands_inherit_no_pidfd() {
     let running = Command::new("sleep").arg("30").spawn_group().unwrap();
     let _cleanup = KillOnDrop(vec![running.id()]);
@@ -251,6 +275,13 @@ fn tracer_pid(pid: u32) -> Option<u32> {
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[test]
 fn a_leader_traced_by_another_process_is_waited_for_without_spinning() {
+    if !common::have(
+        "a_leader_traced_by_another_process_is_waited_for_without_spinning",
+        "perl",
+        "-v",
+    ) {
+        return;
+    }
     // A traced leader's exit is seen by its tracer first: its pidfd is readable while `waitid` in its parent
     // still says "running", until the tracer lets go of it. The wait must not spin meanwhile. The leader, `cat`,
     // exits when its standard input is closed, once the tracer holds it.
@@ -279,6 +310,11 @@ fn a_leader_traced_by_another_process_is_waited_for_without_spinning() {
     assert_eq!(line, "seized\n", "the tracer failed");
     assert_eq!(tracer_pid(leader.id()), Some(tracer.id()));
     drop(leader_stdin);
+    if PIDFD {
+        // An event loop sees the exit fd readable while the tracer holds the exit (exit_fd's docs); the wait below
+        // then sleeps on that same pidfd, and must not spin either.
+        assert!(readable_within(leader.exit_fd().unwrap(), LONG));
+    }
     let cpu = thread_cpu();
     let outcome = leader.wait_timeout(LONG).unwrap();
     let cpu = thread_cpu() - cpu;
@@ -292,6 +328,94 @@ fn a_leader_traced_by_another_process_is_waited_for_without_spinning() {
         "the wait used {cpu:?} of CPU while the tracer held the exit"
     );
     assert!(tracer.wait().unwrap().success());
+}
+
+/// Whether `fd` turns readable within `limit` (one `poll(2)`).
+fn readable_within(fd: std::os::fd::BorrowedFd<'_>, limit: Duration) -> bool {
+    use std::os::fd::AsRawFd as _;
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = libc::c_int::try_from(limit.as_millis()).unwrap();
+    // SAFETY: one live pollfd, its count 1.
+    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+    assert!(n >= 0, "poll: {}", std::io::Error::last_os_error());
+    n == 1 && pfd.revents & libc::POLLIN != 0
+}
+
+#[test]
+fn the_exit_fd_turns_readable_at_the_exit_and_try_wait_kills_the_leftovers() {
+    // The leader leaves a `sleep` in its group and exits 5 once its standard input is closed.
+    let mut child = sh("sleep 30 & echo $!; read x; exit 5")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_group()
+        .unwrap();
+    let leftover = read_pid(child.stdout.take().unwrap());
+    let _cleanup = KillOnDrop(vec![leftover, child.id()]);
+    let fd = child.exit_fd();
+    assert_eq!(fd.is_ok(), PIDFD, "{fd:?}");
+    match fd {
+        Ok(fd) => {
+            assert!(
+                !readable_within(fd, Duration::ZERO),
+                "readable while the leader runs"
+            );
+        }
+        Err(e) => {
+            assert_eq!(e.kind(), std::io::ErrorKind::Unsupported, "{e}");
+            let why = if cfg!(grouptimeout_portable) {
+                "grouptimeout_portable"
+            } else {
+                "grouptimeout_no_pidfd"
+            };
+            assert!(e.to_string().contains(why), "{e}");
+            return;
+        }
+    }
+    drop(child.stdin.take());
+    let fd = child.exit_fd().unwrap();
+    assert!(
+        readable_within(fd, LONG),
+        "not readable after the leader's exit"
+    );
+    let status = child
+        .try_wait()
+        .unwrap()
+        .expect("readable, yet try_wait says running");
+    assert_eq!(status.code(), Some(5));
+    assert_eq!(
+        survivors_after(Duration::from_secs(5), &[leftover]),
+        [leftover; 0],
+        "try_wait left the group's sleep running"
+    );
+    let err = child.exit_fd().unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{err}");
+}
+
+#[test]
+#[cfg(feature = "capture")]
+fn the_exit_fd_is_close_on_exec() {
+    let mut child = Command::new("sleep").arg("30").spawn_group().unwrap();
+    let _cleanup = KillOnDrop(vec![child.id()]);
+    let fd = child.exit_fd();
+    assert_eq!(fd.is_ok(), PIDFD, "{fd:?}");
+    let Ok(fd) = fd else {
+        return;
+    };
+    use std::os::fd::AsRawFd as _;
+    // SAFETY: F_GETFD on a descriptor that stays open during the call.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFD) };
+    assert!(flags >= 0 && flags & libc::FD_CLOEXEC != 0, "flags {flags}");
+    // And a command spawned while it is open does not get it.
+    let lister = sh("ls -l /proc/$$/fd")
+        .stdout(Stdio::piped())
+        .spawn_group()
+        .unwrap();
+    let listing = lister.wait_with_output_timeout(LONG).unwrap().stdout;
+    assert!(!String::from_utf8_lossy(&listing).contains("pidfd"));
 }
 
 #[test]

@@ -18,7 +18,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use grouptimeout::{CommandExt as _, GroupChild, Outcome};
+use grouptimeout::{GroupChild, GroupCommandExt as _, Outcome};
 
 /// A timeout long enough never to fire in rows that measure exits.
 const LONG: Duration = Duration::from_secs(60);

@@ -11,9 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::{record, signal_checked, Bound, Job, Leftover, Stat};
+use super::proc::{random_hex, record, signal_checked, Leftover, Stat};
 use crate::sys;
-use crate::GroupChild;
 
 /// How long the end of a job waits for its cgroup to empty before it leaves the folder behind.
 const EMPTY_LIMIT: Duration = Duration::from_secs(1);
@@ -36,35 +35,12 @@ pub(super) struct Cgroup {
     ended: AtomicBool,
 }
 
-/// Spawns `command` with its leader inside `cgroup`. The inner `Err` says that the leader could not enter the cgroup
-/// (its write to `cgroup.procs` failed, with the folder and the OS error named, and the error's kind kept): nothing
-/// of the command ran, and the folder is removed, so the caller may spawn it again another way.
-pub(super) fn spawn(cgroup: Cgroup, command: &mut Command) -> io::Result<io::Result<GroupChild>> {
-    let hook = sys::enter_at_exec(command, cgroup.procs.as_fd())?;
-    let job = Job::new(Bound::Cgroup(cgroup));
-    let spawned = crate::child::spawn_with(command, job.clone());
-    let not_entered = hook.entry_failed();
-    match spawned {
-        Ok(child) => Ok(Ok(child)),
-        Err(e) => {
-            let folder = job.cgroup_folder().map(Path::to_path_buf);
-            let _ = job.end(false);
-            match (not_entered, folder, e.get_ref().and_then(|e| e.source())) {
-                (true, Some(folder), Some(cause)) => Ok(Err(io::Error::new(
-                    e.kind(),
-                    format!(
-                        "the command's first process could not enter the job's cgroup {} (its write to \
-                         cgroup.procs failed): {cause}",
-                        folder.display()
-                    ),
-                ))),
-                _ => Err(e),
-            }
-        }
-    }
-}
-
 impl Cgroup {
+    /// Makes the leader of the next spawn of `command` enter this cgroup before `exec` (disarmed when dropped).
+    pub(super) fn enter_at_exec(&self, command: &mut Command) -> io::Result<sys::EnterHook> {
+        sys::enter_at_exec(command, self.procs.as_fd())
+    }
+
     /// Makes a new cgroup for a job in `parent`, or in this process's own cgroup (where systemd delegated it, if it
     /// manages the tree), and opens its control files.
     pub(super) fn make(parent: Option<&Path>) -> io::Result<Cgroup> {
@@ -72,11 +48,7 @@ impl Cgroup {
             Some(parent) => parent.to_owned(),
             None => own_cgroup()?,
         };
-        let name = format!(
-            "grouptimeout-{}-{}",
-            std::process::id(),
-            super::random_hex()?
-        );
+        let name = format!("grouptimeout-{}-{}", std::process::id(), random_hex()?);
         let dir = parent.join(&name);
         fs::create_dir(&dir).map_err(|e| {
             io::Error::new(

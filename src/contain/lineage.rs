@@ -4,13 +4,11 @@
 use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd as _, OwnedFd};
-use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::{read_proc, record, signal_checked, Bound, Job, Leftover, Sent, Stat, STAT_BUF};
-use crate::GroupChild;
+use super::proc::{random_hex, read_proc, record, signal_checked, Leftover, Sent, Stat, STAT_BUF};
 
 /// How long a kill of the job may go on finding new marked processes (a fork storm) before it gives up.
 const KILL_LIMIT: Duration = Duration::from_secs(1);
@@ -24,23 +22,19 @@ pub(super) struct Mark {
     since: AtomicU64,
 }
 
-/// Spawns `command` with the mark in its environment, then takes the mark off `command` again.
-pub(super) fn spawn(mark: Mark, command: &mut Command) -> io::Result<GroupChild> {
-    command.env(&mark.name, "1");
-    let name = mark.name.clone();
-    let job = Job::new(Bound::Lineage(mark));
-    let spawned = crate::child::spawn_with(command, job.clone());
-    command.env_remove(&name);
-    let child = spawned?;
-    if let (Some(stat), Some(inner)) = (Stat::read(child.id()), &job.0) {
-        if let Bound::Lineage(mark) = &inner.bound {
-            mark.since.store(stat.start, Ordering::Relaxed);
+impl Mark {
+    /// The name of the environment variable that carries the mark.
+    pub(super) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The leader `pid` was spawned: a process that carries the mark started no earlier.
+    pub(super) fn started(&self, pid: u32) {
+        if let Some(stat) = Stat::read(pid) {
+            self.since.store(stat.start, Ordering::Relaxed);
         }
     }
-    Ok(child)
-}
 
-impl Mark {
     /// A new random mark, where lineage mode can work: `/proc` is this PID namespace's, and pidfds can be opened.
     pub(super) fn new() -> io::Result<Mark> {
         let unusable = |why: String| io::Error::new(io::ErrorKind::Unsupported, why);
@@ -66,7 +60,7 @@ impl Mark {
             ))
         })?;
         Ok(Mark {
-            name: format!("GROUPTIMEOUT_JOB_{}", super::random_hex()?),
+            name: format!("GROUPTIMEOUT_JOB_{}", random_hex()?),
             since: AtomicU64::new(0),
         })
     }

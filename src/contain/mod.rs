@@ -1,60 +1,37 @@
-//! The job boundary of [`spawn_contained`](crate::CommandExt::spawn_contained): which processes belong to a job
+//! The job boundary of [`spawn_contained`](crate::GroupCommandExt::spawn_contained): which processes belong to a job
 //! besides its process group, and how they are ended.
 //!
 //! - `cgroup`: a cgroup v2 of the job's own, ended with `cgroup.kill` and removed once empty (Linux).
 //! - `lineage`: a per-job random mark in the environment, found in `/proc` and checked through a pidfd (Linux).
 //!
-//! [`Job`] is what [`GroupChild`](crate::GroupChild) and [`GroupHandle`](crate::GroupHandle) hold: its calls are
-//! made from the places that signal the group (see `child.rs`), and it does nothing for a plain group.
+//! - `job`: [`Job`], what [`GroupChild`] and [`GroupHandle`](crate::GroupHandle) hold of the boundary.
+//! - `proc`: what the two Linux modes share (`/proc/PID/stat`, signals through checked pidfds).
+//! - `none.rs`: the stand-in for [`Job`] in a build without the `contain` feature (a plain group).
+//!
+//! Needs the `contain` feature (on by default).
 
 use std::io;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::{Arc, Mutex, MutexGuard};
-
-use crate::GroupChild;
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 mod cgroup;
+mod job;
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 mod lineage;
+mod proc;
 
-/// Which boundary a job got; see [`GroupChild::containment`] and the table in [`Contain`].
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Containment {
-    /// A cgroup v2 of the job's own (Linux): every process the command started is in it, whatever session or
-    /// group it moved to and whatever it did to its environment, and the job is ended with `cgroup.kill`.
-    Cgroup,
-    /// The job's processes are those that carry its mark, a random variable in the environment that every
-    /// descendant inherits (Linux, where no cgroup can be made), and the members of its process group.
-    Lineage,
-    /// The process group only, as [`spawn_group`](crate::CommandExt::spawn_group) gives.
-    Group,
-}
+use crate::child::GroupChild;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+use job::Bound;
+pub use job::Containment;
+pub(crate) use job::{Job, Leftovers};
+pub use proc::Leftover;
 
-impl Containment {
-    fn rank(self) -> u8 {
-        match self {
-            Containment::Group => 0,
-            Containment::Lineage => 1,
-            Containment::Cgroup => 2,
-        }
-    }
-}
-
-/// A process besides the leader that a kill of the job reached; see [`GroupChild::leftovers`].
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Leftover {
-    /// Its process id at the time of the kill (it may name another process by now).
-    pub pid: u32,
-    /// Its command name at the time of the kill, as in `/proc/PID/comm` (at most 15 bytes).
-    pub name: String,
-}
-
-/// How [`spawn_contained`](crate::CommandExt::spawn_contained) draws a job's boundary; [`Contain::spawn`] spawns
+/// How [`spawn_contained`](crate::GroupCommandExt::spawn_contained) draws a job's boundary; [`Contain::spawn`] spawns
 /// with it.
+///
+/// Needs the `contain` feature (on by default).
 ///
 /// | Mode | Where | What it reaches | What it cannot catch |
 /// |------|-------|-----------------|----------------------|
@@ -155,11 +132,11 @@ impl Contain {
         self
     }
 
-    /// Spawns `command` as [`spawn_group`](crate::CommandExt::spawn_group) does, inside the boundary this asks for.
+    /// Spawns `command` as [`spawn_group`](crate::GroupCommandExt::spawn_group) does, inside the boundary this asks for.
     ///
     /// # Errors
     ///
-    /// As for [`spawn_group`](crate::CommandExt::spawn_group); or [`require`](Contain::require) asked for more than
+    /// As for [`spawn_group`](crate::GroupCommandExt::spawn_group); or [`require`](Contain::require) asked for more than
     /// could be had (`Unsupported`, or the kind of the first failure), with every reason in the message, such as a
     /// cgroup the command's first process could not enter (the folder named, and the OS error of its write to
     /// `cgroup.procs`, whose kind the error keeps; the folder is removed). Nothing runs then.
@@ -173,7 +150,7 @@ impl Contain {
         {
             if self.cgroup {
                 match cgroup::Cgroup::make(self.parent.as_deref()) {
-                    Ok(cgroup) => match cgroup::spawn(cgroup, command)? {
+                    Ok(cgroup) => match spawn_in_cgroup(cgroup, command)? {
                         Ok(child) => return Ok(child),
                         Err(not_entered) => why.push(not_entered),
                     },
@@ -182,7 +159,7 @@ impl Contain {
             }
             if self.lineage && self.require.rank() <= Containment::Lineage.rank() {
                 match lineage::Mark::new() {
-                    Ok(mark) => return lineage::spawn(mark, command),
+                    Ok(mark) => return spawn_with_mark(mark, command),
                     Err(e) => why.push(e),
                 }
             }
@@ -205,251 +182,86 @@ impl Contain {
                 ),
             ));
         }
-        crate::child::spawn_with(command, Job::default())
+        GroupChild::spawn(command, Job::default())
     }
 }
 
-/// A job's boundary beyond its process group; empty (a plain group) by default. Clones share it.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Job(Option<Arc<Inner>>);
-
-#[derive(Debug)]
-struct Inner {
-    bound: Bound,
-    /// What the kills reached, until a [`GroupChild`] takes it.
-    reached: Mutex<Vec<Leftover>>,
-}
-
-#[derive(Debug)]
-enum Bound {
-    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-    Cgroup(cgroup::Cgroup),
-    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-    Lineage(lineage::Mark),
-}
-
-impl Job {
-    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-    fn new(bound: Bound) -> Job {
-        Job(Some(Arc::new(Inner {
-            bound,
-            reached: Mutex::new(Vec::new()),
-        })))
-    }
-
-    pub(crate) fn containment(&self) -> Containment {
-        let Some(inner) = &self.0 else {
-            return Containment::Group;
-        };
-        match inner.bound {
-            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Cgroup(_) => Containment::Cgroup,
-            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Lineage(_) => Containment::Lineage,
-        }
-    }
-
-    /// Sends `signal` to the job's processes outside the group of `leader` (with `SIGKILL`: to all of them, until
-    /// none is left, and records the ones reached). The caller signals the group itself, and holds the leader
-    /// unreaped.
-    pub(crate) fn signal(&self, leader: u32, signal: i32) -> io::Result<()> {
-        let Some(inner) = &self.0 else {
-            return Ok(());
-        };
-        let _ = (leader, signal);
-        match inner.bound {
-            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Cgroup(ref cgroup) => cgroup.signal(leader, signal, &inner.reached),
-            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Lineage(ref mark) => mark.signal(leader, signal, &inner.reached),
-        }
-    }
-
-    /// Moves what the kills reached into `leftovers` (once per pid).
-    pub(crate) fn take_reached(&self, leftovers: &mut Vec<Leftover>) {
-        let Some(inner) = &self.0 else {
-            return;
-        };
-        for left in lock(&inner.reached).drain(..) {
-            if !leftovers.iter().any(|l| l.pid == left.pid) {
-                leftovers.push(left);
-            }
-        }
-    }
-
-    /// The leader was reaped (or given up on): the job ends. A cgroup is killed (or, with `keep`, its processes are
-    /// moved back to where the caller runs) and removed once empty, bounded; a lineage job needs nothing more.
-    /// Later calls do nothing.
-    pub(crate) fn end(&self, keep: bool) -> io::Result<()> {
-        let Some(inner) = &self.0 else {
-            return Ok(());
-        };
-        let _ = keep;
-        match inner.bound {
-            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Cgroup(ref cgroup) => cgroup.end(keep),
-            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Lineage(_) => Ok(()),
-        }
-    }
-
-    /// The folder of the job's cgroup, for the guard of `die_with_parent`.
-    pub(crate) fn cgroup_folder(&self) -> Option<&std::path::Path> {
-        match self.0.as_ref()?.bound {
-            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Cgroup(ref cgroup) => Some(cgroup.folder()),
-            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Lineage(_) => None,
-        }
-    }
-
-    /// Whether process `pid` belongs to the job whose leader is `leader`, as far as `/proc` tells now.
-    pub(crate) fn contains(&self, leader: u32, pid: u32) -> bool {
-        let in_group = || crate::sys::group_of(pid).is_ok_and(|pgid| pgid == leader);
-        let Some(inner) = &self.0 else {
-            return in_group();
-        };
-        match inner.bound {
-            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Cgroup(ref cgroup) => cgroup.contains(pid),
-            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Lineage(ref mark) => in_group() || mark.carried_by(pid),
-        }
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// A process's line in `/proc/PID/stat`: the fields the job boundary needs.
+/// Spawns `command` with its leader inside `cgroup`. The inner `Err` says that the leader could not enter the cgroup
+/// (its write to `cgroup.procs` failed, with the folder and the OS error named, and the error's kind kept): nothing
+/// of the command ran, and the folder is removed, so the caller may spawn it again another way.
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-#[derive(Debug)]
-struct Stat {
-    name: String,
-    state: char,
-    pgid: u32,
-    /// Clock ticks after boot.
-    start: u64,
-}
-
-#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-impl Stat {
-    /// `None` when the process is gone (or `/proc` unreadable).
-    fn read(pid: u32) -> Option<Stat> {
-        let mut buf = [0u8; STAT_BUF];
-        let (name, stat) = Stat::parse(read_proc(pid, "stat", &mut buf)?)?;
-        Some(Stat {
-            name: String::from_utf8_lossy(name).into_owned(),
-            ..stat
-        })
-    }
-
-    /// Parses a `/proc/PID/stat` line: the command name (raw) and the rest, with an empty `name`.
-    fn parse(text: &[u8]) -> Option<(&[u8], Stat)> {
-        let open = text.iter().position(|&b| b == b'(')?;
-        let close = text.iter().rposition(|&b| b == b')')?;
-        // After the name: state (3), ppid (4), pgrp (5), ... starttime (22).
-        let mut fields = text.get(close + 2..)?.split(|&b| b == b' ');
-        let number = |field: Option<&[u8]>| std::str::from_utf8(field?).ok()?.parse().ok();
-        let state = char::from(*fields.next()?.first()?);
-        let pgid = number(fields.nth(1))?;
-        let start = number(fields.nth(16))?;
-        let stat = Stat {
-            name: String::new(),
-            state,
-            pgid: u32::try_from(pgid).ok()?,
-            start,
-        };
-        Some((text.get(open + 1..close)?, stat))
-    }
-
-    /// Gone for every purpose here: a zombie or dead.
-    fn dead(&self) -> bool {
-        matches!(self.state, 'Z' | 'X' | 'x')
-    }
-}
-
-/// Room for a `/proc/PID/stat` line: 52 numbers and a name of at most 64 bytes fit with room to spare.
-#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-const STAT_BUF: usize = 1024;
-
-/// Reads `/proc/PID/FILE` with one `read` into `buf` (procfs gives a small file whole), without the `fstat` and the
-/// allocations of `fs::read`: the bytes read, `None` when it cannot be opened (gone, not ours) or read.
-#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-fn read_proc<'a>(pid: u32, file: &str, buf: &'a mut [u8]) -> Option<&'a [u8]> {
-    use std::io::{Read as _, Write as _};
-    use std::os::unix::ffi::OsStrExt as _;
-    let mut path = [0u8; 64];
-    let len = {
-        let mut w = &mut path[..];
-        write!(w, "/proc/{pid}/{file}").ok()?;
-        64 - w.len()
-    };
-    let path = std::ffi::OsStr::from_bytes(&path[..len]);
-    let n = std::fs::File::open(path).ok()?.read(buf).ok()?;
-    buf.get(..n)
-}
-
-/// Records `pid` as reached by a kill of the job (once).
-#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-fn record(reached: &Mutex<Vec<Leftover>>, pid: u32, name: String) {
-    let mut reached = lock(reached);
-    if !reached.iter().any(|l| l.pid == pid) {
-        reached.push(Leftover { pid, name });
-    }
-}
-
-/// What [`signal_checked`] did.
-#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-#[derive(Debug)]
-enum Sent {
-    /// Signalled; the pidfd names the process.
-    Yes(std::os::fd::OwnedFd),
-    /// Gone, or no longer passes the check.
-    No,
-    /// No permission to signal it.
-    Denied,
-}
-
-/// Opens a pidfd for `pid`, checks with `belongs` that the process still belongs to the job (after the open, so
-/// that the pidfd names the process that was checked, or one that has exited), and signals it through the pidfd.
-#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-fn signal_checked(pid: u32, signal: i32, belongs: impl FnOnce(u32) -> bool) -> io::Result<Sent> {
-    use std::os::fd::AsFd as _;
-    let pidfd = match crate::sys::pidfd_open(pid) {
-        Ok(fd) => fd,
-        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Ok(Sent::No),
+fn spawn_in_cgroup(
+    cgroup: cgroup::Cgroup,
+    command: &mut Command,
+) -> io::Result<io::Result<GroupChild>> {
+    let folder = cgroup.folder().to_path_buf();
+    let hook = cgroup.enter_at_exec(command)?;
+    let job = Job::new(Bound::Cgroup(cgroup));
+    let spawned = GroupChild::spawn(command, job.clone());
+    let not_entered = hook.entry_failed();
+    match spawned {
+        Ok(child) => Ok(Ok(child)),
         Err(e) => {
-            return Err(io::Error::new(
+            let _ = job.end(false);
+            // The spawn's error is std's: the error of the hook's write, as it is.
+            if !not_entered {
+                return Err(e);
+            }
+            Ok(Err(io::Error::new(
                 e.kind(),
-                format!("cannot open a pidfd for process {pid} of the job: {e}"),
-            ))
+                format!(
+                    "the command's first process could not enter the job's cgroup {} (its write to cgroup.procs \
+                     failed): {e}",
+                    folder.display()
+                ),
+            )))
         }
-    };
-    if !belongs(pid) {
-        return Ok(Sent::No);
-    }
-    match crate::sys::pidfd_send_signal(pidfd.as_fd(), signal) {
-        Ok(true) => Ok(Sent::Yes(pidfd)),
-        Ok(false) => Ok(Sent::No),
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => Ok(Sent::Denied),
-        Err(e) => Err(io::Error::new(
-            e.kind(),
-            format!("cannot send signal {signal} to process {pid} of the job: {e}"),
-        )),
     }
 }
 
-/// 16 random bytes from `/dev/urandom`, as 32 hex digits.
+/// Spawns `command` with the mark in its environment, then takes the mark off `command` again.
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-fn random_hex() -> io::Result<String> {
-    use std::io::Read as _;
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot read /dev/urandom: {e}")))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+fn spawn_with_mark(mark: lineage::Mark, command: &mut Command) -> io::Result<GroupChild> {
+    let name = mark.name().to_owned();
+    command.env(&name, "1");
+    let job = Job::new(Bound::Lineage(mark));
+    let spawned = GroupChild::spawn(command, job.clone());
+    command.env_remove(&name);
+    let child = spawned?;
+    job.started(child.id());
+    Ok(child)
+}
+
+/// Needs the `contain` feature (on by default).
+impl GroupChild {
+    /// Which boundary the job has: [`Containment::Group`] for [`spawn_group`](crate::GroupCommandExt::spawn_group), else what
+    /// [`spawn_contained`](crate::GroupCommandExt::spawn_contained) could make (see [`Contain`]).
+    ///
+    /// Needs the `contain` feature (on by default).
+    pub fn containment(&self) -> Containment {
+        self.job.containment()
+    }
+
+    /// The processes besides the leader that the job's `SIGKILL`s reached (pid and name at the time), once each, in
+    /// the order found; complete when a wait has returned (a [`GroupHandle`](crate::GroupHandle)'s kills are added at the next wait).
+    /// Empty for a [`spawn_group`](crate::GroupCommandExt::spawn_group) child (no scan is made for a plain group), and when
+    /// nothing was left to kill.
+    ///
+    /// Needs the `contain` feature (on by default).
+    pub fn leftovers(&self) -> &[Leftover] {
+        &self.leftovers
+    }
+
+    /// Whether process `pid` belongs to the job now: it is in the job's cgroup; or it carries the job's lineage mark
+    /// or is in the leader's group; or, for a plain group, it is in the leader's group.
+    ///
+    /// Needs the `contain` feature (on by default).
+    ///
+    /// For a supervisor that sweeps orphans (a subreaper, see [`host::Subreaper`](crate::host::Subreaper)) and must
+    /// leave alone those that are not the job's. The answer is about whatever process `pid` names at the time of
+    /// the call: the caller keeps the pid from being reused (an unreaped child of its own, such as an adopted
+    /// orphan, is).
+    pub fn in_job(&self, pid: u32) -> bool {
+        self.job.contains(self.id(), pid)
+    }
 }

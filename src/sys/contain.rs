@@ -75,7 +75,7 @@ impl Drop for EnterHook {
 /// failed `exec`.
 ///
 /// This adds a `pre_exec` hook, so std forks and execs instead of using `posix_spawn` (see
-/// `CommandExt::spawn_contained` for the cost); the hook stays on `command`, disarmed, after the returned value is
+/// `GroupCommandExt::spawn_contained` for the cost); the hook stays on `command`, disarmed, after the returned value is
 /// dropped.
 ///
 /// # Errors

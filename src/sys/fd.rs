@@ -1,58 +1,13 @@
-//! Pipes, non-blocking descriptors, `poll(2)` and reads.
+//! `poll(2)` (`ppoll` on Linux): the sleep of every wait, on the leader's pidfd, and of a capture, on its pipes; and
+//! the pipes of the features (close-on-exec, non-blocking).
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+#[cfg(any(feature = "capture", feature = "contain"))]
+use std::os::fd::{AsRawFd, BorrowedFd};
+#[cfg(any(feature = "guard", feature = "contain"))]
+use std::os::fd::{FromRawFd, OwnedFd};
 
-use super::{cvt, retry_eintr};
-
-/// Creates a pipe whose ends are both close-on-exec (and blocking): `(read, write)`.
-///
-/// On Linux both ends get the flag atomically (`pipe2`), so a command spawned meanwhile by another thread never
-/// inherits an end; elsewhere it is set right after `pipe(2)`, as std does for its own pipes.
-pub(crate) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [-1 as libc::c_int; 2];
-    #[cfg(all(
-        any(target_os = "linux", target_os = "android"),
-        not(grouptimeout_portable)
-    ))]
-    {
-        // SAFETY: `fds` is a live array of two ints, as pipe2 requires.
-        cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
-    }
-    #[cfg(not(all(
-        any(target_os = "linux", target_os = "android"),
-        not(grouptimeout_portable)
-    )))]
-    {
-        // SAFETY: `fds` is a live array of two ints, as pipe requires.
-        cvt(unsafe { libc::pipe(fds.as_mut_ptr()) })?;
-    }
-    // SAFETY: the kernel just gave us these two descriptors; nothing else owns them.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    #[cfg(not(all(
-        any(target_os = "linux", target_os = "android"),
-        not(grouptimeout_portable)
-    )))]
-    for fd in [&read, &write] {
-        // SAFETY: fcntl on a descriptor we own, with integer arguments only.
-        cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) })?;
-    }
-    Ok((read, write))
-}
-
-/// Puts `fd` into non-blocking mode (`O_NONBLOCK` on its open file description).
-///
-/// Used on the read ends of the child's output pipes, which only this process holds.
-pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
-    let fd = fd.as_raw_fd();
-    // SAFETY: F_GETFL takes no pointer argument; `fd` is borrowed, so it stays open across the call.
-    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
-    if flags & libc::O_NONBLOCK == 0 {
-        // SAFETY: F_SETFL takes an int argument and no pointer; `fd` is borrowed, so it stays open.
-        cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) })?;
-    }
-    Ok(())
-}
+use super::cvt;
 
 /// Waits up to `timeout` for an event on `fds` (`ppoll` on Linux and Android, so sub-millisecond timeouts are
 /// honoured; `poll` with the timeout rounded up to whole milliseconds elsewhere), and returns how many entries
@@ -69,7 +24,10 @@ pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io
         not(grouptimeout_portable)
     ))]
     let ret = {
-        let ts = libc::time_t::try_from(timeout.as_secs())
+        // `tv_sec`'s type (`time_t`) is inferred: naming `libc::time_t` is deprecated on musl.
+        let ts = timeout
+            .as_secs()
+            .try_into()
             .ok()
             .map(|tv_sec| libc::timespec {
                 tv_sec,
@@ -100,26 +58,59 @@ pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io
     }
 }
 
-/// Reads once from `fd` into the spare capacity of `buf` (at most `max` bytes), appends what was read and returns
-/// its length; 0 means end of file. Retries `EINTR`; a non-blocking `fd` with nothing to read gives `WouldBlock`.
+/// Creates a pipe whose ends are both close-on-exec (and blocking): `(read, write)`.
 ///
-/// Reading straight into the vector saves copying every byte through a separate buffer.
-pub(crate) fn read_append(fd: BorrowedFd<'_>, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
-    let spare = buf.spare_capacity_mut();
-    let len = spare.len().min(max).min(isize::MAX as usize);
-    let n = retry_eintr(|| {
-        // SAFETY: `spare` is writable memory of at least `len` bytes owned by `buf`, which is exclusively borrowed
-        // across the call; read writes at most `len` bytes into it; `fd` is borrowed, so it stays open.
-        let ret = unsafe { libc::read(fd.as_raw_fd(), spare.as_mut_ptr().cast(), len) };
-        if ret < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(ret as usize)
-        }
-    })?;
-    let new_len = buf.len() + n;
-    // SAFETY: read initialised the first `n <= len` bytes of the spare capacity, which directly follow the
-    // initialised `buf.len()` bytes, so the first `new_len <= capacity` bytes are initialised.
-    unsafe { buf.set_len(new_len) };
-    Ok(n)
+/// On Linux both ends get the flag atomically (`pipe2`), so a command spawned meanwhile by another thread never
+/// inherits an end; elsewhere it is set right after `pipe(2)`, as std does for its own pipes.
+#[cfg(any(feature = "guard", feature = "contain"))]
+pub(crate) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [-1 as libc::c_int; 2];
+    #[cfg(all(
+        any(target_os = "linux", target_os = "android"),
+        not(grouptimeout_portable)
+    ))]
+    {
+        // SAFETY: `fds` is a live array of two ints, as pipe2 requires.
+        cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    }
+    #[cfg(not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(grouptimeout_portable)
+    )))]
+    {
+        // SAFETY: `fds` is a live array of two ints, as pipe requires.
+        cvt(unsafe { libc::pipe(fds.as_mut_ptr()) })?;
+    }
+    // SAFETY: the kernel just gave us these two descriptors; nothing else owns them.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    #[cfg(not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(grouptimeout_portable)
+    )))]
+    for fd in [&read, &write] {
+        // SAFETY: fcntl on a descriptor we own, with integer arguments only.
+        cvt(unsafe {
+            libc::fcntl(
+                std::os::fd::AsRawFd::as_raw_fd(fd),
+                libc::F_SETFD,
+                libc::FD_CLOEXEC,
+            )
+        })?;
+    }
+    Ok((read, write))
+}
+
+/// Puts `fd` into non-blocking mode (`O_NONBLOCK` on its open file description).
+///
+/// Used on read ends that only this process holds.
+#[cfg(any(feature = "capture", feature = "contain"))]
+pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
+    let fd = fd.as_raw_fd();
+    // SAFETY: F_GETFL takes no pointer argument; `fd` is borrowed, so it stays open across the call.
+    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    if flags & libc::O_NONBLOCK == 0 {
+        // SAFETY: F_SETFL takes an int argument and no pointer; `fd` is borrowed, so it stays open.
+        cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) })?;
+    }
+    Ok(())
 }

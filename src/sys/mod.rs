@@ -1,13 +1,13 @@
 //! The crate's only `unsafe`: thin, safe wrappers over the libc calls it needs.
 //!
-//! - `process`: waiting for and signalling processes and groups;
-//! - `signal`: dispositions, masks, the recording handler and waiting for blocked signals (for the opt-in `host`
-//!   module);
-//! - `fd`: pipes, non-blocking descriptors, `poll` and reads;
-//! - `guard`: the forked guard process that kills a group when its supervisor dies;
-//! - `linux`: Linux-only process controls (the subreaper flag, peeking at exited children);
-//! - `terminal`: the terminal's foreground group, stop reports, stopping ourselves (used by `host::Terminal`);
-//! - `contain`: the job boundary's calls (extended attributes, entering a cgroup before `exec`, pidfd signals).
+//! One file per concern, each compiled only with the feature that uses it (README, "Auditing"):
+//!
+//! - core: `process` (waiting for and signalling processes and groups), `fd` (`poll`), `pidfd` (Linux);
+//! - `capture`: `pipe` (non-blocking reads of the output pipes);
+//! - `guard`: `guard` (the forked guard process, and the guard's pipe);
+//! - `contain`: `contain` (extended attributes, entering a cgroup before `exec`, pidfd signals; Linux);
+//! - `host`: `children` (signalling and reaping one child by pid), `signal` (dispositions, masks, the recording handler, waiting for blocked signals), `sigpipe` (the record
+//!   before `main`), `subreaper` (Linux), `terminal` (the foreground group, stop reports, stopping ourselves).
 //!
 //! Each wrapper checks its arguments, retries `EINTR` where the call can be interrupted, and turns
 //! a failure into `io::Error::last_os_error()` through [`cvt`].
@@ -50,28 +50,60 @@ fn checked_pid(id: u32) -> io::Result<libc::pid_t> {
     }
 }
 
-#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-mod contain;
 mod fd;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+mod pidfd;
+mod process;
+
+#[cfg(feature = "capture")]
+mod pipe;
+
+#[cfg(feature = "guard")]
 mod guard;
+
+#[cfg(all(feature = "contain", target_os = "linux", not(grouptimeout_portable)))]
+mod contain;
+
+#[cfg(feature = "host")]
+mod children;
+#[cfg(feature = "host")]
+mod signal;
+#[cfg(feature = "host")]
+mod sigpipe;
 #[cfg(all(
+    feature = "host",
     any(target_os = "linux", target_os = "android"),
     not(grouptimeout_portable)
 ))]
-mod linux;
-mod process;
-mod signal;
+mod subreaper;
+#[cfg(feature = "host")]
 mod terminal;
 
-#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-pub(crate) use contain::*;
 pub(crate) use fd::*;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+pub(crate) use pidfd::*;
+pub(crate) use process::*;
+
+#[cfg(feature = "capture")]
+pub(crate) use pipe::*;
+
+#[cfg(feature = "guard")]
 pub(crate) use guard::*;
+
+#[cfg(all(feature = "contain", target_os = "linux", not(grouptimeout_portable)))]
+pub(crate) use contain::*;
+
+#[cfg(feature = "host")]
+pub(crate) use children::*;
+#[cfg(feature = "host")]
+pub(crate) use signal::*;
+#[cfg(feature = "host")]
+pub(crate) use sigpipe::*;
 #[cfg(all(
+    feature = "host",
     any(target_os = "linux", target_os = "android"),
     not(grouptimeout_portable)
 ))]
-pub(crate) use linux::*;
-pub(crate) use process::*;
-pub(crate) use signal::*;
+pub(crate) use subreaper::*;
+#[cfg(feature = "host")]
 pub(crate) use terminal::*;

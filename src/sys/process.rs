@@ -55,6 +55,7 @@ pub(crate) fn signal_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
 }
 
 /// The process group of process `pid` (`getpgid`).
+#[cfg(feature = "contain")]
 pub(crate) fn group_of(pid: u32) -> io::Result<u32> {
     let pid = checked_pid(pid)?;
     // SAFETY: getpgid has no memory-safety preconditions.
@@ -69,34 +70,19 @@ fn gone_is_ok(result: io::Result<libc::c_int>) -> io::Result<()> {
     }
 }
 
-/// Sends `signal` to the single process `pid` (never a group). `Ok(false)` when it no longer exists (`ESRCH`).
+/// Whether this process has SIGCHLD set to be ignored (`SIG_IGN`) or its children auto-reaped (`SA_NOCLDWAIT`).
 ///
-/// The caller must hold `pid` as an unreaped child of this process, which keeps the id from being reused.
-pub(crate) fn signal_process(pid: u32, signal: libc::c_int) -> io::Result<bool> {
-    let pid = checked_pid(pid)?;
-    // SAFETY: kill has no memory-safety preconditions; checked_pid ruled out 0, 1 and negative ids.
-    match cvt(unsafe { libc::kill(pid, signal) }) {
-        Ok(_) => Ok(true),
-        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(false),
-        Err(e) => Err(e),
-    }
+/// Either way the kernel reaps our children as soon as they exit, so nothing would pin a group id.
+pub(crate) fn children_are_auto_reaped() -> io::Result<bool> {
+    let action = current_action(libc::SIGCHLD)?;
+    Ok(action.sa_sigaction == libc::SIG_IGN || action.sa_flags & libc::SA_NOCLDWAIT != 0)
 }
 
-/// Reaps our child `pid` if it has exited, without blocking: `Ok(true)` when reaped (or already gone: `ECHILD`).
-pub(crate) fn reap_if_exited(pid: u32) -> io::Result<bool> {
-    waitpid(pid, libc::WNOHANG)
-}
-
-fn waitpid(pid: u32, flags: libc::c_int) -> io::Result<bool> {
-    let pid = checked_pid(pid)?;
-    retry_eintr(|| {
-        let mut status = 0;
-        // SAFETY: `status` is a live int; waitpid on one specific pid, never -1 or a group.
-        match cvt(unsafe { libc::waitpid(pid, &mut status, flags) }) {
-            Ok(0) => Ok(false),
-            Ok(_) => Ok(true),
-            Err(e) if e.raw_os_error() == Some(libc::ECHILD) => Ok(true),
-            Err(e) => Err(e),
-        }
-    })
+/// The current disposition of `signal`.
+pub(super) fn current_action(signal: libc::c_int) -> io::Result<libc::sigaction> {
+    let mut old = MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: a null `act` only reads the current disposition into `old`, which lives across the call.
+    cvt(unsafe { libc::sigaction(signal, std::ptr::null(), old.as_mut_ptr()) })?;
+    // SAFETY: zero-initialised and filled in by a successful sigaction.
+    Ok(unsafe { old.assume_init() })
 }

@@ -1,30 +1,13 @@
-//! Signal dispositions and masks, the recording handler of `host::Signals`, and waiting for blocked signals.
+//! Signals of `host`: dispositions and masks, the recording handler of `host::Signals`, waiting for blocked
+//! signals, and re-raising one to exit as a command did.
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::unix::process::CommandExt;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::cvt;
-
-/// Whether this process has SIGCHLD set to be ignored (`SIG_IGN`) or its children auto-reaped (`SA_NOCLDWAIT`).
-///
-/// Either way the kernel reaps our children as soon as they exit, so nothing would pin a group id.
-pub(crate) fn children_are_auto_reaped() -> io::Result<bool> {
-    let action = current_action(libc::SIGCHLD)?;
-    Ok(action.sa_sigaction == libc::SIG_IGN || action.sa_flags & libc::SA_NOCLDWAIT != 0)
-}
-
-/// The current disposition of `signal`.
-fn current_action(signal: libc::c_int) -> io::Result<libc::sigaction> {
-    let mut old = MaybeUninit::<libc::sigaction>::zeroed();
-    // SAFETY: a null `act` only reads the current disposition into `old`, which lives across the call.
-    cvt(unsafe { libc::sigaction(signal, std::ptr::null(), old.as_mut_ptr()) })?;
-    // SAFETY: zero-initialised and filled in by a successful sigaction.
-    Ok(unsafe { old.assume_init() })
-}
+use super::process::current_action;
 
 /// Signals the recording handler saw, by number: set by [`on_signal`], taken by [`take_recorded`].
 static RECORDED: [AtomicBool; SIGNAL_LIMIT] = [const { AtomicBool::new(false) }; SIGNAL_LIMIT];
@@ -170,7 +153,8 @@ pub(crate) fn wait_blocked(
 ) -> io::Result<Option<(libc::c_int, Option<u32>)>> {
     let set = sigset(signals)?;
     let ts = libc::timespec {
-        tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
+        // `time_t` is inferred (naming it is deprecated on musl); 68 years at most fits every `time_t`.
+        tv_sec: timeout.as_secs().try_into().unwrap_or(i32::MAX.into()),
         tv_nsec: timeout.subsec_nanos() as _,
     };
     let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
@@ -280,53 +264,4 @@ pub(crate) fn raise_default(signal: libc::c_int) -> io::Result<()> {
 /// Whether `signal`'s disposition in this process is `SIG_IGN`.
 pub(crate) fn is_ignored(signal: libc::c_int) -> io::Result<bool> {
     Ok(current_action(signal)?.sa_sigaction == libc::SIG_IGN)
-}
-
-/// Whether `SIGPIPE` was ignored when this process started; set by [`record_sigpipe_at_start`] before `main`.
-static SIGPIPE_IGNORED_AT_START: AtomicBool = AtomicBool::new(false);
-
-/// Runs before `main`, so before std's runtime sets `SIGPIPE` to ignored in every Rust program: records whether it
-/// was ignored already (inherited from the parent). It only reads the disposition.
-extern "C" fn record_sigpipe_at_start() {
-    if let Ok(ignored) = is_ignored(libc::SIGPIPE) {
-        SIGPIPE_IGNORED_AT_START.store(ignored, Ordering::SeqCst);
-    }
-}
-
-/// The loader calls the functions listed in this section before `main` (ELF `.init_array`; Mach-O
-/// `__mod_init_func`). On other platforms nothing calls it and the flag stays `false`.
-#[used]
-#[cfg_attr(
-    any(
-        target_os = "linux",
-        target_os = "android",
-        target_os = "freebsd",
-        target_os = "netbsd",
-        target_os = "openbsd",
-        target_os = "dragonfly",
-        target_os = "illumos",
-        target_os = "solaris"
-    ),
-    link_section = ".init_array"
-)]
-#[cfg_attr(target_vendor = "apple", link_section = "__DATA,__mod_init_func")]
-static RECORD_SIGPIPE_AT_START: extern "C" fn() = record_sigpipe_at_start;
-
-/// Whether `SIGPIPE` was ignored when this process started (see [`record_sigpipe_at_start`]).
-pub(crate) fn sigpipe_ignored_at_start() -> bool {
-    SIGPIPE_IGNORED_AT_START.load(Ordering::SeqCst)
-}
-
-/// Makes `command`'s child set `SIGPIPE` to ignored just before its `exec`, after std reset it to the default.
-pub(crate) fn ignore_sigpipe_in_child(command: &mut Command) {
-    let ignore = || {
-        // SAFETY: signal(2) is async-signal-safe and touches no memory of ours; SIG_IGN is a valid disposition.
-        if unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) } == libc::SIG_ERR {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    };
-    // SAFETY: the closure runs in the child between fork and exec: it only calls signal(2) (async-signal-safe) and
-    // builds an io::Error from errno on failure, which does not allocate; it takes no lock and shares no state.
-    unsafe { command.pre_exec(ignore) };
 }

@@ -123,6 +123,33 @@ pub fn temp_path(name: &str) -> PathBuf {
     path
 }
 
+/// A copy of the executable `path` that every user may run, for a test that runs it as another user (nobody): the
+/// checkout, and so `target/`, may sit in a folder that only its owner may enter (`/root`, a `mktemp -d`).
+///
+/// The copy is made once per build of `path` (named by its size and modification time) in a folder of the temporary
+/// directory that every user may enter, so that repeated runs reuse it rather than pile up copies.
+pub fn runnable_by_anyone(path: &std::path::Path) -> PathBuf {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let meta = fs::metadata(path).unwrap();
+    let name = path.file_name().unwrap().to_str().unwrap();
+    let dir = std::env::temp_dir().join(format!(
+        "grouptimeout-test-bin-{name}-{}-{}",
+        meta.len(),
+        meta.mtime_nsec() as u64 ^ (meta.mtime() as u64).rotate_left(32)
+    ));
+    let copy = dir.join(name);
+    if !copy.exists() {
+        fs::create_dir_all(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        // Copied under a name of this process's, then renamed: tests running at once never run a half copy.
+        let part = dir.join(format!(".{name}.{}", std::process::id()));
+        fs::copy(path, &part).unwrap();
+        fs::set_permissions(&part, fs::Permissions::from_mode(0o755)).unwrap();
+        fs::rename(&part, &copy).unwrap();
+    }
+    copy
+}
+
 /// The cgroup v2 folder of process `pid` (a job's, in cgroup mode), from its `/proc/PID/cgroup` and the cgroup2
 /// mount; `None` when it is gone or the machine has no cgroup v2.
 pub fn job_folder(pid: u32) -> Option<PathBuf> {
@@ -260,6 +287,25 @@ pub fn linux_only(test: &str, facility: &str) -> bool {
 /// Writes `SKIPPED test: why` straight to the process's standard error (see [`skip_or_fail`]).
 fn skipped(test: &str, why: &str) {
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+}
+
+/// Whether `program` is installed and runs: `program ARG` exits 0.
+pub fn runs(program: &str, arg: &str) -> bool {
+    Command::new(program)
+        .arg(arg)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether `program` is installed and runs (see [`runs`]); otherwise `test` is skipped (see [`skip_or_fail`]).
+pub fn have(test: &str, program: &str, arg: &str) -> bool {
+    let runs = runs(program, arg);
+    if !runs {
+        skip_or_fail(test, &format!("`{program}` is not installed"));
+    }
+    runs
 }
 
 /// Runs this test binary's ignored test `scenario` alone under `strace -f`, tracing kill(2) and the waits, and

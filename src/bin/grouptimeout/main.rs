@@ -5,7 +5,7 @@
 //! spawned, so that it does not inherit them blocked), and the tool sleeps in `sigtimedwait(2)` until one arrives,
 //! the command exits (`SIGCHLD`) or the next deadline passes. They stay blocked until the tool exits, so that no
 //! signal can kill it while it computes its exit status. The command runs contained
-//! ([`CommandExt::spawn_contained`]): in a cgroup of its own where one can be made (Linux), which the library ends
+//! ([`GroupCommandExt::spawn_contained`]): in a cgroup of its own where one can be made (Linux), which the library ends
 //! whole; otherwise the tool is a child subreaper ([`host::Subreaper`], Linux) and, once the command is done, kills
 //! and reaps the processes it adopted that belong to the job (they carry its lineage mark, or are in its group), and
 //! only reaps the others. At a terminal the command's group gets the terminal while it runs, and its stops are
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use args::{Options, Parsed, UsageError};
 use grouptimeout::host::{self, Signals, Subreaper};
-use grouptimeout::{CommandExt, Containment, GroupChild, Leftover};
+use grouptimeout::{Containment, GroupChild, GroupCommandExt, Leftover};
 use terminal::JobControl;
 
 /// Writes `NAME: message` to stderr, `NAME` being the name the tool was run as ([`messages::program`]), ignoring
@@ -402,7 +402,7 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
         Ok(Some(status)) => status,
         Ok(None) => return EXIT_KILLED,
         Err(e) => {
-            say!("{e}");
+            say!("error waiting for command {name}: {e}");
             return EXIT_CANCELED;
         }
     };
@@ -429,7 +429,7 @@ fn supervise(
             // the next call returns its status.
             Err(e) => match leader.try_wait() {
                 Ok(Some(status)) => {
-                    say!("{e}");
+                    say!("cannot kill the processes the command left in its group: {e}");
                     Some(status)
                 }
                 _ => return Err(e),

@@ -66,8 +66,8 @@ pub fn usage_error(message: &[u8]) {
     let _ = io::stderr().write_all(&hint);
 }
 
-/// The innermost `io::Error` behind `e`: the library's spawn error keeps std's (with its OS error number) as its
-/// `source()`.
+/// The innermost `io::Error` behind `e`, for an error that keeps another as its `source()` (the library's spawn
+/// error is std's own, with its OS error number, and needs no unwrapping).
 fn innermost(e: &io::Error) -> &io::Error {
     let mut inner = e;
     while let Some(next) = inner

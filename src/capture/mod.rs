@@ -1,5 +1,6 @@
 //! Capturing a group's standard output and standard error under a deadline, in the calling thread, with bounded
-//! memory.
+//! memory (the `capture` feature): [`GroupChild::wait_with_output_timeout`] and [`Captured`]. `kept` holds the bytes
+//! kept from each stream.
 //!
 //! The wait loop of [`GroupChild`] pauses between checks of the leader; while capturing, that pause is a `poll(2)`
 //! on the output pipes (set non-blocking) and the leader's pidfd if it has one, with the pause as its timeout, and
@@ -13,12 +14,16 @@ use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd as _, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use crate::child::{GroupChild, Outcome};
+mod kept;
+
+use crate::child::GroupChild;
+use crate::outcome::Outcome;
 use crate::sys;
 use crate::wait::{poll_step, sleep_pause, ExitWatch};
+use kept::{Kept, READ_SIZE};
 
 /// The default for [`GroupChild::set_output_limit`]: 16 MiB per stream.
-pub(crate) const DEFAULT_OUTPUT_LIMIT: usize = 16 << 20;
+const DEFAULT_OUTPUT_LIMIT: usize = 16 << 20;
 
 /// How long the pipes are drained after the leader was reaped, waiting for every writer to close them.
 ///
@@ -26,10 +31,7 @@ pub(crate) const DEFAULT_OUTPUT_LIMIT: usize = 16 << 20;
 /// only waits for the end of file that tells the output is complete (see [`Captured::pipes_closed`]). A process that
 /// escaped the group, or a leftover kept by `set_kill_leftovers(false)`, may hold the pipe for ever: this bounds the
 /// cost of that.
-pub(crate) const DRAIN_LIMIT: Duration = Duration::from_millis(100);
-
-/// Bytes asked for by one `read(2)`, at least. A pipe holds 64 KiB unless resized, so one read usually empties it.
-const READ_SIZE: usize = 64 << 10;
+const DRAIN_LIMIT: Duration = Duration::from_millis(100);
 
 /// Reads from one pipe per readiness until about this many bytes were read, so that a writer that keeps a pipe full
 /// cannot starve the other pipe or the leader checks: about a millisecond of copying.
@@ -41,10 +43,9 @@ const BYTES_PER_ROUND: usize = 1 << 20;
 /// ... and at most this many reads, for a writer that trickles a few bytes per `write(2)`: about as long.
 const READS_PER_ROUND: usize = 256;
 
-/// The longest marker [`Kept::finish`] inserts (a `u64` has at most 20 digits).
-const MARKER_MAX: usize = 64;
-
 /// What [`GroupChild::wait_with_output_timeout`] returns: how the wait ended and what the command wrote.
+///
+/// Needs the `capture` feature (on by default).
 ///
 /// # Which bytes are kept
 ///
@@ -83,25 +84,36 @@ pub struct Captured {
 }
 
 impl GroupChild {
-    /// Sets the most bytes of each output stream kept by
-    /// [`wait_with_output_timeout`](GroupChild::wait_with_output_timeout); the default is 16 MiB.
-    ///
-    /// Output past the limit is still read (the command never blocks on a full pipe) and discarded, except for the
-    /// tail; see [which bytes are kept](Captured#which-bytes-are-kept). Memory stays below about 1.5 times the limit
-    /// per stream, plus a 64 KiB read buffer. `usize::MAX` keeps everything, as [`std::process::Child::wait_with_output`]
-    /// does.
-    pub fn set_output_limit(&mut self, bytes: usize) {
-        self.output_limit = bytes;
-    }
-
     /// Waits at most `timeout` for the command, reading its standard output and standard error meanwhile; see
     /// [`wait_with_output_deadline`](GroupChild::wait_with_output_deadline).
+    ///
+    /// Needs the `capture` feature (on by default).
     ///
     /// A timeout too large to represent as an [`Instant`] (such as [`Duration::MAX`]) means no deadline.
     ///
     /// # Errors
     ///
     /// As for [`wait_with_output_deadline`](GroupChild::wait_with_output_deadline).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::process::{Command, Stdio};
+    /// use std::time::Duration;
+    /// use grouptimeout::GroupCommandExt;
+    ///
+    /// # fn main() -> std::io::Result<()> {
+    /// let child = Command::new("sh")
+    ///     .args(["-c", "echo started; sleep 30"])
+    ///     .stdout(Stdio::piped())
+    ///     .spawn_group()?;
+    /// let captured = child.wait_with_output_timeout(Duration::from_secs(1))?;
+    /// // What the command wrote before its deadline is kept.
+    /// assert!(captured.outcome.timed_out());
+    /// assert_eq!(captured.stdout, b"started\n");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn wait_with_output_timeout(self, timeout: Duration) -> io::Result<Captured> {
         let deadline = Instant::now().checked_add(timeout);
         self.capture(deadline)
@@ -110,6 +122,8 @@ impl GroupChild {
     /// Waits until the command's leader exits or `deadline` passes, exactly as
     /// [`wait_deadline`](GroupChild::wait_deadline) does, while reading its piped standard output and standard
     /// error; returns how the wait ended and what the command wrote.
+    ///
+    /// Needs the `capture` feature (on by default).
     ///
     /// - Standard input, if piped, is closed first (as [`std::process::Child::wait_with_output`] does), so a
     ///   command reading it sees end of file.
@@ -141,9 +155,22 @@ impl GroupChild {
         self.capture(Some(deadline))
     }
 
+    /// Sets the most bytes of each output stream kept by
+    /// [`wait_with_output_timeout`](GroupChild::wait_with_output_timeout); the default is 16 MiB.
+    ///
+    /// Needs the `capture` feature (on by default).
+    ///
+    /// Output past the limit is still read (the command never blocks on a full pipe) and discarded, except for the
+    /// tail; see [which bytes are kept](crate::Captured#which-bytes-are-kept). Memory stays below about 1.5 times the
+    /// limit per stream, plus a 64 KiB read buffer. `usize::MAX` keeps everything, as
+    /// [`std::process::Child::wait_with_output`] does.
+    pub fn set_output_limit(&mut self, bytes: usize) {
+        self.output_limit = Some(bytes);
+    }
+
     fn capture(mut self, deadline: Option<Instant>) -> io::Result<Captured> {
         drop(self.stdin.take());
-        let limit = self.output_limit;
+        let limit = self.output_limit.unwrap_or(DEFAULT_OUTPUT_LIMIT);
         let mut pipes = Pipes::new(
             [
                 self.stdout.take().map(OwnedFd::from),
@@ -350,155 +377,5 @@ impl Stream {
             }
         }
         Ok(())
-    }
-}
-
-/// The bytes kept from one stream: everything up to the limit; past it, the head and a ring buffer with the tail.
-struct Kept {
-    limit: usize,
-    /// Every byte read while the stream is within the limit (and at most one read past it); once cut, the head.
-    data: Vec<u8>,
-    /// Once cut: a ring buffer of the last `limit - limit / 2` bytes, the oldest at `pos`.
-    tail: Vec<u8>,
-    pos: usize,
-    /// Bytes read in all.
-    total: u64,
-}
-
-impl Kept {
-    fn new(limit: usize) -> Kept {
-        Kept {
-            limit,
-            data: Vec::new(),
-            tail: Vec::new(),
-            pos: 0,
-            total: 0,
-        }
-    }
-
-    fn is_cut(&self) -> bool {
-        self.total > self.limit as u64
-    }
-
-    /// Makes room for a read into `data` and returns how many bytes to ask for: at least [`READ_SIZE`], growing
-    /// like a `Vec` but never past `limit + READ_SIZE`.
-    fn reserve(&mut self) -> usize {
-        let (len, cap) = (self.data.len(), self.data.capacity());
-        if cap - len < READ_SIZE {
-            let most = self.limit.saturating_add(READ_SIZE);
-            let new_cap = len
-                .saturating_add(cap.max(READ_SIZE))
-                .min(most)
-                .max(len + READ_SIZE);
-            self.data.reserve_exact(new_cap - len);
-        }
-        self.data.capacity() - self.data.len()
-    }
-
-    /// Accounts for `n` bytes just appended to `data`; cuts the stream if they took it past the limit.
-    fn appended(&mut self, n: usize) {
-        self.total += n as u64;
-        if self.data.len() > self.limit {
-            let head = self.limit / 2;
-            let tail = self.limit - head;
-            self.tail = self.data[self.data.len() - tail..].to_vec();
-            self.pos = 0;
-            self.data.truncate(head);
-            self.data.reserve_exact(tail + MARKER_MAX);
-        }
-    }
-
-    /// Once cut: counts `bytes` and keeps the last of them in the tail ring.
-    fn push_tail(&mut self, bytes: &[u8]) {
-        self.total += bytes.len() as u64;
-        let size = self.tail.len();
-        if size == 0 {
-            return;
-        }
-        if bytes.len() >= size {
-            self.tail.copy_from_slice(&bytes[bytes.len() - size..]);
-            self.pos = 0;
-            return;
-        }
-        let first = (size - self.pos).min(bytes.len());
-        self.tail[self.pos..self.pos + first].copy_from_slice(&bytes[..first]);
-        self.tail[..bytes.len() - first].copy_from_slice(&bytes[first..]);
-        self.pos = (self.pos + bytes.len()) % size;
-    }
-
-    /// The kept bytes, and whether the stream was cut; see [which bytes are kept](Captured#which-bytes-are-kept).
-    fn finish(mut self) -> (Vec<u8>, bool) {
-        if !self.is_cut() {
-            self.data.shrink_to_fit();
-            return (self.data, false);
-        }
-        let omitted = self.total - self.limit as u64;
-        self.tail.rotate_left(self.pos);
-        let marker = format!("\n[grouptimeout: {omitted} bytes omitted]\n");
-        self.data.extend_from_slice(marker.as_bytes());
-        self.data.extend_from_slice(&self.tail);
-        (self.data, true)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Feeds `chunks` the way `read_ready` does and returns the result.
-    fn keep(limit: usize, chunks: &[&[u8]]) -> (Vec<u8>, bool) {
-        let mut kept = Kept::new(limit);
-        for chunk in chunks {
-            if kept.is_cut() {
-                kept.push_tail(chunk);
-            } else {
-                kept.reserve();
-                kept.data.extend_from_slice(chunk);
-                kept.appended(chunk.len());
-            }
-        }
-        kept.finish()
-    }
-
-    #[test]
-    fn within_the_limit_everything_is_kept() {
-        assert_eq!(
-            keep(10, &[b"0123", b"456789"]),
-            (b"0123456789".to_vec(), false)
-        );
-        assert_eq!(keep(0, &[]), (Vec::new(), false));
-        assert_eq!(keep(usize::MAX, &[b"abc"]), (b"abc".to_vec(), false));
-    }
-
-    #[test]
-    fn past_the_limit_head_marker_tail() {
-        let marker = |n: u64| format!("\n[grouptimeout: {n} bytes omitted]\n");
-        let want = |head: &str, n, tail: &str| format!("{head}{}{tail}", marker(n)).into_bytes();
-        assert_eq!(
-            keep(10, &[b"0123456789x"]),
-            (want("01234", 1, "6789x"), true)
-        );
-        assert_eq!(
-            keep(5, &[b"abcdefgh", b"ij", b"klm"]),
-            (want("ab", 8, "klm"), true)
-        );
-        assert_eq!(
-            keep(5, &[b"ab", b"cdef", b"g", b"h"]),
-            (want("ab", 3, "fgh"), true)
-        );
-        // Ring wrap-around with small pushes.
-        let bytes: Vec<u8> = (0..200u8).collect();
-        let chunks: Vec<&[u8]> = bytes.chunks(7).collect();
-        let (got, cut) = keep(21, &chunks);
-        assert!(cut);
-        let mut expected = bytes[..10].to_vec();
-        expected.extend_from_slice(marker(179).as_bytes());
-        expected.extend_from_slice(&bytes[189..]);
-        assert_eq!(got, expected);
-        assert_eq!(keep(0, &[b"abc"]), (marker(3).into_bytes(), true));
-        assert_eq!(
-            keep(1, &[b"abc"]),
-            (format!("{}c", marker(2)).into_bytes(), true)
-        );
     }
 }

@@ -21,9 +21,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::child::DROP_REAP_LIMIT;
 use crate::sys;
-use crate::wait::ExitWatch;
+use crate::wait::{ExitWatch, DROP_REAP_LIMIT};
 
 /// The shell guard: ignore every catchable signal, say so on standard output and close it, then wait for end of
 /// file on standard input. `read` fails on end of file (and on a read error), which sends `SIGKILL` to the group;
@@ -75,7 +74,11 @@ pub(crate) struct Guard {
 pub(crate) enum Start {
     /// `/bin/sh`, through std's `posix_spawn` path.
     Shell,
-    /// A `fork(2)` of this process, without `exec`.
+    /// A `fork(2)` of this process, without `exec` (`host::die_with_parent_forked`).
+    #[cfg_attr(
+        not(feature = "host"),
+        allow(dead_code, reason = "started only by host")
+    )]
     Fork,
 }
 

@@ -12,7 +12,7 @@ use crate::GroupChild;
 /// This process's controlling terminal, for handing it to a command's process group and taking it back, as shells
 /// do for their jobs.
 ///
-/// A command started with [`spawn_group`](crate::CommandExt::spawn_group) leads a new process group, which is not
+/// A command started with [`spawn_group`](crate::GroupCommandExt::spawn_group) leads a new process group, which is not
 /// the terminal's foreground group: it cannot read the terminal (the kernel stops it with `SIGTTIN`), and Ctrl-C,
 /// Ctrl-\\ and Ctrl-Z reach this process's group instead of it. [`give_to`](Terminal::give_to) makes the command's
 /// group the foreground group; [`take_back`](Terminal::take_back) returns the terminal to this process's group,
@@ -25,7 +25,7 @@ use crate::GroupChild;
 ///
 /// ```no_run
 /// use std::process::Command;
-/// use grouptimeout::{host::Terminal, CommandExt};
+/// use grouptimeout::{host::Terminal, GroupCommandExt};
 ///
 /// # fn main() -> std::io::Result<()> {
 /// // Only a foreground job may hand the terminal on: in the background it belongs to someone else.

@@ -1,0 +1,165 @@
+//! [`Job`]: what a [`GroupChild`](crate::GroupChild) and its [`GroupHandle`](crate::GroupHandle)s hold of a job's
+//! boundary beyond its process group; its calls are made from the places that signal the group (see `child.rs`), and
+//! it does nothing for a plain group.
+
+use std::fmt;
+use std::io;
+use std::sync::{Arc, Mutex};
+
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+use super::cgroup;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+use super::lineage;
+use super::proc::{lock, Leftover};
+
+/// What a [`GroupChild`](crate::GroupChild) keeps of what the job's kills reached.
+pub(crate) type Leftovers = Vec<Leftover>;
+
+/// Which boundary a job got; see [`GroupChild::containment`](crate::GroupChild::containment) and the table in [`Contain`](crate::Contain).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Containment {
+    /// A cgroup v2 of the job's own (Linux): every process the command started is in it, whatever session or
+    /// group it moved to and whatever it did to its environment, and the job is ended with `cgroup.kill`.
+    Cgroup,
+    /// The job's processes are those that carry its mark, a random variable in the environment that every
+    /// descendant inherits (Linux, where no cgroup can be made), and the members of its process group.
+    Lineage,
+    /// The process group only, as [`spawn_group`](crate::GroupCommandExt::spawn_group) gives.
+    Group,
+}
+
+impl Containment {
+    pub(super) fn rank(self) -> u8 {
+        match self {
+            Containment::Group => 0,
+            Containment::Lineage => 1,
+            Containment::Cgroup => 2,
+        }
+    }
+}
+
+/// A job's boundary beyond its process group; empty (a plain group) by default. Clones share it.
+#[derive(Clone, Default)]
+pub(crate) struct Job(Option<Arc<Inner>>);
+
+impl fmt::Debug for Job {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Job({:?})", self.containment())
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    bound: Bound,
+    /// What the kills reached, until a [`GroupChild`] takes it.
+    reached: Mutex<Vec<Leftover>>,
+}
+
+#[derive(Debug)]
+pub(super) enum Bound {
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    Cgroup(cgroup::Cgroup),
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    Lineage(lineage::Mark),
+}
+
+impl Job {
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    pub(super) fn new(bound: Bound) -> Job {
+        Job(Some(Arc::new(Inner {
+            bound,
+            reached: Mutex::new(Vec::new()),
+        })))
+    }
+
+    /// The leader `pid` of a lineage job was spawned: its start time bounds which processes may carry the mark.
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    pub(super) fn started(&self, pid: u32) {
+        if let Some(Bound::Lineage(mark)) = self.0.as_ref().map(|inner| &inner.bound) {
+            mark.started(pid);
+        }
+    }
+
+    pub(crate) fn containment(&self) -> Containment {
+        let Some(inner) = &self.0 else {
+            return Containment::Group;
+        };
+        match inner.bound {
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Cgroup(_) => Containment::Cgroup,
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Lineage(_) => Containment::Lineage,
+        }
+    }
+
+    /// Sends `signal` to the job's processes outside the group of `leader` (with `SIGKILL`: to all of them, until
+    /// none is left, and records the ones reached). The caller signals the group itself, and holds the leader
+    /// unreaped.
+    pub(crate) fn signal(&self, leader: u32, signal: i32) -> io::Result<()> {
+        let Some(inner) = &self.0 else {
+            return Ok(());
+        };
+        let _ = (leader, signal);
+        match inner.bound {
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Cgroup(ref cgroup) => cgroup.signal(leader, signal, &inner.reached),
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Lineage(ref mark) => mark.signal(leader, signal, &inner.reached),
+        }
+    }
+
+    /// Moves what the kills reached into `leftovers` (once per pid), except `guard`, the guard of `die_with_parent` (a
+    /// member of the group that lineage kills find): it is ours, not something the job left behind.
+    pub(crate) fn take_reached(&self, leftovers: &mut Leftovers, guard: Option<u32>) {
+        let Some(inner) = &self.0 else {
+            return;
+        };
+        for left in lock(&inner.reached).drain(..) {
+            if Some(left.pid) != guard && !leftovers.iter().any(|l| l.pid == left.pid) {
+                leftovers.push(left);
+            }
+        }
+    }
+
+    /// The leader was reaped (or given up on): the job ends. A cgroup is killed (or, with `keep`, its processes are
+    /// moved back to where the caller runs) and removed once empty, bounded; a lineage job needs nothing more.
+    /// Later calls do nothing.
+    pub(crate) fn end(&self, keep: bool) -> io::Result<()> {
+        let Some(inner) = &self.0 else {
+            return Ok(());
+        };
+        let _ = keep;
+        match inner.bound {
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Cgroup(ref cgroup) => cgroup.end(keep),
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Lineage(_) => Ok(()),
+        }
+    }
+
+    /// The folder of the job's cgroup, for the guard of `die_with_parent`.
+    #[cfg(feature = "guard")]
+    pub(crate) fn cgroup_folder(&self) -> Option<&std::path::Path> {
+        match self.0.as_ref()?.bound {
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Cgroup(ref cgroup) => Some(cgroup.folder()),
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Lineage(_) => None,
+        }
+    }
+
+    /// Whether process `pid` belongs to the job whose leader is `leader`, as far as `/proc` tells now.
+    pub(crate) fn contains(&self, leader: u32, pid: u32) -> bool {
+        let in_group = || crate::sys::group_of(pid).is_ok_and(|pgid| pgid == leader);
+        let Some(inner) = &self.0 else {
+            return in_group();
+        };
+        match inner.bound {
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Cgroup(ref cgroup) => cgroup.contains(pid),
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Lineage(ref mark) => in_group() || mark.carried_by(pid),
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! The stand-in for `contain/` in a build without the `contain` feature: a job is its process group alone, so
+//! every call of [`Job`] does nothing.
+
+use std::io;
+
+/// A plain group's job: nothing beyond the group.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Job(());
+
+/// Nothing is ever reached beyond the group.
+pub(crate) type Leftovers = ();
+
+impl Job {
+    pub(crate) fn signal(&self, _leader: u32, _signal: i32) -> io::Result<()> {
+        Ok(())
+    }
+
+    pub(crate) fn take_reached(&self, _leftovers: &mut Leftovers, _guard: Option<u32>) {}
+
+    pub(crate) fn end(&self, _keep: bool) -> io::Result<()> {
+        Ok(())
+    }
+
+    #[cfg(feature = "guard")]
+    pub(crate) fn cgroup_folder(&self) -> Option<&std::path::Path> {
+        None
+    }
+}

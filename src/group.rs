@@ -1,0 +1,37 @@
+//! Signalling a group whose leader this process has not reaped: the one path every group signal takes, from a
+//! [`GroupChild`](crate::GroupChild) and from a [`GroupHandle`](crate::GroupHandle).
+
+use std::io;
+
+use crate::contain::Job;
+use crate::sys;
+
+/// Whether our child `pid`, the leader of a group, has exited, without reaping it. `ECHILD` (the OS error as it is):
+/// it was reaped by someone else (`SIGCHLD` ignored, a `waitpid(-1)`), and its id may be reused.
+pub(crate) fn leader_exited(pid: u32) -> io::Result<bool> {
+    sys::has_exited(pid)
+}
+
+/// Whether `signal` stops a process by default (`SIGSTOP`, `SIGTSTP`, `SIGTTIN`, `SIGTTOU`): never follow one with
+/// `SIGCONT`, which would undo it.
+pub(crate) fn is_stop_signal(signal: i32) -> bool {
+    [libc::SIGSTOP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU].contains(&signal)
+}
+
+/// Signals group `pgid` (and its leader by pid); the caller makes sure the leader is not reaped yet. A failed
+/// `kill(2)` is returned as the OS error it is (`EPERM`, `EINVAL`).
+pub(crate) fn signal_group(pgid: u32, signal: i32) -> io::Result<()> {
+    match sys::signal_group(pgid, signal) {
+        // macOS answers EPERM for a group of zombies: once the leader has exited, that means "gone".
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) && leader_exited(pgid)? => Ok(()),
+        other => other,
+    }
+}
+
+/// [`GroupChild::signal`](crate::GroupChild::signal) for a leader that this crate has not reaped yet (the caller makes sure of that): refuses
+/// a leader reaped by someone else, then signals the group.
+pub(crate) fn signal_unreaped_group(pgid: u32, signal: i32, job: &Job) -> io::Result<()> {
+    leader_exited(pgid)?;
+    let in_job = job.signal(pgid, signal);
+    signal_group(pgid, signal).and(in_job)
+}

@@ -1,0 +1,57 @@
+//! [`Outcome`]: how a wait ended, with the leader's exit status.
+
+use std::fmt;
+use std::process::ExitStatus;
+
+/// How a wait ended: with the leader's exit status either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The leader exited before the deadline. Unless [`GroupChild::set_kill_leftovers`](crate::GroupChild::set_kill_leftovers) turned it off, every
+    /// other member of its group was sent `SIGKILL` before the wait returned.
+    Exited(ExitStatus),
+    /// The deadline passed first: the group was signalled (see [`GroupChild::set_grace`](crate::GroupChild::set_grace)), sent `SIGKILL`, and the
+    /// leader reaped. The status is the leader's; it may have exited on its own during a grace period.
+    TimedOut(ExitStatus),
+}
+
+impl Outcome {
+    /// The leader's exit status.
+    #[must_use]
+    pub fn status(&self) -> ExitStatus {
+        match *self {
+            Outcome::Exited(status) | Outcome::TimedOut(status) => status,
+        }
+    }
+
+    /// Whether the deadline passed before the leader exited.
+    #[must_use]
+    pub fn timed_out(&self) -> bool {
+        matches!(self, Outcome::TimedOut(_))
+    }
+}
+
+/// Reads as a log line: `exited with status 3`, `killed by signal 9` (a leader killed by a
+/// [`GroupHandle`](crate::GroupHandle) or [`GroupChild::kill`](crate::GroupChild::kill)), `timed out; killed by signal 9`, `timed out; exited with status 0` (the
+/// leader exited on its own during a grace period). A core dump adds ` (core dumped)`.
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use std::os::unix::process::ExitStatusExt as _;
+        if self.timed_out() {
+            f.write_str("timed out; ")?;
+        }
+        let status = self.status();
+        match (status.code(), status.signal()) {
+            (Some(code), _) => write!(f, "exited with status {code}"),
+            (None, Some(signal)) => {
+                write!(f, "killed by signal {signal}")?;
+                if status.core_dumped() {
+                    f.write_str(" (core dumped)")?;
+                }
+                Ok(())
+            }
+            // Neither an exit nor a fatal signal: a reaped leader has one of the two, so this is only for
+            // completeness (std's own wording).
+            (None, None) => write!(f, "{status}"),
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! [`GroupCommandExt`]: spawning a [`std::process::Command`] as the leader of a new process group.
+
+use std::io;
+use std::process::Command;
+
+use crate::child::GroupChild;
+use crate::contain::Job;
+
+/// Extends [`std::process::Command`] with [`spawn_group`](GroupCommandExt::spawn_group).
+pub trait GroupCommandExt {
+    /// Spawns the command as the leader of a new process group and returns a handle that waits for it with a
+    /// deadline and leaves no process of the group running.
+    ///
+    /// This sets [`process_group(0)`](std::os::unix::process::CommandExt::process_group) and nothing else, so std
+    /// keeps its fast `posix_spawn` path. When this returns, the child already leads its own group, whose id is
+    /// the child's pid ([`GroupChild::id`]).
+    ///
+    /// # The terminal
+    ///
+    /// The new group is not the terminal's foreground process group, so the command is out of the terminal's job
+    /// control. If it reads from the controlling terminal, the kernel stops it with `SIGTTIN` (or fails the read with
+    /// `EIO` once its group is orphaned), and the wait runs into its deadline. Ctrl-C, Ctrl-Z and Ctrl-\\ signal the
+    /// terminal's foreground group, which holds this process and not the command. Writing to the terminal works
+    /// (unless `stty tostop` is set).
+    ///
+    /// - A command that needs no input: give it [`Stdio::null()`](std::process::Stdio::null) or a pipe as its
+    ///   standard input, and it never touches the terminal for reading.
+    /// - A command that must read the terminal: run it in this process's group with plain [`Command::spawn`], as
+    ///   the `grouptimeout` tool's `--foreground` does (there is then no group of its own to kill); or make its group
+    ///   the terminal's foreground group after the spawn and take the terminal back after the wait, as shells and
+    ///   the `grouptimeout` tool do: [`host::Terminal`](crate::host::Terminal) (opt-in, process-wide), with
+    ///   [`host::take_stop`](crate::host::take_stop) and [`host::stop_self`](crate::host::stop_self) to pass a
+    ///   Ctrl-Z on to this process's parent.
+    /// - Ctrl-C ends this process by default without running any destructor, so the command's group keeps running:
+    ///   catch `SIGINT` and pass it on with [`GroupChild::signal`] (a supervisor program can use
+    ///   [`host::Signals`](crate::host::Signals)).
+    ///
+    /// # Errors
+    ///
+    /// - The spawn failed: std's error as it is, with the OS error number (`raw_os_error()`) and std's
+    ///   [`ErrorKind`](io::ErrorKind): `ENOENT` (`NotFound`) for a missing program, `EACCES` (`PermissionDenied`)
+    ///   for one that is not executable or is a directory, `ENOEXEC` for a script without `#!` (no `/bin/sh`
+    ///   fallback is tried), `EAGAIN` when no process could be created. Like std's, its message does not name the
+    ///   program (see [Errors](crate#errors)).
+    /// - This process ignores `SIGCHLD` (`SIG_IGN`, or a handler with `SA_NOCLDWAIT`): the kernel would reap the
+    ///   leader the moment it exits, nothing would keep its group id from being reused, and a later group kill
+    ///   could hit an unrelated process. Nothing is spawned; restore the default disposition to use this crate.
+    fn spawn_group(&mut self) -> io::Result<GroupChild>;
+
+    /// [`spawn_group`](GroupCommandExt::spawn_group) plus a job boundary: every promise of `spawn_group` holds, and
+    /// wherever the group is killed (the deadline, a grace signal, the leftovers after the leader's exit,
+    /// [`kill`](GroupChild::kill) and [`signal`](GroupChild::signal), a [`GroupHandle`](crate::GroupHandle)'s, the drop), the job's
+    /// processes that left the group (`setsid`, double-forking daemons) are signalled too, before the call returns.
+    ///
+    /// Needs the `contain` feature (on by default).
+    ///
+    /// The boundary is a cgroup v2 of the job's own where one can be made (Linux), else the job's lineage (a mark in
+    /// the environment, Linux), else the group alone; [`GroupChild::containment`] says which, and
+    /// [`GroupChild::leftovers`] lists what the kills reached. [`Contain`](crate::Contain) chooses otherwise (a cgroup folder
+    /// delegated to a service, no fallback), and says what each mode reaches and what it cannot catch.
+    ///
+    /// The cost: in cgroup mode the child enters the cgroup before `exec` (a `pre_exec` hook: std forks instead of
+    /// using `posix_spawn`, which costs more the larger this process is), and the folder is made and removed; in
+    /// lineage mode each kill scans `/proc`. `BENCHMARKS.md` has the numbers.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Contain::spawn`](crate::Contain::spawn): as for `spawn_group`, or the child could not enter the cgroup
+    /// made for it.
+    #[cfg(feature = "contain")]
+    fn spawn_contained(&mut self) -> io::Result<GroupChild>;
+}
+
+impl GroupCommandExt for Command {
+    fn spawn_group(&mut self) -> io::Result<GroupChild> {
+        GroupChild::spawn(self, Job::default())
+    }
+
+    #[cfg(feature = "contain")]
+    fn spawn_contained(&mut self) -> io::Result<GroupChild> {
+        crate::Contain::new().spawn(self)
+    }
+}

@@ -1,0 +1,58 @@
+//! The one function this crate runs before `main` (`host` only): it records whether `SIGPIPE` was inherited ignored,
+//! and a `pre_exec` step passes that on to a command.
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::is_ignored;
+
+/// Whether `SIGPIPE` was ignored when this process started; set by [`record_sigpipe_at_start`] before `main`.
+static SIGPIPE_IGNORED_AT_START: AtomicBool = AtomicBool::new(false);
+
+/// Runs before `main`, so before std's runtime sets `SIGPIPE` to ignored in every Rust program: records whether it
+/// was ignored already (inherited from the parent). It only reads the disposition.
+extern "C" fn record_sigpipe_at_start() {
+    if let Ok(ignored) = is_ignored(libc::SIGPIPE) {
+        SIGPIPE_IGNORED_AT_START.store(ignored, Ordering::SeqCst);
+    }
+}
+
+/// The loader calls the functions listed in this section before `main` (ELF `.init_array`; Mach-O
+/// `__mod_init_func`). On other platforms nothing calls it and the flag stays `false`.
+#[used]
+#[cfg_attr(
+    any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "freebsd",
+        target_os = "netbsd",
+        target_os = "openbsd",
+        target_os = "dragonfly",
+        target_os = "illumos",
+        target_os = "solaris"
+    ),
+    link_section = ".init_array"
+)]
+#[cfg_attr(target_vendor = "apple", link_section = "__DATA,__mod_init_func")]
+static RECORD_SIGPIPE_AT_START: extern "C" fn() = record_sigpipe_at_start;
+
+/// Whether `SIGPIPE` was ignored when this process started (see [`record_sigpipe_at_start`]).
+pub(crate) fn sigpipe_ignored_at_start() -> bool {
+    SIGPIPE_IGNORED_AT_START.load(Ordering::SeqCst)
+}
+
+/// Makes `command`'s child set `SIGPIPE` to ignored just before its `exec`, after std reset it to the default.
+pub(crate) fn ignore_sigpipe_in_child(command: &mut Command) {
+    let ignore = || {
+        // SAFETY: signal(2) is async-signal-safe and touches no memory of ours; SIG_IGN is a valid disposition.
+        if unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) } == libc::SIG_ERR {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    };
+    // SAFETY: the closure runs in the child between fork and exec: it only calls signal(2) (async-signal-safe) and
+    // builds an io::Error from errno on failure, which does not allocate; it takes no lock and shares no state.
+    unsafe { command.pre_exec(ignore) };
+}
