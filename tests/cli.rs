@@ -637,9 +637,11 @@ fn a_sidecars_daemon_is_left_alone() {
         );
         let argv = user.command(&s, "sh", &["-c", &script, &user.bin(), &command]);
         let r = Running::start(&argv[0], &argv[1..]).finish();
-        let daemon = s.pid("daemon");
-        let alive = !is_dead(daemon);
-        kill_pids(&[daemon]);
+        // The command ends only once the daemon exists, so after a normal exit its pid is there already.
+        let daemon = fs::read_to_string(s.path("daemon")).ok();
+        let daemon: Option<u32> = daemon.and_then(|pid| pid.trim().parse().ok());
+        let alive = daemon.is_some_and(|pid| !is_dead(pid));
+        kill_pids(daemon.as_slice());
         assert_eq!(code(&r), 0, "{user:?}: {}", r.stderr);
         assert!(alive, "{user:?}: the sidecar's daemon was killed");
         let adopted = s.wait_for("adopted");
