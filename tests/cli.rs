@@ -315,8 +315,9 @@ fn verbose_messages() {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
         // The shell ignores the number the tool sends: RTMIN is 34 with glibc, 35 with musl, and /bin/sh may be
-        // built against the other one.
-        let ignore = format!("trap '' {}; sleep 10", libc::SIGRTMIN() + 1);
+        // built against the other one. The `true` keeps the shell from running `sleep` by `exec` (busybox sh does
+        // even with a trap set), so that `sleep` is a process of its own, left behind when the shell dies.
+        let ignore = format!("trap '' {}; sleep 10; true", libc::SIGRTMIN() + 1);
         let r = run(&[
             "--verbose",
             "-s",
@@ -637,9 +638,11 @@ fn a_sidecars_daemon_is_left_alone() {
         );
         let argv = user.command(&s, "sh", &["-c", &script, &user.bin(), &command]);
         let r = Running::start(&argv[0], &argv[1..]).finish();
-        let daemon = s.pid("daemon");
-        let alive = !is_dead(daemon);
-        kill_pids(&[daemon]);
+        // The command ends only once the daemon exists, so after a normal exit its pid is there already.
+        let daemon = fs::read_to_string(s.path("daemon")).ok();
+        let daemon: Option<u32> = daemon.and_then(|pid| pid.trim().parse().ok());
+        let alive = daemon.is_some_and(|pid| !is_dead(pid));
+        kill_pids(daemon.as_slice());
         assert_eq!(code(&r), 0, "{user:?}: {}", r.stderr);
         assert!(alive, "{user:?}: the sidecar's daemon was killed");
         let adopted = s.wait_for("adopted");

@@ -252,7 +252,8 @@ fn namespaces_or_skip(test: &str) -> bool {
 
 /// Inside a private PID namespace (so that the kill by name reaches only this test's processes): runs the tool on a
 /// command, waits (bounded) for its guard to join the command's group, runs `kill_by_name`, and says whether the
-/// command died then (`dead`) or not (`alive`), read from the namespace's `/proc/PID/stat`.
+/// command died then (`dead`) or not (`alive`), read from the namespace's `/proc/PID/stat`. After a death it waits
+/// (bounded) for the guard to end too, and panics if the command's cgroup (as root the tool makes one) is left.
 fn killed_by_name(kill_by_name: &str) -> String {
     const SCRIPT: &str = r#"
         # guard-name-test: /proc/1 must be this script, or this /proc is not the private namespace's.
@@ -264,14 +265,21 @@ fn killed_by_name(kill_by_name: &str) -> String {
             sleep 0.05; i=$((i + 1))
         done
         pid=$(cat "$dir/pid"); rm -r "$dir"
+        folder=$(sed -n 's/^0:://p' "/proc/$pid/cgroup")
         $2 >/dev/null || echo "no process killed by name"
         i=0
         while [ $i -lt 100 ]; do
             state=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -c1)
-            case "$state" in ''|Z|X) echo dead; exit 0;; esac
+            case "$state" in ''|Z|X) break;; esac
             sleep 0.05; i=$((i + 1))
         done
-        echo alive
+        [ $i -lt 100 ] || { echo alive; exit 0; }
+        # The guard removes the job's cgroup after the command's death: this script's exit ends the namespace and
+        # kills the guard, so it waits for the guard first (it left an empty folder 1 in 2 runs under load).
+        i=0
+        while pgrep -x group-guard >/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+        echo dead
+        echo "folder:$folder"
     "#;
     let out = Command::new("unshare")
         .args(["-p", "-f", "--mount-proc", "sh", "-c", SCRIPT, "sh"])
@@ -279,7 +287,14 @@ fn killed_by_name(kill_by_name: &str) -> String {
         .arg(kill_by_name)
         .output()
         .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (said, folder) = stdout.split_once("\nfolder:").unwrap_or((&stdout, ""));
+    let folder = folder.trim();
+    if folder.len() > 1 {
+        let path = cgroup_folder(folder).unwrap();
+        assert!(!path.exists(), "{kill_by_name}: {path:?} was left behind");
+    }
+    said.trim().to_string()
 }
 
 /// `pkill -x` and `killall` by the tool's name kill the tool, not its guard, which then kills the command's group.

@@ -69,7 +69,10 @@ pub use proc::Leftover;
 ///
 /// The leader enters the job's cgroup before it runs one instruction of the command: the forked child writes to
 /// the cgroup's `cgroup.procs` just before `exec` (a `pre_exec` hook, which makes std fork and exec instead of using
-/// `posix_spawn`; `BENCHMARKS.md` gives the cost). The hook stays on the `Command`, disarmed, so later spawns of the
+/// `posix_spawn`; `BENCHMARKS.md` gives the cost). That move may wait for an RCU grace period (10-20 ms measured on
+/// Linux 6.18 for a single spawn; a loop of spawns shares it) unless the cgroup2 hierarchy is mounted with
+/// `favordynmods` (Linux 6.0+; 0.1 ms measured). `clone3` with `CLONE_INTO_CGROUP` would need no move, but std's
+/// `Command` cannot use it, and this crate does not. The hook stays on the `Command`, disarmed, so later spawns of the
 /// same `Command` take that path too. The job is ended with `cgroup.kill`; when its leader was reaped, the folder is
 /// removed once `cgroup.events` says `populated 0`, waiting at most about a second (a process stuck in
 /// uninterruptible sleep can keep it longer: the folder is then left behind). With
@@ -102,6 +105,7 @@ impl Default for Contain {
 
 impl Contain {
     /// A cgroup if one can be made in this process's own cgroup, else lineage, else the group.
+    #[must_use]
     pub fn new() -> Contain {
         Contain {
             parent: None,
@@ -309,10 +313,13 @@ impl GroupChild {
     ///
     /// Needs the `contain` feature (on by default).
     ///
-    /// For a supervisor that sweeps orphans (a subreaper, see [`host::Subreaper`](crate::host::Subreaper)) and must
+    /// For a supervisor that sweeps orphans (a subreaper, see [`host::Subreaper`][host-subreaper]) and must
     /// leave alone those that are not the job's. The answer is about whatever process `pid` names at the time of
     /// the call: the caller keeps the pid from being reused (an unreaped child of its own, such as an adopted
     /// orphan, is).
+    ///
+    #[cfg_attr(feature = "host", doc = "[host-subreaper]: crate::host::Subreaper")]
+    #[cfg_attr(not(feature = "host"), doc = "[host-subreaper]: crate#features")]
     pub fn in_job(&self, pid: u32) -> bool {
         self.job.contains(self.id(), pid)
     }

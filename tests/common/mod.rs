@@ -155,6 +155,12 @@ pub fn runnable_by_anyone(path: &std::path::Path) -> PathBuf {
 pub fn job_folder(pid: u32) -> Option<PathBuf> {
     let rel = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
     let rel = rel.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
+    cgroup_folder(&rel)
+}
+
+/// The folder of the cgroup v2 path `rel` (as `/proc/PID/cgroup` names it), under the cgroup2 mount; `None` when
+/// the machine has no cgroup v2.
+pub fn cgroup_folder(rel: &str) -> Option<PathBuf> {
     let mounts = fs::read_to_string("/proc/self/mountinfo").ok()?;
     let point = mounts.lines().find_map(|l| {
         let (before, after) = l.split_once(" - ")?;
