@@ -63,6 +63,7 @@ impl EnterHook {
     /// hook was armed, is the hook's: its child could not enter the cgroup (`Some`, that write's OS error), so the
     /// command did not run.
     pub(crate) fn entry_error(self, spawn_error: &io::Error) -> Option<io::Error> {
+        drop(self);
         let code = spawn_error.raw_os_error()?;
         (code > ENTRY_FAILED).then(|| io::Error::from_raw_os_error(code - ENTRY_FAILED))
     }
