@@ -315,8 +315,9 @@ fn verbose_messages() {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
         // The shell ignores the number the tool sends: RTMIN is 34 with glibc, 35 with musl, and /bin/sh may be
-        // built against the other one.
-        let ignore = format!("trap '' {}; sleep 10", libc::SIGRTMIN() + 1);
+        // built against the other one. The `true` keeps the shell from running `sleep` by `exec` (busybox sh does
+        // even with a trap set), so that `sleep` is a process of its own, left behind when the shell dies.
+        let ignore = format!("trap '' {}; sleep 10; true", libc::SIGRTMIN() + 1);
         let r = run(&[
             "--verbose",
             "-s",
