@@ -10,7 +10,12 @@ described by the first line of its module docs (`//!`), which says what its `uns
 
   .ci/audit.py            print the table
   .ci/audit.py --write    write it into README.md between the audit markers
-  .ci/audit.py --check    fail if README.md's table differs, or the core is over its budget (CI runs this)
+  .ci/audit.py --check    fail if README.md's table differs, the core is over its budget, or the library's rooms
+                          import each other in a circle (CI runs this)
+
+The rooms are the library's files; room A imports room B when code of A (not a comment, not a string) names,
+through `crate::…` or `super::…` (also inside `use crate::{…}`), an item that B defines; re-exports are followed to the
+definition (`crate::GroupChild` is `child.rs`'s, `crate::sys::poll` is `sys/fd.rs`'s).
 """
 import os
 import re
@@ -31,13 +36,13 @@ PUB_ITEM = re.compile(r"^\s*pub\s+(?:unsafe\s+)?(?:const\s+fn|fn|struct|enum|tra
 UNSAFE = re.compile(r"\bunsafe\s*(?:\{|fn\b)")
 
 
-def module_files(path, feature):
-    """Yields (file, feature) for `path` and the modules it declares, inheriting `feature`.
+def module_files(path, feature, modpath=()):
+    """Yields (file, feature, module path) for `path` and the modules it declares, inheriting `feature`.
 
     A `mod` line's attributes (also those spread over several lines) decide: `feature = "X"` in its `cfg` puts the
     module in feature X, `not(feature = "X")` (a stand-in for a build without X) in its parent's, and `#[path]`
     names its file."""
-    yield path, feature
+    yield path, feature, modpath
     with open(path) as f:
         lines = f.read().splitlines()
     here = os.path.dirname(path)
@@ -68,7 +73,7 @@ def module_files(path, feature):
                 child = os.path.join(subdir, name + ".rs")
                 if not os.path.exists(child):
                     child = os.path.join(subdir, name, "mod.rs")
-            yield from module_files(child, own or feature)
+            yield from module_files(child, own or feature, modpath + (name,))
         if stripped and not stripped.startswith("//"):
             attrs = []
 
@@ -118,7 +123,7 @@ def doc_line(path):
 
 def table():
     rows = {}
-    files = sorted(set(module_files(os.path.join(SRC, "lib.rs"), CORE)))
+    files = sorted({(path, feature) for path, feature, _ in module_files(os.path.join(SRC, "lib.rs"), CORE)})
     for path, feature in files:
         rows.setdefault(feature, []).append((os.path.relpath(path, ROOT), *measure(path)))
     out = ["| feature | files | code lines | `unsafe` blocks | public items |", "|---|---|---:|---:|---:|"]
@@ -144,6 +149,189 @@ def table():
     return "\n".join(out) + "\n", totals.get(CORE, (0, 0))
 
 
+def code_only(text):
+    """`text` without its comments, string literals and char literals (newlines kept, so line numbers hold)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("\n" * text.count("\n", i, j))
+            i = j
+        elif c == "r" and re.match(r'r#*"', text[i:]) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            hashes = re.match(r'r(#*)"', text[i:]).group(1)
+            end = text.find('"' + hashes, i + len(hashes) + 2)
+            end = n if end < 0 else end + 1 + len(hashes)
+            out.append("\n" * text.count("\n", i, end))
+            i = end
+        elif c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append("\n" * text.count("\n", i, j))
+            i = j + 1
+        elif c == "'" and re.match(r"'(\\(u\{[0-9a-fA-F]+\}|x..|.)|[^\\'\n])'", text[i:]):
+            i += re.match(r"'(\\(u\{[0-9a-fA-F]+\}|x..|.)|[^\\'\n])'", text[i:]).end()
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+DEFINES = re.compile(
+    r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:unsafe\s+)?(?:const\s+fn|fn|struct|enum|trait|const|static|type|union)\s+(\w+)",
+    re.M,
+)
+PATH_TOKEN = re.compile(r"\s*(::|\{|\}|,|\*|\bas\b|\w+)")
+
+
+def use_tree(text, i):
+    """Parses the path (tree) that starts at `text[i]` (`crate::a::{b, c::D}`, `super::x`): ([segments, …], end)."""
+    paths, prefix, expect_name = [], [], True
+    while True:
+        m = PATH_TOKEN.match(text, i)
+        if not m:
+            break
+        tok = m.group(1)
+        if expect_name and tok == "{":
+            inner, i = [], m.end()
+            while True:
+                sub, i = use_tree(text, i)
+                inner += sub
+                m2 = PATH_TOKEN.match(text, i)
+                if not m2 or m2.group(1) == "}":
+                    i = m2.end() if m2 else i
+                    break
+                i = m2.end()  # ","
+            return [prefix + p for p in inner] or [prefix], i
+        if expect_name and (tok == "*" or re.fullmatch(r"\w+", tok)) and tok != "as":
+            prefix.append(tok)
+            i, expect_name = m.end(), False
+            continue
+        if not expect_name and tok == "::":
+            i, expect_name = m.end(), True
+            continue
+        break
+    paths.append(prefix)
+    return paths, i
+
+
+def import_edges():
+    """{(file, file): first "file:line" that makes the edge}: a file imports the file that defines what it names
+    through `crate::` or `super::` (re-exports such as `lib.rs`'s `pub use child::GroupChild` and `sys`'s globs are
+    followed to the definition)."""
+    lib = os.path.join(SRC, "lib.rs")
+    module = {}  # module path -> file
+    for path, _, modpath in module_files(lib, CORE):
+        module.setdefault(modpath, path)
+    code = {}
+    for path in set(module.values()):
+        with open(path) as f:
+            code[path] = code_only(f.read())
+    uses = {}  # file -> [segments of each `use`, last one the name it binds (or "*")]
+    for path, text in code.items():
+        uses[path] = []
+        for m in re.finditer(r"\buse\s+", text):
+            tree, _ = use_tree(text, m.end())
+            uses[path] += [t for t in tree if t]
+
+    def resolve(modpath, segments, seen=()):
+        """The files that define what `segments` (relative to module `modpath`) names."""
+        if not segments or (modpath, tuple(segments)) in seen:
+            return set()
+        seen = seen + ((modpath, tuple(segments)),)
+        head, rest = segments[0], segments[1:]
+        if head == "crate":
+            return resolve((), rest, seen)
+        if head == "super":
+            return resolve(modpath[:-1], rest, seen)
+        if head == "self":
+            return resolve(modpath, rest, seen)
+        here = module.get(modpath)
+        if here is None:
+            return set()
+        if modpath + (head,) in module:
+            return resolve(modpath + (head,), rest, seen) if rest else {module[modpath + (head,)]}
+        if head in DEFINES.findall(code[here]):
+            return {here}
+        found = set()
+        for u in uses[here]:
+            if u[-1] == head or u[-1] == "*":
+                target = u[:-1] + [head] + rest if u[-1] == "*" else u + rest
+                if target[0] in ("crate", "super", "self") or modpath + (target[0],) in module:
+                    found |= resolve(modpath, target, seen)
+        return found
+
+    owner = {path: modpath for modpath, path in sorted(module.items(), key=lambda kv: len(kv[0]))}
+    edges = {}
+    for path, text in code.items():
+        modpath = owner[path]
+        for m in re.finditer(r"\b(?<!::)(crate|super)::", text):
+            lineno = text.count("\n", 0, m.start()) + 1
+            tree, _ = use_tree(text, m.start())
+            for segments in tree:
+                for target in resolve(modpath, [s for s in segments if s != "*"] or segments):
+                    if target != path:
+                        edge = (os.path.relpath(path, SRC), os.path.relpath(target, SRC))
+                        edges.setdefault(edge, f"{os.path.relpath(path, ROOT)}:{lineno}")
+    return edges
+
+
+def import_circles(edges):
+    """One circle of imports per group of rooms that all reach each other: [([room, …, first room again], group)]."""
+    graph = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+        graph.setdefault(b, set())
+    index, low, stack, on, groups = {}, {}, [], set(), []
+
+    def visit(v):  # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(set(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    circles = []
+    for group in groups:
+        start = min(group)
+        # The shortest way back to `start` inside the group (breadth first).
+        paths = {start: [start]}
+        queue = [start]
+        while queue:
+            v = queue.pop(0)
+            for w in sorted(graph[v] & group):
+                if w == start:
+                    circles.append((paths[v] + [start], sorted(group)))
+                    queue = []
+                    break
+                if w not in paths:
+                    paths[w] = paths[v] + [w]
+                    queue.append(w)
+    return circles
+
+
 def main():
     text, (core_lines, core_unsafe) = table()
     mode = sys.argv[1] if len(sys.argv) > 1 else ""
@@ -162,15 +350,21 @@ def main():
         if mode == "--write":
             with open(README, "w") as f:
                 f.write(new)
-        elif new != readme:
-            sys.exit("README.md's auditing table is out of date: run .ci/audit.py --write\n\n" + text)
     problems = []
+    if mode == "--check" and new != readme:
+        problems.append("README.md's auditing table is out of date: run .ci/audit.py --write\n\n" + text)
+    edges = import_edges()
+    for circle, group in import_circles(edges):
+        steps = ", ".join(f"{a} -> {b} ({edges[(a, b)]})" for a, b in zip(circle, circle[1:]))
+        problems.append(
+            f"a circle of imports: {' -> '.join(circle)}: {steps}; rooms that reach each other: {', '.join(group)}"
+        )
     if core_lines > BUDGET_LINES:
         problems.append(f"the core has {core_lines} code lines, over its budget of {BUDGET_LINES}")
     if core_unsafe > BUDGET_UNSAFE:
         problems.append(f"the core has {core_unsafe} unsafe blocks, over its budget of {BUDGET_UNSAFE}")
     if problems and mode == "--check":
-        sys.exit("; ".join(problems))
+        sys.exit("\n".join(problems))
     for p in problems:
         print("audit:", p, file=sys.stderr)
 

@@ -1,10 +1,9 @@
 //! [`GroupChild`]: the one place a reader follows a wait from start to reap — check the leader, sleep, signal the
-//! group at the deadline, reap — and the drop that does the same for a handle nobody waited for.
+//! group at the deadline, reap. Its spawn, its `Debug` view and the drop that does the same for a handle nobody
+//! waited for are in `child/life.rs`.
 
-use std::fmt;
 use std::io;
-use std::os::unix::process::CommandExt as _;
-use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, ExitStatus};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -13,8 +12,9 @@ use crate::group::{is_stop_signal, leader_exited, signal_group};
 use crate::guard::Guard;
 use crate::handle::{GroupHandle, Reaped};
 use crate::outcome::Outcome;
-use crate::sys;
-use crate::wait::{ExitWatch, DROP_REAP_LIMIT};
+use crate::wait::ExitWatch;
+
+mod life;
 
 /// A command running as the leader of its own process group; see
 /// [`GroupCommandExt::spawn_group`](crate::GroupCommandExt::spawn_group).
@@ -23,13 +23,19 @@ use crate::wait::{ExitWatch, DROP_REAP_LIMIT};
 /// leader reaped; when the leader exits first, the rest of its group is killed (unless
 /// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers)). Dropping the handle without a wait kills the
 /// group too, also when a panic unwinds; but with `panic = "abort"`, or when this process is killed, no drop runs
-/// (see [`die_with_parent`](GroupChild::die_with_parent)).
+/// (see [`die_with_parent`][die-with-parent]).
 ///
 /// # What is not reached
 ///
 /// A group kill reaches the processes in the group when the signal is sent. A descendant that moved to another
 /// group or session (`setsid`, `setpgid`, a double-forking daemon) is not reached; neither is a member this process
 /// has no permission to signal (one that changed its user id). For a hard boundary use cgroups or a container.
+///
+#[cfg_attr(
+    feature = "guard",
+    doc = "[die-with-parent]: GroupChild::die_with_parent"
+)]
+#[cfg_attr(not(feature = "guard"), doc = "[die-with-parent]: crate#features")]
 #[must_use = "dropping a GroupChild kills its process group at once"]
 pub struct GroupChild {
     /// The child's standard input, if it was piped.
@@ -58,59 +64,7 @@ pub struct GroupChild {
     pub(crate) leftovers: Leftovers,
 }
 
-impl fmt::Debug for GroupChild {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GroupChild")
-            .field("id", &self.id())
-            .field("stdin", &self.stdin)
-            .field("stdout", &self.stdout)
-            .field("stderr", &self.stderr)
-            .field("outcome", &self.outcome)
-            .field("guard", &self.guard.as_ref().map(Guard::id))
-            .field("job", &self.job)
-            .finish_non_exhaustive()
-    }
-}
-
 impl GroupChild {
-    /// [`GroupCommandExt::spawn_group`](crate::GroupCommandExt::spawn_group), for a job with the boundary `job`.
-    pub(crate) fn spawn(command: &mut Command, job: Job) -> io::Result<GroupChild> {
-        if sys::children_are_auto_reaped()? {
-            return Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            format!(
-                "not spawning {:?}: this process ignores SIGCHLD (SIG_IGN or SA_NOCLDWAIT), so the kernel \
-                 reaps children at once and a process group id could be reused before it is signalled; \
-                 restore SIGCHLD's default disposition first",
-                command.get_program()
-            ),
-        ));
-        }
-        // std's error as it is: `raw_os_error()` is the errno (see "Errors" in the crate docs).
-        let child = command.process_group(0).spawn()?;
-        Ok(GroupChild::new(child, job))
-    }
-
-    fn new(mut child: Child, job: Job) -> GroupChild {
-        let watch = ExitWatch::new(child.id());
-        GroupChild {
-            stdin: child.stdin.take(),
-            stdout: child.stdout.take(),
-            stderr: child.stderr.take(),
-            child,
-            watch,
-            grace: None,
-            kill_leftovers: true,
-            #[cfg(feature = "capture")]
-            output_limit: None,
-            outcome: None,
-            guard: None,
-            reaped: OnceLock::new(),
-            job,
-            leftovers: Leftovers::default(),
-        }
-    }
-
     /// Reaps the leader if it has exited, without blocking.
     ///
     /// Returns `Ok(None)` while the leader runs. Once it has exited, the leftovers of its group are killed (see
@@ -472,33 +426,5 @@ impl GroupChild {
                 killed.and(ended).map(|()| outcome)
             }
         }
-    }
-}
-
-/// Kills the group and reaps the leader, unless a wait already did.
-///
-/// Waits at most about a second for the killed leader to become reapable. A leader stuck in uninterruptible sleep
-/// (a hung NFS read, say), or traced by a stopped tracer, may take longer: it then stays a zombie of this process after it dies, as with a
-/// dropped [`std::process::Child`]. Nothing is signalled if the leader was reaped by someone else.
-impl Drop for GroupChild {
-    fn drop(&mut self) {
-        if self.outcome.is_some() || self.leader_exited().is_err() {
-            self.guard = None;
-            self.mark_reaped();
-            let _ = self.job.end(false);
-            return;
-        }
-        let _ = self.signal_group(crate::signal::SIGKILL);
-        let reapable = self.wait_for_exit(
-            Instant::now().checked_add(DROP_REAP_LIMIT),
-            ExitWatch::sleep,
-        );
-        if matches!(reapable, Ok(true)) {
-            let _ = self.reap();
-        } else {
-            self.guard = None;
-            self.mark_reaped();
-        }
-        let _ = self.job.end(false);
     }
 }

@@ -16,7 +16,7 @@ impl Reaped {
     pub(crate) fn lock(&self) -> MutexGuard<'_, bool> {
         self.0
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -44,6 +44,7 @@ impl GroupHandle {
     }
 
     /// The leader's process id, which is also the id of its process group (as [`GroupChild::id`](crate::GroupChild::id)).
+    #[must_use]
     pub fn id(&self) -> u32 {
         self.pid
     }
@@ -84,6 +85,6 @@ impl fmt::Debug for GroupHandle {
         f.debug_struct("GroupHandle")
             .field("id", &self.pid)
             .field("reaped", &*self.reaped.lock())
-            .finish()
+            .finish_non_exhaustive()
     }
 }

@@ -20,9 +20,9 @@
 //! # }
 //! ```
 //!
-//! To capture the output as well, pipe it and use [`GroupChild::wait_with_output_timeout`]: unlike
+//! To capture the output as well, pipe it and use [`GroupChild::wait_with_output_timeout`][output-timeout]: unlike
 //! [`std::process::Command::output`] it returns at the deadline, does not hang on a pipe held open by a process that
-//! left the group, and keeps at most [`GroupChild::set_output_limit`] bytes of each stream (head and tail):
+//! left the group, and keeps at most [`GroupChild::set_output_limit`][output-limit] bytes of each stream (head and tail):
 //!
 //! ```
 //! use std::process::{Command, Stdio};
@@ -47,7 +47,7 @@
 //! ```
 //!
 //! A group can outlive the code that owns it in two more ways, each with an opt-in remedy:
-//! [`GroupChild::die_with_parent`] makes the group die with this process, however it dies (a guard process in the
+//! [`GroupChild::die_with_parent`][die-with-parent] makes the group die with this process, however it dies (a guard process in the
 //! group notices its death); [`GroupChild::handle`] gives a [`GroupHandle`] that signals the group from other threads
 //! while one thread waits, and never after the leader was reaped.
 //!
@@ -70,8 +70,8 @@
 //! # What is not promised
 //!
 //! - A descendant that leaves the group (`setsid`, `setpgid`, a double-forking daemon) is not reached by a group
-//!   kill. [`spawn_contained`](GroupCommandExt::spawn_contained) reaches them too (a cgroup of the job's own, or a
-//!   lineage mark; see [`Contain`] for each mode's guarantee and what it cannot catch); the `grouptimeout`
+//!   kill. [`spawn_contained`][spawn-contained] reaches them too (a cgroup of the job's own, or a
+//!   lineage mark; see [`Contain`][contain-type] for each mode's guarantee and what it cannot catch); the `grouptimeout`
 //!   command-line tool also catches them on Linux.
 //! - A member this process may not signal (one that switched to another user) survives the group kill.
 //! - A wait returns once the killed leader is reaped, which can be later than its deadline: while the leader is
@@ -85,7 +85,7 @@
 //! - Promise 4 needs the drop to run. A panic runs it only with `panic = "unwind"` (the default); with
 //!   `panic = "abort"`, and when this process is killed (`SIGKILL`, the OOM killer, a Ctrl-C it does not handle),
 //!   aborts or calls [`std::process::exit`], no destructor runs and the group keeps running. Making the group die
-//!   with this process is what the opt-in [`GroupChild::die_with_parent`] is for.
+//!   with this process is what the opt-in [`GroupChild::die_with_parent`][die-with-parent] is for.
 //! - The command's group is not the terminal's foreground group: the command cannot read the terminal, and Ctrl-C
 //!   does not reach it. The section "The terminal" of [`spawn_group`](GroupCommandExt::spawn_group) says what to do.
 //!
@@ -95,8 +95,8 @@
 //! [`GroupChild`]'s waits, `kill`, `signal`, `set_grace` and `set_kill_leftovers`, [`GroupHandle`], [`Outcome`] and
 //! the [`signal`] constants; it registers nothing that runs before `main`. Four features, all on by default, add the
 //! rest, and each item they add says which one it needs: `capture` (the capturing waits), `guard`
-//! ([`die_with_parent`](GroupChild::die_with_parent)), `contain` ([`spawn_contained`](GroupCommandExt::spawn_contained)
-//! and its types) and `host` (the [`host`] module; it enables `guard` and `contain`). The README's "Auditing" section
+//! ([`die_with_parent`][die-with-parent]), `contain` ([`spawn_contained`][spawn-contained]
+//! and its types) and `host` (the [`host`][host-module] module; it enables `guard` and `contain`). The README's "Auditing" section
 //! counts each one's code lines and `unsafe` blocks.
 //!
 //! # Errors
@@ -114,7 +114,7 @@
 //! - [`signal`](GroupChild::signal), [`kill`](GroupChild::kill) and [`GroupHandle`]'s: the error of `kill(2)`:
 //!   `EPERM` when no member of the group could be signalled (they switched to a user this process may not signal),
 //!   `EINVAL` for an invalid signal number ([`InvalidInput`](std::io::ErrorKind::InvalidInput)).
-//! - The waits, [`signal`](GroupChild::signal) and [`die_with_parent`](GroupChild::die_with_parent): `ECHILD`
+//! - The waits, [`signal`](GroupChild::signal) and [`die_with_parent`][die-with-parent]: `ECHILD`
 //!   (10 on Linux, macOS and FreeBSD; `kind()` std's kind for it) when the leader was reaped by someone else (a
 //!   `SIGCHLD` set to be ignored after the spawn, a `waitpid(-1)` elsewhere in the program). The group was not
 //!   signalled then, since its id may already name someone else's group.
@@ -124,7 +124,7 @@
 //! Errors of steps the crate takes on its own carry a message that says what failed, and the OS error's `kind()`
 //! where there is one: [`spawn_group`](GroupCommandExt::spawn_group) in a process that ignores `SIGCHLD`
 //! ([`Unsupported`](std::io::ErrorKind::Unsupported)), the guard process of
-//! [`die_with_parent`](GroupChild::die_with_parent) (`cannot start /bin/sh: …`), and the [`host`] module.
+//! [`die_with_parent`][die-with-parent] (`cannot start /bin/sh: …`), and the [`host`][host-module] module.
 //!
 //! ```
 //! use std::process::Command;
@@ -139,11 +139,11 @@
 //!
 //! Unix only: process groups are a Unix concept, and on other targets the crate stops with a `compile_error!` that
 //! says so. Tested on Linux (glibc and musl); also type-checked for macOS and FreeBSD (not linked nor run there).
-//! The [`host`] functions that need Linux say so, and fail elsewhere.
+//! The [`host`][host-module] functions that need Linux say so, and fail elsewhere.
 //!
 //! # How it waits
 //!
-//! No threads, no signal handlers, no process-wide state (the opt-in [`host`] module is the one exception, for
+//! No threads, no signal handlers, no process-wide state (the opt-in [`host`][host-module] module is the one exception, for
 //! programs such as the `grouptimeout` tool that ask for it by name): a wait checks the leader with
 //! `waitid(…, WNOWAIT)`, which notices an exit without reaping, and sleeps between checks, never past the deadline.
 //!
@@ -166,9 +166,37 @@
 //!   than spin.
 //! - An event loop can wait without a thread per job: [`GroupChild::exit_fd`] lends out the leader's pidfd (opened
 //!   then if no wait opened it yet), readable once the leader exits; [`GroupChild::try_wait`] then reaps.
+//!
+// Links to what a feature adds go to the item in a build with the feature, else to "Features" above, so that the
+// docs of every build have no broken link (CI builds the core-only docs with warnings denied).
+#![cfg_attr(
+    feature = "capture",
+    doc = "[output-timeout]: GroupChild::wait_with_output_timeout\n[output-limit]: GroupChild::set_output_limit"
+)]
+#![cfg_attr(
+    not(feature = "capture"),
+    doc = "[output-timeout]: crate#features\n[output-limit]: crate#features"
+)]
+#![cfg_attr(
+    feature = "guard",
+    doc = "[die-with-parent]: GroupChild::die_with_parent"
+)]
+#![cfg_attr(not(feature = "guard"), doc = "[die-with-parent]: crate#features")]
+#![cfg_attr(
+    feature = "contain",
+    doc = "[spawn-contained]: GroupCommandExt::spawn_contained\n[contain-type]: Contain"
+)]
+#![cfg_attr(
+    not(feature = "contain"),
+    doc = "[spawn-contained]: crate#features\n[contain-type]: crate#features"
+)]
+#![cfg_attr(feature = "host", doc = "[host-module]: host")]
+#![cfg_attr(not(feature = "host"), doc = "[host-module]: crate#features")]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(missing_docs)]
+// Pedantic too (CI's clippy runs deny warnings): a finding is fixed, or allowed where it stands with its reason.
+#![warn(clippy::pedantic)]
 
 // One clear error instead of a flood: everything below is gated on `unix`, so this is all a Windows build reports.
 #[cfg(not(unix))]

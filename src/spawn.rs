@@ -28,12 +28,12 @@ pub trait GroupCommandExt {
     /// - A command that must read the terminal: run it in this process's group with plain [`Command::spawn`], as
     ///   the `grouptimeout` tool's `--foreground` does (there is then no group of its own to kill); or make its group
     ///   the terminal's foreground group after the spawn and take the terminal back after the wait, as shells and
-    ///   the `grouptimeout` tool do: [`host::Terminal`](crate::host::Terminal) (opt-in, process-wide), with
-    ///   [`host::take_stop`](crate::host::take_stop) and [`host::stop_self`](crate::host::stop_self) to pass a
+    ///   the `grouptimeout` tool do: [`host::Terminal`][host-terminal] (opt-in, process-wide), with
+    ///   [`host::take_stop`][host-take-stop] and [`host::stop_self`][host-stop-self] to pass a
     ///   Ctrl-Z on to this process's parent.
     /// - Ctrl-C ends this process by default without running any destructor, so the command's group keeps running:
     ///   catch `SIGINT` and pass it on with [`GroupChild::signal`] (a supervisor program can use
-    ///   [`host::Signals`](crate::host::Signals)).
+    ///   [`host::Signals`][host-signals]).
     ///
     /// # Errors
     ///
@@ -45,6 +45,17 @@ pub trait GroupCommandExt {
     /// - This process ignores `SIGCHLD` (`SIG_IGN`, or a handler with `SA_NOCLDWAIT`): the kernel would reap the
     ///   leader the moment it exits, nothing would keep its group id from being reused, and a later group kill
     ///   could hit an unrelated process. Nothing is spawned; restore the default disposition to use this crate.
+    ///
+    #[cfg_attr(
+        feature = "host",
+        doc = "[host-terminal]: crate::host::Terminal\n[host-take-stop]: crate::host::take_stop\n\
+               [host-stop-self]: crate::host::stop_self\n[host-signals]: crate::host::Signals"
+    )]
+    #[cfg_attr(
+        not(feature = "host"),
+        doc = "[host-terminal]: crate#features\n[host-take-stop]: crate#features\n\
+               [host-stop-self]: crate#features\n[host-signals]: crate#features"
+    )]
     fn spawn_group(&mut self) -> io::Result<GroupChild>;
 
     /// [`spawn_group`](GroupCommandExt::spawn_group) plus a job boundary: every promise of `spawn_group` holds, and

@@ -172,10 +172,11 @@ impl ExitWatch {
     /// limit); without one, as [`sleep_pause`] (a `None` pause does not happen there: [`next_pause`](Self::next_pause)
     /// always gives the schedule's step).
     pub(crate) fn sleep(&self, pause: Option<Duration>) -> io::Result<()> {
-        let Some(pidfd) = self.pidfd() else {
-            return sleep_pause(pause.unwrap_or(MAX_STEP));
-        };
         use std::os::fd::AsRawFd as _;
+        let Some(pidfd) = self.pidfd() else {
+            sleep_pause(pause.unwrap_or(MAX_STEP));
+            return Ok(());
+        };
         let mut fds = [libc::pollfd {
             fd: pidfd.as_raw_fd(),
             events: libc::POLLIN,
@@ -226,13 +227,12 @@ pub(crate) const DROP_REAP_LIMIT: Duration = Duration::from_secs(1);
 const MAX_STEP: Duration = Duration::from_millis(10);
 
 /// The pause of the plain waits without a pidfd: yield the CPU once for a zero pause, sleep otherwise.
-pub(crate) fn sleep_pause(pause: Duration) -> io::Result<()> {
+pub(crate) fn sleep_pause(pause: Duration) {
     if pause.is_zero() {
         thread::yield_now();
     } else {
         thread::sleep(pause);
     }
-    Ok(())
 }
 
 /// The pause before the next check of a leader that has been running (or was last signalled) `age` ago, when no

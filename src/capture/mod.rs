@@ -247,7 +247,8 @@ impl Pipes {
             // that its exit is seen at once instead of after a whole step (up to 10 ms).
             let since = self.closed.get_or_insert_with(Instant::now).elapsed();
             let pause = pause.unwrap_or(Duration::MAX);
-            return sleep_pause(pause.min(poll_step(since)));
+            sleep_pause(pause.min(poll_step(since)));
+            return Ok(());
         }
         if pause == Some(Duration::ZERO) {
             // Take what is there; without a pidfd, yield as the plain waits do: spinning on `poll` alone would keep
@@ -255,10 +256,10 @@ impl Pipes {
             if self.round(Duration::ZERO, exit)? {
                 watch.exit_seen();
             }
-            return match exit {
-                Some(_) => Ok(()),
-                None => sleep_pause(Duration::ZERO),
-            };
+            if exit.is_none() {
+                sleep_pause(Duration::ZERO);
+            }
+            return Ok(());
         }
         let start = Instant::now();
         loop {

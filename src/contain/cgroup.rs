@@ -258,7 +258,7 @@ fn own_cgroup() -> io::Result<PathBuf> {
         .map_err(|e| io::Error::new(e.kind(), format!("cannot read /proc/self/mountinfo: {e}")))?;
     let dir = mounts
         .lines()
-        .filter_map(|line| {
+        .find_map(|line| {
             let (before, after) = line.split_once(" - ")?;
             if after.split(' ').next()? != "cgroup2" {
                 return None;
@@ -275,7 +275,6 @@ fn own_cgroup() -> io::Result<PathBuf> {
             }
             Some(PathBuf::from(format!("{point}{rel}")))
         })
-        .next()
         .ok_or_else(|| {
             unusable(format!(
                 "no cgroup2 file system holding this process's cgroup {path} is mounted"

@@ -96,6 +96,7 @@ impl Default for Contain {
 
 impl Contain {
     /// A cgroup if one can be made in this process's own cgroup, else lineage, else the group.
+    #[must_use]
     pub fn new() -> Contain {
         Contain {
             parent: None,
@@ -257,10 +258,13 @@ impl GroupChild {
     ///
     /// Needs the `contain` feature (on by default).
     ///
-    /// For a supervisor that sweeps orphans (a subreaper, see [`host::Subreaper`](crate::host::Subreaper)) and must
+    /// For a supervisor that sweeps orphans (a subreaper, see [`host::Subreaper`][host-subreaper]) and must
     /// leave alone those that are not the job's. The answer is about whatever process `pid` names at the time of
     /// the call: the caller keeps the pid from being reused (an unreaped child of its own, such as an adopted
     /// orphan, is).
+    ///
+    #[cfg_attr(feature = "host", doc = "[host-subreaper]: crate::host::Subreaper")]
+    #[cfg_attr(not(feature = "host"), doc = "[host-subreaper]: crate#features")]
     pub fn in_job(&self, pid: u32) -> bool {
         self.job.contains(self.id(), pid)
     }

@@ -10,6 +10,11 @@ pub(crate) struct Job(());
 /// Nothing is ever reached beyond the group.
 pub(crate) type Leftovers = ();
 
+#[allow(
+    clippy::unused_self,
+    clippy::unnecessary_wraps,
+    reason = "a stand-in: the same signatures as the real `Job`, so that its callers have no cfg"
+)]
 impl Job {
     pub(crate) fn signal(&self, _leader: u32, _signal: i32) -> io::Result<()> {
         Ok(())

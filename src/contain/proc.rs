@@ -18,7 +18,7 @@ pub struct Leftover {
 pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A process's line in `/proc/PID/stat`: the fields the job boundary needs.
@@ -57,14 +57,14 @@ impl Stat {
         let pgid = number(fields.nth(1))?;
         let flags = number(fields.nth(3))?;
         let start = number(fields.nth(12))?;
-        let stat = Stat {
+        let parsed = Stat {
             name: String::new(),
             state,
             pgid: u32::try_from(pgid).ok()?,
             start,
             flags: u32::try_from(flags).ok()?,
         };
-        Some((text.get(open + 1..close)?, stat))
+        Some((text.get(open + 1..close)?, parsed))
     }
 
     /// Gone for every purpose here: a zombie or dead.
@@ -151,10 +151,14 @@ pub(super) fn signal_checked(
 /// 16 random bytes from `/dev/urandom`, as 32 hex digits.
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 pub(super) fn random_hex() -> io::Result<String> {
+    use std::fmt::Write as _;
     use std::io::Read as _;
     let mut bytes = [0u8; 16];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
         .map_err(|e| io::Error::new(e.kind(), format!("cannot read /dev/urandom: {e}")))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(bytes.iter().fold(String::with_capacity(32), |mut hex, b| {
+        let _ = write!(hex, "{b:02x}");
+        hex
+    }))
 }

@@ -85,16 +85,25 @@ impl GroupChild {
     }
 
     /// The pid of the guard process of [`die_with_parent`](GroupChild::die_with_parent) (or
-    /// [`host::die_with_parent_forked`](crate::host::die_with_parent_forked)) while this handle holds it: `None`
+    /// [`host::die_with_parent_forked`][host-forked]) while this handle holds it: `None`
     /// before, and once a wait, [`Drop`] or a failed start ended it.
     ///
     /// Needs the `guard` feature (on by default).
     ///
     /// The guard is a child of this process. Code that signals or reaps this process's children by pid must leave it
     /// alone, as it leaves the leader: pass it in `owned`, with [`id`](GroupChild::id), to
-    /// [`host::Subreaper::sweep`](crate::host::Subreaper::sweep) and
-    /// [`reap_exited`](crate::host::Subreaper::reap_exited). A guard killed or reaped by other code no longer guards
-    /// the group.
+    /// [`host::Subreaper::sweep`][host-sweep] and [`reap_exited`][host-reap-exited]. A guard killed or reaped by
+    /// other code no longer guards the group.
+    ///
+    #[cfg_attr(
+        feature = "host",
+        doc = "[host-forked]: crate::host::die_with_parent_forked\n[host-sweep]: crate::host::Subreaper::sweep\n\
+               [host-reap-exited]: crate::host::Subreaper::reap_exited"
+    )]
+    #[cfg_attr(
+        not(feature = "host"),
+        doc = "[host-forked]: crate#features\n[host-sweep]: crate#features\n[host-reap-exited]: crate#features"
+    )]
     pub fn guard_id(&self) -> Option<u32> {
         self.guard.as_ref().map(Guard::id)
     }

@@ -106,23 +106,23 @@ impl Guard {
         let (read, write) = sys::cloexec_pipe().map_err(|e| {
             context(
                 pgid,
-                io::Error::new(e.kind(), format!("cannot create a pipe: {e}")),
+                &io::Error::new(e.kind(), format!("cannot create a pipe: {e}")),
             )
         })?;
         if let Start::Fork = how {
             // The job's cgroup.kill is opened and its folder's path made here: the forked child may not allocate.
             let cgroup = match cgroup {
-                Some(folder) => Some(fork_cgroup(folder).map_err(|e| context(pgid, e))?),
+                Some(folder) => Some(fork_cgroup(folder).map_err(|e| context(pgid, &e))?),
                 None => None,
             };
             let cgroup = cgroup
                 .as_ref()
                 .map(|(kill, folder)| sys::GuardCgroup { kill, folder });
             // Armed before it joins the group (see `sys::fork_guard`): nothing to wait for.
-            let pid = sys::fork_guard(pgid, &read, cgroup).map_err(|e| {
-                context(pgid, io::Error::new(e.kind(), format!("cannot fork: {e}")))
+            let guard = sys::fork_guard(pgid, &read, cgroup).map_err(|e| {
+                context(pgid, &io::Error::new(e.kind(), format!("cannot fork: {e}")))
             })?;
-            return Guard::hold(pid, write).map(Some);
+            return Guard::hold(guard, write).map(Some);
         }
         let mut shell = Command::new("/bin/sh");
         shell.env_clear();
@@ -134,12 +134,12 @@ impl Guard {
             .stdin(read)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
-            .process_group(pgid as i32)
+            .process_group(sys::checked_pid(pgid)?)
             .spawn()
             .map_err(|e| {
                 context(
                     pgid,
-                    io::Error::new(e.kind(), format!("cannot start /bin/sh: {e}")),
+                    &io::Error::new(e.kind(), format!("cannot start /bin/sh: {e}")),
                 )
             })?;
         let ready = child.stdout.take().map(OwnedFd::from);
@@ -151,13 +151,13 @@ impl Guard {
             Ok(false) => match guard.end() {
                 Some(sys::End::Exited(code)) => Err(context(
                     pgid,
-                    io::Error::other(format!(
+                    &io::Error::other(format!(
                         "/bin/sh exited (status {code}) without arming the guard (is /bin/sh a shell?)"
                     )),
                 )),
                 _ => Ok(None),
             },
-            Err(e) => Err(context(pgid, e)),
+            Err(e) => Err(context(pgid, &e)),
         }
     }
 
@@ -246,7 +246,7 @@ fn fork_cgroup(folder: &Path) -> io::Result<(File, std::ffi::CString)> {
     Ok((kill, folder))
 }
 
-fn context(pgid: u32, e: io::Error) -> io::Error {
+fn context(pgid: u32, e: &io::Error) -> io::Error {
     io::Error::new(
         e.kind(),
         format!("cannot make process group {pgid} die with this process: {e}"),

@@ -142,6 +142,7 @@ impl Signals {
     /// the kernel said (Linux and Android; `None` elsewhere, for a stop or a continue, and for a `SIGCHLD` that
     /// arrived inside [`unblocked`](Signals::unblocked)). Pending `SIGCHLD`s merge, so other children may have
     /// exited too: this is a hint for [`Subreaper::reap_exited`](super::Subreaper::reap_exited), not a list.
+    #[must_use]
     pub fn exited_child(&self) -> Option<u32> {
         self.exited
     }

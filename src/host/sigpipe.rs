@@ -16,6 +16,7 @@ use crate::sys;
 ///
 /// On a platform other than Linux, Android, the BSDs, illumos, Solaris and Apple's, this is always `false`. Code
 /// that changes `SIGPIPE` in its own pre-`main` initializer, ahead of this crate's, is not seen.
+#[must_use]
 pub fn sigpipe_was_ignored_at_start() -> bool {
     sys::sigpipe_ignored_at_start()
 }

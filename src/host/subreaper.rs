@@ -106,6 +106,7 @@ impl Subreaper {
     }
 
     /// The children this process had before [`new`](Subreaper::new): never signalled nor reaped.
+    #[must_use]
     pub fn preexisting(&self) -> &[u32] {
         &self.before
     }
@@ -143,6 +144,7 @@ impl Subreaper {
 
     /// When [`reap_exited`](Subreaper::reap_exited) should be called again (without a child to name) to reap
     /// children whose exit no `SIGCHLD` named; `None` when nothing is owed.
+    #[must_use]
     pub fn reap_due(&self) -> Option<Instant> {
         self.scan_owed
             .then(|| self.next_scan.unwrap_or_else(Instant::now))

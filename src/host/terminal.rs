@@ -92,7 +92,7 @@ impl Terminal {
     ///
     /// The terminal's foreground group cannot be read (the terminal was hung up).
     pub fn is_foreground(&self) -> io::Result<bool> {
-        Ok(sys::foreground_group(self.fd.as_fd())? == sys::own_group())
+        Ok(sys::foreground_group(self.fd.as_fd())? == sys::own_group()?)
     }
 
     /// Whether the process group `pgid` is the terminal's foreground group: for instance the group of a command
@@ -147,7 +147,7 @@ impl Terminal {
     ///
     /// The terminal was hung up (`EIO`, `ENOTTY`).
     pub fn take_back(&self) -> io::Result<()> {
-        sys::set_foreground_group(self.fd.as_fd(), sys::own_group())
+        sys::set_foreground_group(self.fd.as_fd(), sys::own_group()?)
     }
 }
 

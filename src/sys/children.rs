@@ -23,7 +23,7 @@ pub(crate) fn reap_if_exited(pid: u32) -> io::Result<bool> {
     retry_eintr(|| {
         let mut status = 0;
         // SAFETY: `status` is a live int; waitpid on one specific pid, never -1 or a group.
-        match cvt(unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) }) {
+        match cvt(unsafe { libc::waitpid(pid, &raw mut status, libc::WNOHANG) }) {
             Ok(0) => Ok(false),
             Ok(_) => Ok(true),
             Err(e) if e.raw_os_error() == Some(libc::ECHILD) => Ok(true),

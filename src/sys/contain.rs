@@ -12,7 +12,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::cvt;
+use super::{cvt, cvt_len};
 
 /// The value of extended attribute `name` of `path` (at most 64 bytes of it); `None` when it is not set
 /// (`ENODATA`) or the file system has no extended attributes (`ENOTSUP`).
@@ -22,22 +22,26 @@ pub(crate) fn getxattr(path: &Path, name: &str) -> io::Result<Option<Vec<u8>>> {
     let mut value = [0u8; 64];
     // SAFETY: both names are NUL-terminated strings that live across the call; `value` is a writable buffer of the
     // length passed, into which getxattr writes at most that many bytes.
-    let n = unsafe {
+    let n = cvt_len(unsafe {
         libc::getxattr(
             path.as_ptr(),
             name.as_ptr(),
             value.as_mut_ptr().cast(),
             value.len(),
         )
-    };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        return match e.raw_os_error() {
-            Some(libc::ENODATA) | Some(libc::ENOTSUP) | Some(libc::ERANGE) => Ok(None),
-            _ => Err(e),
-        };
+    });
+    match n {
+        Ok(n) => Ok(Some(value[..n].to_vec())),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ENODATA | libc::ENOTSUP | libc::ERANGE)
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
     }
-    Ok(Some(value[..n as usize].to_vec()))
 }
 
 /// The hook that [`enter_at_exec`] added to a `Command`; dropping it disarms the hook, so that a later spawn of the
@@ -125,7 +129,7 @@ pub(crate) fn pidfd_send_signal(pidfd: BorrowedFd<'_>, signal: libc::c_int) -> i
             0 as libc::c_uint,
         )
     };
-    match cvt(rc as libc::c_int) {
+    match cvt(rc) {
         Ok(_) => Ok(true),
         Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(false),
         Err(e) => Err(e),

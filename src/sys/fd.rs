@@ -25,6 +25,10 @@ pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io
     ))]
     let ret = {
         // `tv_sec`'s type (`time_t`) is inferred: naming `libc::time_t` is deprecated on musl.
+        #[allow(
+            clippy::cast_lossless,
+            reason = "tv_nsec is a c_long: i64 here, i32 on 32-bit targets (no From<u32>); nanoseconds < 10^9 fit both"
+        )]
         let ts = timeout
             .as_secs()
             .try_into()
@@ -33,9 +37,7 @@ pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io
                 tv_sec,
                 tv_nsec: timeout.subsec_nanos() as _,
             });
-        let ts_ptr = ts
-            .as_ref()
-            .map_or(std::ptr::null(), |ts| ts as *const libc::timespec);
+        let ts_ptr = ts.as_ref().map_or(std::ptr::null(), std::ptr::from_ref);
         // SAFETY: `fds` is a valid, exclusively borrowed array of `nfds` pollfd entries and `ts_ptr` null (no
         // limit) or a valid timespec, both living across the call; a null sigmask leaves the signal mask unchanged.
         unsafe { libc::ppoll(fds.as_mut_ptr(), nfds, ts_ptr, std::ptr::null()) }
@@ -52,7 +54,8 @@ pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io
         unsafe { libc::poll(fds.as_mut_ptr(), nfds, ms) }
     };
     match cvt(ret) {
-        Ok(n) => Ok(n as usize),
+        // A count of ready descriptors: never negative.
+        Ok(n) => Ok(usize::try_from(n).unwrap_or(0)),
         Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
         Err(e) => Err(e),
     }
@@ -64,7 +67,7 @@ pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io
 /// inherits an end; elsewhere it is set right after `pipe(2)`, as std does for its own pipes.
 #[cfg(any(feature = "guard", feature = "contain"))]
 pub(crate) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [-1 as libc::c_int; 2];
+    let mut fds: [libc::c_int; 2] = [-1; 2];
     #[cfg(all(
         any(target_os = "linux", target_os = "android"),
         not(grouptimeout_portable)

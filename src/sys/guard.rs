@@ -7,7 +7,7 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use super::{checked_pid, cvt};
+use super::{checked_pid, cvt, kernel_pid, wait_id};
 
 /// The highest signal number the forked guard sets to be ignored: Linux's `SIGRTMAX`; elsewhere FreeBSD's
 /// (`sigaction` refuses the numbers a system lacks).
@@ -72,7 +72,7 @@ pub(crate) fn fork_guard(
     let ignore = unsafe {
         let p = ignore.as_mut_ptr();
         (*p).sa_sigaction = libc::SIG_IGN;
-        libc::sigemptyset(&mut (*p).sa_mask);
+        libc::sigemptyset(&raw mut (*p).sa_mask);
         ignore.assume_init()
     };
     // Every signal blocked across the fork, so that none reaches the child before it ignores it (a handler of ours,
@@ -88,15 +88,11 @@ pub(crate) fn fork_guard(
         return Err(io::Error::from_raw_os_error(rc));
     }
     // SAFETY: the child runs `guard_main`, which calls only async-signal-safe functions and never returns.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
+    let child = unsafe { libc::fork() };
+    if child == 0 {
         guard_main(pgid, read, cgroup, &ignore);
     }
-    let forked = if pid == -1 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(pid as u32)
-    };
+    let forked = cvt(child).and_then(kernel_pid);
     // SAFETY: `old` was filled in by the successful pthread_sigmask above.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old.as_ptr(), std::ptr::null_mut()) };
     forked
@@ -148,7 +144,7 @@ fn guard_main(
     let mut byte = 0u8;
     loop {
         // SAFETY: reads at most one byte into a live local.
-        let n = unsafe { libc::read(0, (&mut byte as *mut u8).cast(), 1) };
+        let n = unsafe { libc::read(0, (&raw mut byte).cast(), 1) };
         if n > 0 {
             // Dismissed: leave the group alone.
             // SAFETY: as above.
@@ -172,7 +168,7 @@ fn guard_main(
                 break;
             }
             // SAFETY: nanosleep reads a live timespec; the remainder is not wanted.
-            unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+            unsafe { libc::nanosleep(&raw const pause, std::ptr::null_mut()) };
         }
     }
     // We are a member of the group, which keeps its id from being reused.
@@ -191,7 +187,8 @@ fn close_from(first: libc::c_int) {
         if unsafe {
             libc::syscall(
                 libc::SYS_close_range,
-                first as libc::c_uint,
+                // `first` is 1 or 2: its absolute value is itself (and no panic in the forked child).
+                first.unsigned_abs(),
                 libc::c_uint::MAX,
                 0,
             )
@@ -205,8 +202,8 @@ fn close_from(first: libc::c_int) {
         rlim_max: 0,
     };
     // SAFETY: getrlimit writes into a live rlimit struct.
-    let max = match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } {
-        0 => limit.rlim_cur.min(65_536) as libc::c_int,
+    let max = match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) } {
+        0 => libc::c_int::try_from(limit.rlim_cur.min(65_536)).unwrap_or(65_536),
         _ => 65_536,
     };
     for fd in first..max {
@@ -297,9 +294,10 @@ impl Held {
                     std::ptr::null::<libc::siginfo_t>(),
                     0 as libc::c_uint,
                 )
-            } as libc::c_int),
+            })
+            .map(drop),
             // SAFETY: kill has no memory-safety preconditions; checked_pid ruled out 0, 1 and negative ids.
-            _ => cvt(unsafe { libc::kill(self.pid, libc::SIGKILL) }),
+            _ => cvt(unsafe { libc::kill(self.pid, libc::SIGKILL) }).map(drop),
         };
         match sent {
             Err(e) if e.raw_os_error() != Some(libc::ESRCH) => Err(e),
@@ -317,8 +315,8 @@ impl Held {
     fn wait(&self, flags: libc::c_int) -> io::Result<Option<End>> {
         let (idtype, id) = match &self.pidfd {
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Some(fd) => (libc::P_PIDFD, fd.as_raw_fd() as libc::id_t),
-            _ => (libc::P_PID, self.pid as libc::id_t),
+            Some(fd) => (libc::P_PIDFD, wait_id(fd.as_raw_fd())),
+            _ => (libc::P_PID, wait_id(self.pid)),
         };
         super::retry_eintr(|| {
             let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();

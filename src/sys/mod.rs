@@ -17,20 +17,30 @@
 
 use std::io;
 
-/// Turns the C convention "-1 and `errno`" into an `io::Error`.
-fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
-    if ret == -1 {
+/// Turns the C convention "-1 and `errno`" into an `io::Error`, for the `int` of most calls and the `long` of
+/// `syscall(2)`.
+fn cvt<T: Copy + PartialEq + From<i8>>(ret: T) -> io::Result<T> {
+    if ret == T::from(-1) {
         Err(io::Error::last_os_error())
     } else {
         Ok(ret)
     }
 }
 
+#[cfg(any(
+    feature = "capture",
+    all(feature = "contain", target_os = "linux", not(grouptimeout_portable))
+))]
+/// Turns the result of a call that returns a byte count or -1 and `errno` (`read`, `getxattr`) into the count.
+fn cvt_len(ret: isize) -> io::Result<usize> {
+    usize::try_from(ret).map_err(|_| io::Error::last_os_error())
+}
+
 /// Runs `f` again while it fails with `EINTR`.
 fn retry_eintr<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     loop {
         match f() {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             other => return other,
         }
     }
@@ -39,8 +49,8 @@ fn retry_eintr<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
 /// Converts a process or group id to `pid_t`, refusing 0, 1 and anything that does not fit.
 ///
 /// This is the one guard against `kill(0, …)`, `kill(-1, …)` and `kill(-0, …)`, which would signal our own
-/// group, every process we may signal, or init's group.
-fn checked_pid(id: u32) -> io::Result<libc::pid_t> {
+/// group, every process we may signal, or init's group; every id the crate passes to the system goes through it.
+pub(crate) fn checked_pid(id: u32) -> io::Result<libc::pid_t> {
     match libc::pid_t::try_from(id) {
         Ok(pid) if pid > 1 => Ok(pid),
         _ => Err(io::Error::new(
@@ -48,6 +58,30 @@ fn checked_pid(id: u32) -> io::Result<libc::pid_t> {
             format!("refusing to signal process or group id {id}: ids 0 and 1 (and ids above i32::MAX) are never a group we started"),
         )),
     }
+}
+
+#[cfg(any(feature = "guard", feature = "contain", feature = "host"))]
+/// A process or group id the system gave us (`fork`, `getpgid`, `getpgrp`, `tcgetpgrp`), as the crate's `u32`;
+/// the way back from [`checked_pid`]. A negative id, which no such call returns on success, is an `InvalidData` error.
+fn kernel_pid(pid: libc::pid_t) -> io::Result<u32> {
+    u32::try_from(pid).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("the system returned the negative process id {pid}"),
+        )
+    })
+}
+
+/// `waitid`'s `id_t` for a pid that [`checked_pid`] let through or an open descriptor (`P_PIDFD`): both are
+/// non-negative `int`s, and `id_t` (`u32` on Linux and macOS, `i64` on FreeBSD) holds every one.
+#[allow(
+    clippy::cast_sign_loss,
+    clippy::cast_lossless,
+    reason = "the C API's contract: waitid takes a pid_t or a descriptor as id_t; both are >= 0 here"
+)]
+fn wait_id(id: libc::c_int) -> libc::id_t {
+    debug_assert!(id >= 0);
+    id as libc::id_t
 }
 
 mod fd;
@@ -107,3 +141,38 @@ pub(crate) use sigpipe::*;
 pub(crate) use subreaper::*;
 #[cfg(feature = "host")]
 pub(crate) use terminal::*;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checked_pid_refuses_the_ids_with_special_meanings_and_what_does_not_fit() {
+        for id in [0, 1, 1 << 31, u32::MAX] {
+            let e = checked_pid(id).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{id}");
+        }
+        assert_eq!(checked_pid(2).unwrap(), 2);
+        assert_eq!(checked_pid((1 << 31) - 1).unwrap(), libc::pid_t::MAX);
+    }
+
+    #[cfg(feature = "host")]
+    #[test]
+    fn kernel_pid_is_the_way_back_and_refuses_negative_ids() {
+        assert_eq!(kernel_pid(checked_pid(4321).unwrap()).unwrap(), 4321);
+        assert_eq!(kernel_pid(0).unwrap(), 0);
+        assert_eq!(
+            kernel_pid(-1).unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
+    }
+
+    #[cfg(feature = "capture")]
+    #[test]
+    fn cvt_len_takes_a_negative_count_as_the_os_error() {
+        assert_eq!(cvt_len(7).unwrap(), 7);
+        // SAFETY: close on an invalid descriptor only sets errno.
+        assert_eq!(unsafe { libc::close(-1) }, -1);
+        assert_eq!(cvt_len(-1).unwrap_err().raw_os_error(), Some(libc::EBADF));
+    }
+}

@@ -13,10 +13,7 @@ pub(crate) fn pidfd_open(pid: u32) -> io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd as _;
     let pid = super::checked_pid(pid)?;
     // SAFETY: pidfd_open takes a pid and flags, no pointers.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0 as libc::c_uint) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let fd = super::cvt(unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0 as libc::c_uint) })?;
     let fd = libc::c_int::try_from(fd).map_err(|_| {
         io::Error::new(
             io::ErrorKind::InvalidData,

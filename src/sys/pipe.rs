@@ -3,7 +3,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
-use super::retry_eintr;
+use super::{cvt_len, retry_eintr};
 
 /// Reads once from `fd` into the spare capacity of `buf` (at most `max` bytes), appends what was read and returns
 /// its length; 0 means end of file. Retries `EINTR`; a non-blocking `fd` with nothing to read gives `WouldBlock`.
@@ -11,16 +11,11 @@ use super::retry_eintr;
 /// Reading straight into the vector saves copying every byte through a separate buffer.
 pub(crate) fn read_append(fd: BorrowedFd<'_>, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
     let spare = buf.spare_capacity_mut();
-    let len = spare.len().min(max).min(isize::MAX as usize);
+    let len = spare.len().min(max).min(isize::MAX.unsigned_abs());
     let n = retry_eintr(|| {
         // SAFETY: `spare` is writable memory of at least `len` bytes owned by `buf`, which is exclusively borrowed
         // across the call; read writes at most `len` bytes into it; `fd` is borrowed, so it stays open.
-        let ret = unsafe { libc::read(fd.as_raw_fd(), spare.as_mut_ptr().cast(), len) };
-        if ret < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(ret as usize)
-        }
+        cvt_len(unsafe { libc::read(fd.as_raw_fd(), spare.as_mut_ptr().cast(), len) })
     })?;
     let new_len = buf.len() + n;
     // SAFETY: read initialised the first `n <= len` bytes of the spare capacity, which directly follow the

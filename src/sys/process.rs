@@ -3,7 +3,7 @@
 use std::io;
 use std::mem::MaybeUninit;
 
-use super::{checked_pid, cvt, retry_eintr};
+use super::{checked_pid, cvt, retry_eintr, wait_id};
 
 /// Whether our child `pid` has exited, *without* reaping it (`waitid` with `WNOWAIT`).
 ///
@@ -18,7 +18,7 @@ pub(crate) fn has_exited(pid: u32) -> io::Result<bool> {
         cvt(unsafe {
             libc::waitid(
                 libc::P_PID,
-                pid as libc::id_t,
+                wait_id(pid),
                 info.as_mut_ptr(),
                 libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
             )
@@ -59,7 +59,7 @@ pub(crate) fn signal_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
 pub(crate) fn group_of(pid: u32) -> io::Result<u32> {
     let pid = checked_pid(pid)?;
     // SAFETY: getpgid has no memory-safety preconditions.
-    cvt(unsafe { libc::getpgid(pid) }).map(|pgid| pgid as u32)
+    super::kernel_pid(cvt(unsafe { libc::getpgid(pid) })?)
 }
 
 /// `ESRCH` (no such process or group) means "already gone": success.

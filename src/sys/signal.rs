@@ -60,6 +60,7 @@ pub(crate) fn install_recording_handler(
     // SAFETY: `act` is a zeroed sigaction we own; we fill in its fields before passing it on.
     let act = unsafe {
         let p = act.as_mut_ptr();
+        // The C API's own contract: `sa_sigaction` holds the handler's address as a `sighandler_t` (a `size_t`).
         (*p).sa_sigaction = handler as libc::sighandler_t;
         (*p).sa_flags = libc::SA_RESTART
             | if signal == libc::SIGCHLD && !child_stops {
@@ -67,11 +68,11 @@ pub(crate) fn install_recording_handler(
             } else {
                 0
             };
-        libc::sigemptyset(&mut (*p).sa_mask);
+        libc::sigemptyset(&raw mut (*p).sa_mask);
         act.assume_init()
     };
     // SAFETY: both pointers are live sigaction structs; the handler is async-signal-safe (see `on_signal`).
-    cvt(unsafe { libc::sigaction(signal, &act, old.as_mut_ptr()) })?;
+    cvt(unsafe { libc::sigaction(signal, &raw const act, old.as_mut_ptr()) })?;
     // SAFETY: filled in by the successful sigaction.
     Ok(SavedAction(unsafe { old.assume_init() }))
 }
@@ -91,7 +92,7 @@ pub(crate) fn stop_ignoring(signal: libc::c_int) -> io::Result<bool> {
 /// Restores a disposition saved by [`install_recording_handler`].
 pub(crate) fn restore_action(signal: libc::c_int, saved: &SavedAction) -> io::Result<()> {
     // SAFETY: `saved.0` is a disposition the kernel gave us; a null `old` pointer is allowed.
-    cvt(unsafe { libc::sigaction(signal, &saved.0, std::ptr::null_mut()) }).map(drop)
+    cvt(unsafe { libc::sigaction(signal, &raw const saved.0, std::ptr::null_mut()) }).map(drop)
 }
 
 /// A saved signal mask of the calling thread, restored by [`set_mask`].
@@ -115,7 +116,7 @@ fn change_mask(how: libc::c_int, signals: &[libc::c_int]) -> io::Result<SavedMas
     let set = sigset(signals)?;
     let mut old = MaybeUninit::<libc::sigset_t>::zeroed();
     // SAFETY: both pointers are live sigset_t values.
-    let rc = unsafe { libc::pthread_sigmask(how, &set, old.as_mut_ptr()) };
+    let rc = unsafe { libc::pthread_sigmask(how, &raw const set, old.as_mut_ptr()) };
     if rc != 0 {
         return Err(io::Error::from_raw_os_error(rc));
     }
@@ -152,6 +153,10 @@ pub(crate) fn wait_blocked(
     timeout: Duration,
 ) -> io::Result<Option<(libc::c_int, Option<u32>)>> {
     let set = sigset(signals)?;
+    #[allow(
+        clippy::cast_lossless,
+        reason = "tv_nsec is a c_long: i64 here, i32 on 32-bit targets (no From<u32>); nanoseconds < 10^9 fit both"
+    )]
     let ts = libc::timespec {
         // `time_t` is inferred (naming it is deprecated on musl); 68 years at most fits every `time_t`.
         tv_sec: timeout.as_secs().try_into().unwrap_or(i32::MAX.into()),
@@ -159,7 +164,7 @@ pub(crate) fn wait_blocked(
     };
     let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
     // SAFETY: `set`, `info` and `ts` are live locals across the call; the kernel writes only into `info`.
-    match cvt(unsafe { libc::sigtimedwait(&set, info.as_mut_ptr(), &ts) }) {
+    match cvt(unsafe { libc::sigtimedwait(&raw const set, info.as_mut_ptr(), &raw const ts) }) {
         Ok(signal) => {
             // SAFETY: zero-initialised and filled in by the kernel: every bit pattern is a valid siginfo_t.
             let info = unsafe { info.assume_init() };
@@ -212,13 +217,13 @@ pub(crate) fn wait_blocked(
     let pending = unsafe { pending.assume_init() };
     let is_pending = |signal| {
         // SAFETY: `pending` is an initialised sigset_t; sigismember only reads it.
-        unsafe { libc::sigismember(&pending, signal) == 1 }
+        unsafe { libc::sigismember(&raw const pending, signal) == 1 }
     };
     if signals.iter().any(|&s| is_pending(s)) {
         let mut signal = 0;
         // SAFETY: `set` and `signal` are live locals; one of the blocked signals in `set` is pending, so this returns
         // at once.
-        let rc = unsafe { libc::sigwait(&set, &mut signal) };
+        let rc = unsafe { libc::sigwait(&raw const set, &raw mut signal) };
         return if rc == 0 {
             Ok(Some((signal, None)))
         } else {
@@ -232,7 +237,9 @@ pub(crate) fn wait_blocked(
 /// Sets the calling thread's signal mask back to `saved`.
 pub(crate) fn set_mask(saved: &SavedMask) -> io::Result<()> {
     // SAFETY: `saved.0` is a mask the kernel gave us; a null `old` pointer is allowed.
-    let rc = unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &saved.0, std::ptr::null_mut()) };
+    let rc = unsafe {
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const saved.0, std::ptr::null_mut())
+    };
     if rc == 0 {
         Ok(())
     } else {
@@ -247,7 +254,7 @@ pub(crate) fn disable_core_dumps() -> io::Result<()> {
         rlim_max: 0,
     };
     // SAFETY: a live rlimit struct.
-    cvt(unsafe { libc::setrlimit(libc::RLIMIT_CORE, &limit) }).map(drop)
+    cvt(unsafe { libc::setrlimit(libc::RLIMIT_CORE, &raw const limit) }).map(drop)
 }
 
 /// Sets `signal` to its default disposition, unblocks it, and raises it in the calling thread.

@@ -5,7 +5,7 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
-use super::{block, checked_pid, cvt, retry_eintr, set_mask};
+use super::{block, checked_pid, cvt, kernel_pid, retry_eintr, set_mask, wait_id};
 
 /// Whether `fd` refers to a terminal.
 pub(crate) fn is_terminal(fd: BorrowedFd<'_>) -> bool {
@@ -21,15 +21,15 @@ pub(crate) fn is_our_controlling_terminal(fd: BorrowedFd<'_>) -> bool {
 }
 
 /// This process's process group id.
-pub(crate) fn own_group() -> u32 {
+pub(crate) fn own_group() -> io::Result<u32> {
     // SAFETY: getpgrp has no preconditions and cannot fail.
-    unsafe { libc::getpgrp() as u32 }
+    kernel_pid(unsafe { libc::getpgrp() })
 }
 
 /// The foreground process group of the terminal `fd` (`tcgetpgrp`).
 pub(crate) fn foreground_group(fd: BorrowedFd<'_>) -> io::Result<u32> {
     // SAFETY: tcgetpgrp only reads terminal state; the descriptor is open (BorrowedFd).
-    cvt(unsafe { libc::tcgetpgrp(fd.as_raw_fd()) }).map(|pgid| pgid as u32)
+    kernel_pid(cvt(unsafe { libc::tcgetpgrp(fd.as_raw_fd()) })?)
 }
 
 /// Makes `pgid` the foreground process group of the terminal `fd` (`tcsetpgrp`), with `SIGTTOU` blocked in the
@@ -55,7 +55,7 @@ pub(crate) fn take_stop(pid: u32) -> io::Result<Option<i32>> {
         let rc = unsafe {
             libc::waitid(
                 libc::P_PID,
-                pid as libc::id_t,
+                wait_id(pid),
                 info.as_mut_ptr(),
                 libc::WSTOPPED | libc::WNOHANG,
             )
@@ -84,7 +84,7 @@ pub(crate) fn raise_stop() -> io::Result<()> {
 /// Sends `SIGTSTP` to this process's own process group (this process included), as Ctrl-Z sends it to the
 /// foreground group. Refuses a group id of 0 or 1 (see [`checked_pid`]).
 pub(crate) fn stop_own_group() -> io::Result<()> {
-    let pgid = checked_pid(own_group())?;
+    let pgid = checked_pid(own_group()?)?;
     // SAFETY: kill has no memory-safety preconditions; checked_pid ruled out the ids with special meanings.
     cvt(unsafe { libc::kill(-pgid, libc::SIGTSTP) }).map(drop)
 }

@@ -1,0 +1,98 @@
+//! A [`GroupChild`]'s start and end outside the waits: the spawn into a new process group (refused where the kernel
+//! would reap the leader at once), its `Debug` view, and the drop that kills and reaps a group nobody waited for. The
+//! waits themselves, from the first check of the leader to its reap, are in `child.rs`.
+
+use std::fmt;
+use std::io;
+use std::os::unix::process::CommandExt as _;
+use std::process::{Child, Command};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use crate::contain::{Job, Leftovers};
+use crate::guard::Guard;
+use crate::sys;
+use crate::wait::{ExitWatch, DROP_REAP_LIMIT};
+use crate::GroupChild;
+
+impl fmt::Debug for GroupChild {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GroupChild")
+            .field("id", &self.id())
+            .field("stdin", &self.stdin)
+            .field("stdout", &self.stdout)
+            .field("stderr", &self.stderr)
+            .field("outcome", &self.outcome)
+            .field("guard", &self.guard.as_ref().map(Guard::id))
+            .field("job", &self.job)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GroupChild {
+    /// [`GroupCommandExt::spawn_group`](crate::GroupCommandExt::spawn_group), for a job with the boundary `job`.
+    pub(crate) fn spawn(command: &mut Command, job: Job) -> io::Result<GroupChild> {
+        if sys::children_are_auto_reaped()? {
+            return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "not spawning {:?}: this process ignores SIGCHLD (SIG_IGN or SA_NOCLDWAIT), so the kernel \
+                 reaps children at once and a process group id could be reused before it is signalled; \
+                 restore SIGCHLD's default disposition first",
+                command.get_program()
+            ),
+        ));
+        }
+        // std's error as it is: `raw_os_error()` is the errno (see "Errors" in the crate docs).
+        let child = command.process_group(0).spawn()?;
+        Ok(GroupChild::new(child, job))
+    }
+
+    fn new(mut child: Child, job: Job) -> GroupChild {
+        let watch = ExitWatch::new(child.id());
+        GroupChild {
+            stdin: child.stdin.take(),
+            stdout: child.stdout.take(),
+            stderr: child.stderr.take(),
+            child,
+            watch,
+            grace: None,
+            kill_leftovers: true,
+            #[cfg(feature = "capture")]
+            output_limit: None,
+            outcome: None,
+            guard: None,
+            reaped: OnceLock::new(),
+            job,
+            leftovers: Leftovers::default(),
+        }
+    }
+}
+
+/// Kills the group and reaps the leader, unless a wait already did.
+///
+/// Waits at most about a second for the killed leader to become reapable. A leader stuck in uninterruptible sleep
+/// (a hung NFS read, say), or traced by a stopped tracer, may take longer: it then stays a zombie of this process after it dies, as with a
+/// dropped [`std::process::Child`]. Nothing is signalled if the leader was reaped by someone else.
+impl Drop for GroupChild {
+    fn drop(&mut self) {
+        if self.outcome.is_some() || self.leader_exited().is_err() {
+            self.guard = None;
+            self.mark_reaped();
+            let _ = self.job.end(false);
+            return;
+        }
+        let _ = self.signal_group(crate::signal::SIGKILL);
+        let reapable = self.wait_for_exit(
+            Instant::now().checked_add(DROP_REAP_LIMIT),
+            ExitWatch::sleep,
+        );
+        if matches!(reapable, Ok(true)) {
+            let _ = self.reap();
+        } else {
+            self.guard = None;
+            self.mark_reaped();
+        }
+        let _ = self.job.end(false);
+    }
+}
