@@ -137,8 +137,11 @@ fn children_the_tool_already_had_are_left_alone() {
     // through setsid, so that the test's own group kill, when the tool exits, does not reach it.)
     let mut files = Files(Vec::new());
     let (before, escapee) = (files.path("before"), files.path("escapee"));
+    // The tool starts once that sleep runs (after its setsid): else the test's group kill at the tool's exit could
+    // reach it still in the group (seen once in a full run).
     let script = format!(
-        "setsid sleep 30 & echo $! > {before}; exec \"$GT\" 10 sh -c 'setsid sleep 30 & echo $! > {escapee}'"
+        "setsid sleep 30 & echo $! > {before}; i=0; until grep -qx sleep /proc/$!/comm || [ $i -ge 1000 ]; do \
+         sleep .01; i=$((i+1)); done; exec \"$GT\" 10 sh -c 'setsid sleep 30 & echo $! > {escapee}'"
     );
     let r = sh(&mut files, &script);
     let before = pids_in(&before);

@@ -30,6 +30,8 @@ pub(super) struct Stat {
     pub(super) pgid: u32,
     /// Clock ticks after boot.
     pub(super) start: u64,
+    /// The kernel's `PF_*` flags.
+    pub(super) flags: u32,
 }
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
@@ -48,17 +50,19 @@ impl Stat {
     pub(super) fn parse(text: &[u8]) -> Option<(&[u8], Stat)> {
         let open = text.iter().position(|&b| b == b'(')?;
         let close = text.iter().rposition(|&b| b == b')')?;
-        // After the name: state (3), ppid (4), pgrp (5), ... starttime (22).
+        // After the name: state (3), ppid (4), pgrp (5), session, tty, tpgid, flags (9), ... starttime (22).
         let mut fields = text.get(close + 2..)?.split(|&b| b == b' ');
         let number = |field: Option<&[u8]>| std::str::from_utf8(field?).ok()?.parse().ok();
         let state = char::from(*fields.next()?.first()?);
         let pgid = number(fields.nth(1))?;
-        let start = number(fields.nth(16))?;
+        let flags = number(fields.nth(3))?;
+        let start = number(fields.nth(12))?;
         let parsed = Stat {
             name: String::new(),
             state,
             pgid: u32::try_from(pgid).ok()?,
             start,
+            flags: u32::try_from(flags).ok()?,
         };
         Some((text.get(open + 1..close)?, parsed))
     }
