@@ -14,8 +14,11 @@ use super::proc::{
 
 /// How long a kill of the job may go on finding new marked processes (a fork storm) before it gives up.
 const KILL_LIMIT: Duration = Duration::from_secs(1);
-/// How long an empty environment is read again (see `Mark::carried_by`).
+/// How long an empty environment is read again (see `Mark::carried_by`); in a kill, how long per pass the processes
+/// whose environment read empty are checked again, all together.
 const EXEC_LIMIT: Duration = Duration::from_millis(20);
+/// The pause between two reads of an empty environment.
+const EXEC_STEP: Duration = Duration::from_millis(1);
 /// `/proc/PID/stat`'s flag of a kernel thread (include/linux/sched.h).
 const PF_KTHREAD: u32 = 0x0020_0000;
 
@@ -81,20 +84,27 @@ impl Mark {
 
     /// Whether `pid`'s environment (as it started) carries the mark. A process in the middle of `execve` shows an
     /// empty environment for a moment (measured: 1 read in 40 of a process that execs in a loop), so an empty one is
-    /// read again for up to `EXEC_LIMIT`, unless the process is a kernel thread or dead (their environment is empty
-    /// for good, as is that of a process started with none: each check of it costs `EXEC_LIMIT`).
+    /// read again for up to `EXEC_LIMIT` (see [`carries`](Self::carries)).
     pub(super) fn carried_by(&self, pid: u32) -> bool {
         let deadline = Instant::now() + EXEC_LIMIT;
         loop {
-            match self.environ_has_mark(pid) {
+            match self.carries(pid) {
                 Some(found) => return found,
                 None if Instant::now() >= deadline => return false,
-                None => {}
+                None => std::thread::sleep(EXEC_STEP),
             }
-            if Stat::read(pid).is_none_or(|s| s.dead() || s.flags & PF_KTHREAD != 0) {
-                return false;
+        }
+    }
+
+    /// Whether `pid`'s environment carries the mark, or `None` when that cannot be told yet: the environment reads
+    /// empty and the process is alive and no kernel thread (it may be in the middle of `execve`; a process started
+    /// with no environment at all looks the same for good).
+    fn carries(&self, pid: u32) -> Option<bool> {
+        match self.environ_has_mark(pid) {
+            None if Stat::read(pid).is_none_or(|s| s.dead() || s.flags & PF_KTHREAD != 0) => {
+                Some(false)
             }
-            std::thread::sleep(Duration::from_millis(1));
+            found => found,
         }
     }
 
@@ -158,29 +168,55 @@ impl Mark {
             }
             let found = self.scan(leader)?;
             forget_exited(&mut dying, Duration::ZERO)?;
+            // Processes whose environment read empty: checked again, all together, after the pass (each on its own
+            // would let many processes started with no environment stretch a pass by `EXEC_LIMIT` apiece).
+            let mut unsure = Vec::new();
             for (pid, stat) in found {
                 let in_group = stat.pgid == leader;
                 if (in_group && !kill) || dying.iter().any(|(p, _)| *p == pid) {
                     continue;
                 }
                 // A member may have left the group since the scan (`setsid`): it still belongs if it has the mark.
+                let mut empty = false;
                 let belongs = |pid| {
                     (in_group && crate::sys::group_of(pid).is_ok_and(|pgid| pgid == leader))
-                        || self.carried_by(pid)
+                        || self.carries(pid).unwrap_or_else(|| {
+                            empty = true;
+                            false
+                        })
                 };
-                match signal_checked(pid, signal, belongs)? {
-                    Sent::Yes(pidfd) => {
-                        sent += 1;
-                        if kill {
-                            record(reached, pid, stat.name);
-                            // Held only while 2 more can still be opened, for the next process's check.
-                            if dying.len() < HELD_LIMIT && room_for(2).is_ok() {
-                                dying.push((pid, pidfd));
-                            }
-                        }
+                let result = signal_checked(pid, signal, belongs)?;
+                if empty && matches!(result, Sent::No) {
+                    unsure.push((pid, stat.name));
+                } else {
+                    sent += Self::count(
+                        result,
+                        pid,
+                        stat.name,
+                        kill,
+                        reached,
+                        &mut dying,
+                        &mut denied,
+                    );
+                }
+            }
+            let until = Instant::now() + EXEC_LIMIT;
+            while !unsure.is_empty() && Instant::now() < until {
+                std::thread::sleep(EXEC_STEP);
+                for (pid, name) in std::mem::take(&mut unsure) {
+                    let mut empty = false;
+                    let result = signal_checked(pid, signal, |pid| {
+                        self.carries(pid).unwrap_or_else(|| {
+                            empty = true;
+                            false
+                        })
+                    })?;
+                    if empty && matches!(result, Sent::No) {
+                        unsure.push((pid, name));
+                    } else {
+                        sent +=
+                            Self::count(result, pid, name, kill, reached, &mut dying, &mut denied);
                     }
-                    Sent::Denied if !denied.contains(&pid) => denied.push(pid),
-                    _ => {}
                 }
             }
             if !kill || sent == 0 {
@@ -207,6 +243,35 @@ impl Mark {
                 io::ErrorKind::PermissionDenied,
                 format!("no permission to signal processes {denied:?} of the job"),
             ))
+        }
+    }
+
+    /// Records what [`signal_checked`] did with `pid` in a kill pass; 1 when it was signalled.
+    fn count(
+        result: Sent,
+        pid: u32,
+        name: String,
+        kill: bool,
+        reached: &Mutex<Vec<Leftover>>,
+        dying: &mut Vec<(u32, OwnedFd)>,
+        denied: &mut Vec<u32>,
+    ) -> usize {
+        match result {
+            Sent::Yes(pidfd) => {
+                if kill {
+                    record(reached, pid, name);
+                    // Held only while 2 more can still be opened, for the next process's check.
+                    if dying.len() < HELD_LIMIT && room_for(2).is_ok() {
+                        dying.push((pid, pidfd));
+                    }
+                }
+                1
+            }
+            Sent::Denied if !denied.contains(&pid) => {
+                denied.push(pid);
+                0
+            }
+            _ => 0,
         }
     }
 
