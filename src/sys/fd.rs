@@ -2,9 +2,9 @@
 //! the pipes of the features (close-on-exec, non-blocking).
 
 use std::io;
-#[cfg(any(feature = "capture", feature = "contain"))]
+#[cfg(feature = "capture")]
 use std::os::fd::{AsRawFd, BorrowedFd};
-#[cfg(any(feature = "guard", feature = "contain"))]
+#[cfg(feature = "guard")]
 use std::os::fd::{FromRawFd, OwnedFd};
 
 use super::cvt;
