@@ -152,7 +152,7 @@ impl Guard {
                 Some(sys::End::Exited(code)) => Err(context(
                     pgid,
                     &io::Error::other(format!(
-                        "/bin/sh exited (status {code}) without arming the guard (is /bin/sh a shell?)"
+                        "/bin/sh exited (status {code}) without arming the guard (is /bin/sh a POSIX shell, with a few descriptors free?)"
                     )),
                 )),
                 _ => Ok(None),
