@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::contain::{Job, Leftovers};
-use crate::group::{is_stop_signal, leader_exited, signal_group};
+use crate::group::{is_stop_signal, signal_group};
 use crate::guard::Guard;
 use crate::handle::{GroupHandle, Reaped};
 use crate::outcome::Outcome;
@@ -192,10 +192,14 @@ impl GroupChild {
             ));
         }
         self.leader_exited()?;
-        self.watch.exit_fd(self.id())
+        self.watch.exit_fd(self.job.watched(self.id()))
     }
 
     /// The leader's process id, which is also the id of its process group.
+    ///
+    /// For a job of `spawn_contained` in a cgroup, the id of its keeper
+    /// (see `Contain`), which is also the id of the command's process group, though the keeper is
+    /// not in it: signal the job through this handle ([`signal`](GroupChild::signal)), not by this pid.
     pub fn id(&self) -> u32 {
         self.child.id()
     }
@@ -309,9 +313,11 @@ impl GroupChild {
         GroupHandle::new(self.id(), Arc::clone(reaped), self.job.clone())
     }
 
-    /// Ends the guard, then reaps the leader, with the handles locked out: none signals after the reap.
-    fn reap(&mut self) -> io::Result<ExitStatus> {
+    /// Ends the guard (a kept job's keeper is told to end the job, `kill`, or keep it), then reaps the leader, with
+    /// the handles locked out: none signals after the reap.
+    fn reap(&mut self, kill: bool) -> io::Result<ExitStatus> {
         self.guard = None;
+        self.job.judge(self.id(), kill);
         let status = match self.reaped.get() {
             None => self.child.wait(),
             Some(reaped) => {
@@ -375,12 +381,14 @@ impl GroupChild {
         deadline: Option<Instant>,
         pause: impl FnMut(&ExitWatch, Option<Duration>) -> io::Result<()>,
     ) -> io::Result<bool> {
-        let pid = self.id();
-        self.watch.wait_for(deadline, || leader_exited(pid), pause)
+        let (pid, job) = (self.id(), &self.job);
+        self.watch
+            .wait_for(deadline, || job.leader_exited(pid), pause)
     }
 
+    /// Whether the leader (for a kept job: the command) has exited, not reaped; `ECHILD` as for `has_exited`.
     pub(crate) fn leader_exited(&self) -> io::Result<bool> {
-        leader_exited(self.id())
+        self.job.leader_exited(self.id())
     }
 
     /// Signals the job's processes outside the group, then the group; the caller makes sure the leader is not
@@ -389,7 +397,7 @@ impl GroupChild {
         self.watch.restart();
         let job = self.job.signal(self.id(), signal);
         self.take_reached();
-        signal_group(self.id(), signal).and(job)
+        signal_group(self.id(), signal, &self.job).and(job)
     }
 
     /// Moves what the job's kills reached into the leftovers, except the guard of `die_with_parent` (a member of the
@@ -414,7 +422,7 @@ impl GroupChild {
             Err(e) if !self.leader_exited()? => Err(e),
             killed => {
                 self.take_reached();
-                let status = self.reap()?;
+                let status = self.reap(kill_group)?;
                 let outcome = if timed_out {
                     Outcome::TimedOut(status)
                 } else {

@@ -18,9 +18,15 @@ pub(crate) fn is_stop_signal(signal: i32) -> bool {
     [libc::SIGSTOP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU].contains(&signal)
 }
 
-/// Signals group `pgid` (and its leader by pid); the caller makes sure the leader is not reaped yet. A failed
-/// `kill(2)` is returned as the OS error it is (`EPERM`, `EINVAL`).
-pub(crate) fn signal_group(pgid: u32, signal: i32) -> io::Result<()> {
+/// Signals group `pgid` (and its leader by pid; for a kept job, its keeper is woken instead, see `contain/keeper.rs`);
+/// the caller makes sure the leader is not reaped yet. A failed `kill(2)` is returned as the OS error it is
+/// (`EPERM`, `EINVAL`).
+pub(crate) fn signal_group(pgid: u32, signal: i32, job: &Job) -> io::Result<()> {
+    #[cfg(all(feature = "contain", target_os = "linux", not(grouptimeout_portable)))]
+    if job.kept() {
+        return sys::signal_kept_group(pgid, signal);
+    }
+    let _ = job;
     match sys::signal_group(pgid, signal) {
         // macOS answers EPERM for a group of zombies: once the leader has exited, that means "gone".
         Err(e) if e.raw_os_error() == Some(libc::EPERM) && leader_exited(pgid)? => Ok(()),
@@ -33,5 +39,5 @@ pub(crate) fn signal_group(pgid: u32, signal: i32) -> io::Result<()> {
 pub(crate) fn signal_unreaped_group(pgid: u32, signal: i32, job: &Job) -> io::Result<()> {
     leader_exited(pgid)?;
     let in_job = job.signal(pgid, signal);
-    signal_group(pgid, signal).and(in_job)
+    signal_group(pgid, signal, job).and(in_job)
 }

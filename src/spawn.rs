@@ -70,14 +70,15 @@ pub trait GroupCommandExt {
     /// [`GroupChild::leftovers`] lists what the kills reached. [`Contain`](crate::Contain) chooses otherwise (a cgroup folder
     /// delegated to a service, no fallback), and says what each mode reaches and what it cannot catch.
     ///
-    /// The cost: in cgroup mode the child enters the cgroup before `exec` (a `pre_exec` hook: std forks instead of
-    /// using `posix_spawn`, which costs more the larger this process is), and the folder is made and removed; in
-    /// lineage mode each kill scans `/proc`. `BENCHMARKS.md` has the numbers.
+    /// The cost: in cgroup mode the job's keeper (see [`Contain`](crate::Contain)) is a fork of this process (a
+    /// `pre_exec` hook: std forks instead of using `posix_spawn`, which costs more the larger this process is) and
+    /// starts the command inside the job's cgroup, which it makes and removes; in lineage mode each kill scans
+    /// `/proc`. `BENCHMARKS.md` has the numbers.
     ///
     /// # Errors
     ///
-    /// As for [`Contain::spawn`](crate::Contain::spawn): as for `spawn_group`, or the child could not enter the cgroup
-    /// made for it.
+    /// As for [`Contain::spawn`](crate::Contain::spawn): as for `spawn_group` (std's error of the command's `exec`
+    /// included).
     #[cfg(feature = "contain")]
     fn spawn_contained(&mut self) -> io::Result<GroupChild>;
 }

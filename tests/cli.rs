@@ -424,16 +424,18 @@ fn a_killed_tool_takes_the_command_group_along() {
     let mut running = Running::start(BIN, &["30", "sh", "-c", &script]);
     let (background, leader) = (s.pid("pid"), s.pid("leader"));
     // The leader, its background sleep and the tool's guard, which joins the group by itself after the tool's
-    // die_with_parent_forked returned: wait (bounded) for it.
-    let members = common::wait_for_members(leader, 3);
-    assert_eq!(members.len(), 3, "{members:?}");
+    // die_with_parent_forked returned: wait (bounded) for it. A job with a keeper has none (the keeper guards it).
+    let n = 2 + guards_in_group(running.child.id(), leader);
+    let group = common::state_and_group(leader).expect("the command runs").1;
+    let members = common::wait_for_members(group, n);
+    assert_eq!(members.len(), n, "{members:?}");
     running.signal(libc::SIGKILL);
     let r = running.finish();
     assert_eq!(r.status.signal(), Some(libc::SIGKILL));
     assert_dies(background, "background sleep of a killed tool");
     assert_dies(leader, "command of a killed tool");
     assert!(common::eventually(Duration::from_secs(5), || {
-        common::live_members(leader).is_empty()
+        common::live_members(group).is_empty()
     }));
 }
 
@@ -734,8 +736,10 @@ fn a_killed_tool_takes_the_cgroup_along() {
     assert!(common::eventually(Duration::from_secs(10), || {
         common::state_and_group(escapee).is_some_and(|(_, group)| group == escapee)
     }));
-    let members = common::wait_for_members(leader, 2);
-    assert_eq!(members.len(), 2, "{members:?}");
+    let n = 1 + guards_in_group(running.child.id(), leader);
+    let group = common::state_and_group(leader).expect("the command runs").1;
+    let members = common::wait_for_members(group, n);
+    assert_eq!(members.len(), n, "{members:?}");
     running.signal(libc::SIGKILL);
     let r = running.finish();
     assert_eq!(r.status.signal(), Some(libc::SIGKILL));
@@ -745,6 +749,31 @@ fn a_killed_tool_takes_the_cgroup_along() {
         common::eventually(Duration::from_secs(10), || !folder.exists()),
         "{folder:?} left behind"
     );
+}
+
+/// How many guards of the tool join the command's group: one, where the tool is the command's parent; none where a
+/// keeper is (a contained job's: the keeper, outside the group whose id is its pid, guards it).
+fn guards_in_group(tool: u32, leader: u32) -> usize {
+    let parent = common::parent_of(leader).expect("the command's parent");
+    if parent == tool {
+        return 1;
+    }
+    assert_eq!(
+        common::parent_of(parent),
+        Some(tool),
+        "the keeper is the tool's child"
+    );
+    assert_eq!(
+        parent,
+        common::state_and_group(leader).unwrap().1,
+        "the group's id is the keeper's pid"
+    );
+    assert_ne!(
+        common::state_and_group(parent).unwrap().1,
+        parent,
+        "the keeper left the group"
+    );
+    0
 }
 
 /// Starts `script` under the tool, waits until it is ready, sends `signal` to the tool, and returns the run.
@@ -1266,4 +1295,56 @@ fn messages_and_statuses_match_gnu() {
         "differs from GNU:\n{}",
         mismatches.join("\n")
     );
+}
+
+/// The processes (not zombies) whose command line holds `needle`.
+fn with_cmdline(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(needle) && !is_dead(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// `kill -9` of the tool at 21 points from 0 to 30 ms after its start (the spawn, the keeper's start, the command's
+/// first instructions, its escapee's start): nothing of the job survives and no job folder is left, whatever the
+/// moment. The keeper guards the job from before the command's first instruction, and makes the folder itself.
+#[test]
+fn a_tool_killed_at_any_moment_of_its_start_leaves_nothing() {
+    let needle = format!("30.{}1", std::process::id());
+    let script = format!("setsid sleep {needle} & exec sleep {needle}");
+    let mut left = Vec::new();
+    for point in 0..21u64 {
+        let mut tool = Command::new(BIN)
+            .args(["30", "sh", "-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        thread::sleep(Duration::from_micros(1500 * point));
+        tool.kill().unwrap();
+        tool.wait().unwrap();
+        let gone = common::eventually(Duration::from_secs(5), || {
+            with_cmdline(&needle).is_empty() && common::job_folders_made_by(tool.id()).is_empty()
+        });
+        if !gone {
+            let (survivors, folders) = (
+                with_cmdline(&needle),
+                common::job_folders_made_by(tool.id()),
+            );
+            kill_pids(&survivors);
+            left.push(format!(
+                "at {} ms: survivors {survivors:?}, folders {folders:?}",
+                point * 3 / 2
+            ));
+        }
+    }
+    assert!(left.is_empty(), "{left:#?}");
 }

@@ -93,7 +93,15 @@ mod linux {
         if child.containment() != Containment::Cgroup {
             return None;
         }
-        let folder = job_folder(child.id()).expect("the leader's cgroup");
+        let command = command_of(child.id());
+        let folder = job_folder(command).expect("the command's cgroup");
+        let named = |f: &PathBuf| {
+            f.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("grouptimeout-"))
+        };
+        if is_dead(command) && !named(&folder) {
+            return None; // a zombie shows no cgroup: the command exited at once (its keeper has not reaped it)
+        }
         assert!(
             folder
                 .file_name()
@@ -467,6 +475,91 @@ mod linux {
         }
     }
 
+    /// The exec error of a missing program comes out of a cgroup spawn as it does out of `spawn_group`: `NotFound`,
+    /// errno 2 (the keeper's command reports it through std's pipe, and the keeper exits at once).
+    #[test]
+    fn cgroup_a_missing_program_is_not_found() {
+        let Some(how) = contain("cgroup_a_missing_program_is_not_found", Containment::Cgroup)
+        else {
+            return;
+        };
+        let e = how
+            .spawn(&mut Command::new("/nonexistent/grouptimeout-program"))
+            .unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
+    }
+
+    /// A job with a keeper ends as `spawn_group`'s does: the same exit codes, the same signals, the same outcomes
+    /// (the keeper exits as its command did), at a deadline too.
+    #[test]
+    fn cgroup_statuses_and_outcomes_match_spawn_group() {
+        use std::os::unix::process::ExitStatusExt as _;
+        let Some(how) = contain(
+            "cgroup_statuses_and_outcomes_match_spawn_group",
+            Containment::Cgroup,
+        ) else {
+            return;
+        };
+        let scripts = [
+            "exit 0",
+            "exit 3",
+            "exit 255",
+            "kill -TERM $$",
+            "kill -KILL $$",
+            "kill -INT $$",
+            "kill -USR1 $$",
+            "kill -SEGV $$",
+            "sleep 30",
+        ];
+        for script in scripts {
+            let outcome = |contained: bool| {
+                let mut command = Command::new("sh");
+                command.args(["-c", script]);
+                let mut child = if contained {
+                    let child = how.spawn(&mut command).unwrap();
+                    assert_eq!(child.containment(), Containment::Cgroup);
+                    child
+                } else {
+                    command.spawn_group().unwrap()
+                };
+                child.wait_timeout(Duration::from_millis(300)).unwrap()
+            };
+            let (plain, kept) = (outcome(false), outcome(true));
+            let status =
+                |o: grouptimeout::Outcome| (o.timed_out(), o.status().code(), o.status().signal());
+            assert_eq!(status(plain), status(kept), "{script}");
+            if script != "kill -SEGV $$" {
+                // (the keeper dumps no core: "(core dumped)" may differ)
+                assert_eq!(plain.to_string(), kept.to_string(), "{script}");
+            }
+        }
+    }
+
+    /// A job that kills its keeper (`kill -9 $PPID`) ends only its guard: the wait sees the keeper killed, and the
+    /// cgroup is still ended whole (the command and its escapee die) and its folder removed.
+    #[test]
+    fn cgroup_a_job_that_kills_its_keeper_still_ends() {
+        let Some(how) = contain(
+            "cgroup_a_job_that_kills_its_keeper_still_ends",
+            Containment::Cgroup,
+        ) else {
+            return;
+        };
+        let script = "setsid sleep 30 & echo $!; echo $$; kill -9 $PPID; sleep 30";
+        let (mut child, lines) = start(&how, Containment::Cgroup, script, 2);
+        let pids = pids(&lines);
+        let _cleanup = KillOnDrop(pids.clone());
+        let folder = job_folder(pids[1]).expect("the command's cgroup");
+        let outcome = child.wait_timeout(LONG).unwrap();
+        assert_eq!(outcome.to_string(), "killed by signal 9");
+        assert_eq!(
+            survivors_after(Duration::from_secs(5), &pids),
+            [] as [u32; 0]
+        );
+        assert_removed(Some(folder));
+    }
+
     /// A cgroup folder that cannot be used falls back to lineage, unless the cgroup is required.
     #[test]
     fn an_unusable_cgroup_folder_falls_back_to_lineage_unless_required() {
@@ -533,7 +626,7 @@ mod linux {
         let e = how.spawn(&mut Command::new("true")).unwrap_err();
         let text = e.to_string();
         assert!(
-            text.contains("could not enter the job's cgroup")
+            text.contains("could not start in the job's cgroup")
                 && text.contains(&*parent.to_string_lossy())
                 && text.contains("os error 95"),
             "{e}"

@@ -49,7 +49,7 @@ impl GroupChild {
     }
 
     fn new(mut child: Child, job: Job) -> GroupChild {
-        let watch = ExitWatch::new(child.id());
+        let watch = ExitWatch::new(job.watched(child.id()));
         GroupChild {
             stdin: child.stdin.take(),
             stdout: child.stdout.take(),
@@ -88,7 +88,7 @@ impl Drop for GroupChild {
             ExitWatch::sleep,
         );
         if matches!(reapable, Ok(true)) {
-            let _ = self.reap();
+            let _ = self.reap(true);
         } else {
             self.guard = None;
             self.mark_reaped();

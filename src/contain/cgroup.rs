@@ -1,12 +1,11 @@
 //! Cgroup mode: a cgroup v2 of the job's own, made as a child of the caller's cgroup (or of a folder it names),
-//! entered by the leader before `exec`, ended with `cgroup.kill`, removed once `cgroup.events` says `populated 0`.
+//! where the job's keeper starts the command (`clone3` with `CLONE_INTO_CGROUP`), ended with `cgroup.kill`, removed once `cgroup.events` says `populated 0`.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write as _};
 use std::os::fd::AsRawFd as _;
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -36,23 +35,6 @@ pub(super) struct Cgroup {
 }
 
 impl Cgroup {
-    /// Makes the leader of the next spawn of `command` enter this cgroup before `exec` (disarmed when dropped, which
-    /// also closes the `cgroup.procs` it opens).
-    ///
-    /// Fails, leaving `command` as it was, when there is no room for the descriptors of the spawn: `cgroup.procs`, and
-    /// the two that std's forked spawn (which the hook forces) opens for itself. A spawn that failed for want of them
-    /// would leave the hook on `command`, whose later spawns would need them too.
-    pub(super) fn enter_at_exec(&self, command: &mut Command) -> io::Result<sys::EnterHook> {
-        let procs = open_control(&self.dir, "cgroup.procs", true)?;
-        (|| Ok::<_, io::Error>((procs.try_clone()?, procs.try_clone()?)))().map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("no room for the two descriptors of a forked spawn: {e}"),
-            )
-        })?;
-        Ok(sys::enter_at_exec(command, procs))
-    }
-
     /// Opens `cgroup.kill` and `cgroup.events` after the spawn, while the descriptors the spawn used are free again.
     /// One that cannot be opened now is opened at its first use, whose error then says why.
     pub(super) fn open_controls(&self) {
@@ -68,8 +50,8 @@ impl Cgroup {
         control(&self.events, &self.dir, "cgroup.events", false)
     }
 
-    /// Makes a new cgroup for a job in `parent`, or in this process's own cgroup (where systemd delegated it, if it
-    /// manages the tree), and opens its control files.
+    /// Names a new cgroup for a job in `parent`, or in this process's own cgroup (where systemd delegated it, if it
+    /// manages the tree), where this process may write; the job's keeper makes it.
     pub(super) fn make(parent: Option<&Path>) -> io::Result<Cgroup> {
         let parent = match parent {
             Some(parent) => parent.to_owned(),
@@ -77,25 +59,13 @@ impl Cgroup {
         };
         let name = format!("grouptimeout-{}-{}", std::process::id(), random_hex()?);
         let dir = parent.join(&name);
-        fs::create_dir(&dir).map_err(|e| {
+        // The job's keeper makes the folder (see `keeper.rs`): here, only whether it could.
+        crate::sys::writable(&parent).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!("cannot make a cgroup in {}: {e}", parent.display()),
             )
         })?;
-        // Linux 5.14 or later has it; the check opens nothing.
-        if let Err(e) = fs::metadata(dir.join("cgroup.kill")) {
-            let _ = fs::remove_dir(&dir);
-            let why = if e.kind() == io::ErrorKind::NotFound {
-                " (Linux 5.14 or later has it)"
-            } else {
-                ""
-            };
-            return Err(io::Error::new(
-                e.kind(),
-                format!("cannot use {}{why}: {e}", dir.join("cgroup.kill").display()),
-            ));
-        }
         Ok(Cgroup {
             dir,
             parent,
@@ -113,17 +83,22 @@ impl Cgroup {
     /// The processes in the cgroup now.
     fn pids(&self) -> io::Result<Vec<u32>> {
         let path = self.dir.join("cgroup.procs");
+        if !self.dir.exists() {
+            return Ok(Vec::new()); // removed by the job's keeper
+        }
         let text = fs::read_to_string(&path).map_err(|e| {
             io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
         })?;
         Ok(text.lines().filter_map(|l| l.parse().ok()).collect())
     }
 
-    /// `SIGKILL` (through `cgroup.kill`, recording what it reached besides the leader), or another signal to each
-    /// process in the cgroup that is not in the leader's group, through a checked pidfd.
+    /// `SIGKILL` (through `cgroup.kill`, recording what it reached besides the command, pid `command`), or another
+    /// signal to each process in the cgroup that is not in group `group` (which the caller signals), through a
+    /// checked pidfd. Without a keeper, the command is the group's leader (`command == group`).
     pub(super) fn signal(
         &self,
-        leader: u32,
+        group: u32,
+        command: u32,
         signal: i32,
         reached: &Mutex<Vec<Leftover>>,
     ) -> io::Result<()> {
@@ -133,7 +108,7 @@ impl Cgroup {
                 .pids()
                 .unwrap_or_default()
                 .into_iter()
-                .filter(|&pid| pid != leader)
+                .filter(|&pid| pid != command)
             {
                 if let Some(stat) = Stat::read(pid).filter(|s| !s.dead()) {
                     record(reached, pid, stat.name);
@@ -142,7 +117,7 @@ impl Cgroup {
             return self.kill_all();
         }
         for pid in self.pids()? {
-            if pid == leader || sys::group_of(pid).is_ok_and(|pgid| pgid == leader) {
+            if pid == group || sys::group_of(pid).is_ok_and(|pgid| pgid == group) {
                 continue; // the group signal reaches it
             }
             signal_checked(pid, signal, |pid| self.contains(pid))?;
@@ -153,6 +128,7 @@ impl Cgroup {
     fn kill_all(&self) -> io::Result<()> {
         self.kill()
             .and_then(|mut kill| kill.write_all(b"1"))
+            .or_else(|e| if self.dir.exists() { Err(e) } else { Ok(()) })
             .map_err(|e| {
                 io::Error::new(
                     e.kind(),
@@ -175,7 +151,11 @@ impl Cgroup {
     /// Ends the job (see `Job::end`): once only. An empty cgroup (a failed spawn, a job that left nothing behind) is
     /// removed at once, with no descriptor needed.
     pub(super) fn end(&self, keep: bool) -> io::Result<()> {
-        if self.ended.swap(true, Ordering::SeqCst) || fs::remove_dir(&self.dir).is_ok() {
+        // A keeper removes the folder itself when it ends the job.
+        if self.ended.swap(true, Ordering::SeqCst)
+            || fs::remove_dir(&self.dir).is_ok()
+            || !self.dir.exists()
+        {
             return Ok(());
         }
         if keep {

@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 use super::cgroup;
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+use super::keeper::Keeper;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 use super::lineage;
 use super::proc::{lock, Leftover};
 
@@ -52,6 +54,9 @@ impl fmt::Debug for Job {
 #[derive(Debug)]
 struct Inner {
     bound: Bound,
+    /// The job's keeper, the process between this one and the command (see `keeper.rs`), if it has one.
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    keeper: Option<Keeper>,
     /// What the kills reached, until a [`GroupChild`] takes it.
     reached: Mutex<Vec<Leftover>>,
 }
@@ -66,17 +71,82 @@ pub(super) enum Bound {
 
 impl Job {
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-    pub(super) fn new(bound: Bound) -> Job {
+    pub(super) fn new(bound: Bound, keeper: Option<Keeper>) -> Job {
         Job(Some(Arc::new(Inner {
             bound,
+            keeper,
             reached: Mutex::new(Vec::new()),
         })))
+    }
+
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    fn keeper(&self) -> Option<&Keeper> {
+        self.0.as_ref()?.keeper.as_ref()
+    }
+
+    #[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
+    #[allow(clippy::unused_self, reason = "no keeper outside Linux")]
+    fn keeper(&self) -> Option<&std::convert::Infallible> {
+        None
+    }
+
+    /// Whether the job has a keeper: the spawned process (`id`) is the keeper, outside the group whose id is its pid;
+    /// the command is its child in that group.
+    pub(crate) fn kept(&self) -> bool {
+        self.keeper().is_some()
+    }
+
+    /// The pid a wait watches for the command's exit: the command's, for a kept job; else `id`, the leader's.
+    #[cfg_attr(
+        not(all(target_os = "linux", not(grouptimeout_portable))),
+        allow(clippy::unused_self, reason = "no keeper outside Linux")
+    )]
+    pub(crate) fn watched(&self, id: u32) -> u32 {
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if let Some(command) = self.keeper().and_then(Keeper::command) {
+            return command;
+        }
+        id
+    }
+
+    /// Whether our child `id` (the leader, or a kept job's keeper) has exited, or a kept job's command has (its
+    /// keeper then waits for [`judge`](Job::judge)). Errors as for `has_exited`.
+    #[cfg_attr(
+        not(all(target_os = "linux", not(grouptimeout_portable))),
+        allow(clippy::unused_self, reason = "no keeper outside Linux")
+    )]
+    pub(crate) fn leader_exited(&self, id: u32) -> io::Result<bool> {
+        if crate::sys::has_exited(id)? {
+            return Ok(true);
+        }
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if let Some(keeper) = self.keeper() {
+            return Ok(keeper.command_exited());
+        }
+        Ok(false)
+    }
+
+    /// Just before the reap of `id`: tells a kept job's keeper to end the job (`kill`) or to keep what the command
+    /// left; it then reaps the command and exits as it did.
+    #[cfg_attr(
+        not(all(target_os = "linux", not(grouptimeout_portable))),
+        allow(clippy::unused_self, reason = "no keeper outside Linux")
+    )]
+    pub(crate) fn judge(&self, id: u32, kill: bool) {
+        let _ = (id, kill);
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if let Some(keeper) = self.keeper() {
+            keeper.judge(id, kill);
+        }
     }
 
     /// The leader `pid` was spawned: a cgroup opens the control files it did not hold across the spawn; for
     /// lineage, the leader's start time bounds which processes may carry the mark.
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     pub(super) fn started(&self, pid: u32) {
+        if let Some(keeper) = self.keeper() {
+            keeper.spawned();
+        }
         match self.0.as_ref().map(|inner| &inner.bound) {
             Some(Bound::Cgroup(cgroup)) => cgroup.open_controls(),
             Some(Bound::Lineage(mark)) => mark.started(pid),
@@ -110,7 +180,10 @@ impl Job {
         let _ = (leader, signal);
         match inner.bound {
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Cgroup(ref cgroup) => cgroup.signal(leader, signal, &inner.reached),
+            Bound::Cgroup(ref cgroup) => {
+                let command = self.watched(leader);
+                cgroup.signal(leader, command, signal, &inner.reached)
+            }
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Lineage(ref mark) => mark.signal(leader, signal, &inner.reached),
         }

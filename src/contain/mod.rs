@@ -18,6 +18,8 @@ use std::process::Command;
 mod cgroup;
 mod job;
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+mod keeper;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 mod lineage;
 mod proc;
 
@@ -41,13 +43,13 @@ pub use proc::Leftover;
 ///
 /// By default the cgroup is tried first, then lineage, then the group: each fallback is silent, and
 /// [`GroupChild::containment`] says which mode the job got; [`require`](Contain::require) turns a fallback below a
-/// mode into an error. A cgroup that was made but that the command's first process could not enter (its write to
-/// `cgroup.procs` failed, say because the parent folder is a thread root, whose domain children are "domain
-/// invalid") counts as none: its folder is removed and the command is spawned again in the next mode (none of it
-/// ran: the write comes before `exec`).
+/// mode into an error. A cgroup in which the job's keeper could not start the command (its `mkdir` of the folder or
+/// its `clone3` into it failed, say because the parent folder is a thread root, whose domain children are "domain
+/// invalid", or the kernel is older than 5.14) counts as none: its folder is removed and the command is spawned
+/// again in the next mode (none of it ran: that happens before `exec`).
 ///
-/// Descriptors count too. A cgroup spawn holds the folder's `cgroup.procs` open and forks with a pipe of std's (2
-/// descriptors) instead of using `posix_spawn` (none with glibc; musl's needs 2): 3 free descriptors. Lineage's kill
+/// Descriptors count too. A cgroup spawn forks with a pipe of std's (2 descriptors) instead of using `posix_spawn`
+/// (none with glibc; musl's needs 2): 2 free descriptors. Lineage's kill
 /// points hold 2 at once beside the wait's pidfd: 3 free at the spawn. A mode without that room is skipped, and a
 /// spawn that fails for want of a descriptor (`EMFILE`, `ENFILE`) in the cgroup or with the mark counts as none
 /// too: the next mode is tried, down to the plain group, which needs no more than
@@ -67,17 +69,45 @@ pub use proc::Leftover;
 /// children, such a service usually moves itself into a child folder at start (say `…/service.scope/main`) and
 /// names its unit's folder with [`cgroup_parent`](Contain::cgroup_parent), which skips the systemd test.
 ///
-/// The leader enters the job's cgroup before it runs one instruction of the command: the forked child writes to
-/// the cgroup's `cgroup.procs` just before `exec` (a `pre_exec` hook, which makes std fork and exec instead of using
-/// `posix_spawn`; `BENCHMARKS.md` gives the cost). That move may wait for an RCU grace period (10-20 ms measured on
-/// Linux 6.18 for a single spawn; a loop of spawns shares it) unless the cgroup2 hierarchy is mounted with
-/// `favordynmods` (Linux 6.0+; 0.1 ms measured). `clone3` with `CLONE_INTO_CGROUP` would need no move, but std's
-/// `Command` cannot use it, and this crate does not. The hook stays on the `Command`, disarmed, so later spawns of the
-/// same `Command` take that path too. The job is ended with `cgroup.kill`; when its leader was reaped, the folder is
-/// removed once `cgroup.events` says `populated 0`, waiting at most about a second (a process stuck in
-/// uninterruptible sleep can keep it longer: the folder is then left behind). With
+/// The command is born inside the job's cgroup, through the job's keeper (below): it never migrates into it (a
+/// migration waits for an RCU grace period unless the cgroup2 hierarchy is mounted with `favordynmods`: 5-19 ms
+/// measured on Linux 6.18 for a single spawn), and runs no instruction outside it. The job is ended with
+/// `cgroup.kill`; once the command exited, the folder is removed when the cgroup is empty, waiting at most about a
+/// second (a process stuck in uninterruptible sleep can keep it longer: the folder is then left behind). With
 /// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers) the leftovers are moved back to the parent folder,
 /// where the caller runs, before the folder is removed.
+///
+/// # The keeper (cgroup mode)
+///
+/// The process the spawn makes ([`GroupChild::id`]) is the job's keeper; the command is its only child. The
+/// keeper is a fork of this process (a `pre_exec` hook, which makes std fork and exec instead of using
+/// `posix_spawn`; `BENCHMARKS.md` gives the cost) that never execs: it blocks every signal, makes the job's folder,
+/// starts the command with `clone3(CLONE_INTO_CGROUP)` (Linux 5.7; the command returns from the hook and std applies
+/// the rest of the `Command`: stdio, environment, working folder, user and groups were applied before the hooks
+/// and are inherited, and the caller's signal mask is restored), closes every descriptor it holds but the folder's,
+/// and then only waits. It is named `group-keeper` (so that killing this program by its name spares it).
+///
+/// - The command starts in the group whose id is the keeper's pid ([`GroupChild::id`]), which the keeper then
+///   leaves for a group of its own: every group signal of the crate, and a terminal's, reaches the command's group
+///   and not the keeper. The command's parent (`getppid`) is the keeper.
+/// - From before the command's first instruction, the keeper is the job's guard: when this process dies (any way;
+///   the keeper's parent-death signal, and its parent changes), it kills the group and the cgroup, removes the
+///   folder, and exits. [`die_with_parent`](GroupChild::die_with_parent) starts no other guard for such a job, and
+///   [`guard_id`](GroupChild::guard_id) stays `None`.
+/// - When the command exits, its keeper tells this process (`SIGCHLD`, as the command's own exit would) and keeps
+///   it unreaped until a wait reaps the job: the wait then tells the keeper to end the job (or, with
+///   `set_kill_leftovers(false)`, to leave it), and the keeper does so, reaps the command and exits as it did: the
+///   same exit code, or the same signal (without a core dump), so [`Outcome`](crate::Outcome) is what `spawn_group`
+///   gives. A command that stops stops its keeper too (a supervisor that watches stops, such as the tool, sees it),
+///   and the crate's `SIGCONT` continues both.
+/// - A command that fails its `exec` fails the spawn with std's error (`NotFound` for a missing program), and the
+///   keeper exits at once.
+/// - The keeper is a process of this user: a job that kills it (`kill -9 $PPID`) ends its own guard; the wait then
+///   sees the keeper killed (`SIGKILL`), kills the cgroup, and removes the folder, as for any leader.
+/// - `pre_exec` hooks the caller added before the spawn run in the keeper, before the command's process exists:
+///   what a fork inherits (resource limits, the working folder, descriptors) reaches the command; a
+///   parent-death signal does not. Hooks added later, and on a later spawn of the same `Command` (the keeper's hook
+///   stays on it, disarmed), run as usual.
 ///
 /// # The lineage mark
 ///
@@ -148,8 +178,8 @@ impl Contain {
     ///
     /// As for [`spawn_group`](crate::GroupCommandExt::spawn_group); or [`require`](Contain::require) asked for more than
     /// could be had (`Unsupported`, or the kind of the first failure), with every reason in the message, such as a
-    /// cgroup the command's first process could not enter (the folder named, and the OS error of its write to
-    /// `cgroup.procs`, whose kind the error keeps; the folder is removed), or too few free descriptors for a mode
+    /// cgroup the keeper could not start the command in (the folder named, and the OS error of its `mkdir` or
+    /// `clone3`, whose kind the error keeps; the folder is removed), or too few free descriptors for a mode
     /// (the kind of `EMFILE`, `ENFILE`). Nothing runs then. Without `require`, a spawn fails for want of descriptors
     /// only where `spawn_group` would.
     pub fn spawn(&self, command: &mut Command) -> io::Result<GroupChild> {
@@ -201,11 +231,11 @@ impl Contain {
     }
 }
 
-/// Spawns `command` with its leader inside `cgroup`. The inner `Err` says that the cgroup could not be had for it,
-/// and why (the kind kept): the leader could not enter it (its write to `cgroup.procs` failed, with the folder and
-/// the OS error named), or the spawn ran out of descriptors (it holds `cgroup.procs`, and std's pipe of a forked
-/// spawn, beyond a plain spawn's). Nothing of the command ran then, and the folder is removed, so the caller may
-/// spawn it again another way.
+/// Spawns `command` through a keeper (see `keeper.rs`) whose child, the command, is born inside `cgroup`. The inner
+/// `Err` says that the cgroup could not be had for it, and why (the kind kept): the keeper could not start the
+/// command there (its `clone3` into the cgroup failed, with the folder and the OS error named), or the spawn ran out
+/// of descriptors (it holds the folder open, and std's pipe of a forked spawn, beyond a plain spawn's). Nothing of
+/// the command ran then, and the folder is removed, so the caller may spawn it again another way.
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 fn spawn_in_cgroup(
     cgroup: cgroup::Cgroup,
@@ -216,20 +246,23 @@ fn spawn_in_cgroup(
         io::Error::new(
             e.kind(),
             format!(
-                "too few descriptors to spawn in the job's cgroup {} (such a spawn holds its cgroup.procs, and forks \
+                "too few descriptors to spawn in the job's cgroup {} (such a spawn holds the folder open, and forks \
                  with a pipe of std's instead of using posix_spawn): {e}",
                 folder.display()
             ),
         )
     };
-    let hook = match cgroup.enter_at_exec(command) {
+    let keeper = keeper::Keeper::new()?;
+    let hook = match room_for_a_fork()
+        .and_then(|()| crate::sys::arm_keeper(command, &folder, keeper.page()))
+    {
         Ok(hook) => hook,
         Err(e) => return Ok(Err(too_few(e))),
     };
-    let job = Job::new(Bound::Cgroup(cgroup));
+    let job = Job::new(Bound::Cgroup(cgroup), Some(keeper));
     let spawned = GroupChild::spawn(command, job.clone());
-    let not_entered = spawned.as_ref().err().and_then(|e| hook.entry_error(e));
-    // `hook` is dropped here (before `started` opens the control files), or was consumed: `cgroup.procs` is closed.
+    let not_started = spawned.as_ref().err().and_then(|e| hook.keeper_error(e));
+    // `hook` is dropped here (before `started` opens the control files), or was consumed: the folder is closed.
     match spawned {
         Ok(child) => {
             job.started(child.id());
@@ -237,12 +270,12 @@ fn spawn_in_cgroup(
         }
         Err(e) => {
             let _ = job.end(false);
-            if let Some(entry) = not_entered {
+            if let Some(start) = not_started {
                 return Ok(Err(io::Error::new(
-                    entry.kind(),
+                    start.kind(),
                     format!(
-                        "the command's first process could not enter the job's cgroup {} (its write to \
-                         cgroup.procs failed): {entry}",
+                        "the command's first process could not start in the job's cgroup {} (the keeper's clone3 \
+                         into it failed): {start}",
                         folder.display()
                     ),
                 )));
@@ -254,6 +287,15 @@ fn spawn_in_cgroup(
             Ok(Err(too_few(e)))
         }
     }
+}
+
+/// Whether two more descriptors can be opened now (std's pipe of a forked spawn): a spawn that failed for want of
+/// them would have run nothing, but is better not tried.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+fn room_for_a_fork() -> io::Result<()> {
+    let probe = std::fs::File::open("/dev/null")?;
+    let _second = probe.try_clone()?;
+    Ok(())
 }
 
 /// Whether a spawn failed for want of a descriptor (`EMFILE`, `ENFILE`): a contained spawn then falls back to a
@@ -272,7 +314,7 @@ fn spawn_with_mark(
 ) -> io::Result<io::Result<GroupChild>> {
     let name = mark.name().to_owned();
     command.env(&name, "1");
-    let job = Job::new(Bound::Lineage(mark));
+    let job = Job::new(Bound::Lineage(mark), None);
     let spawned = GroupChild::spawn(command, job.clone());
     command.env_remove(&name);
     match spawned {

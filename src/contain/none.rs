@@ -20,6 +20,21 @@ impl Job {
         Ok(())
     }
 
+    #[cfg(feature = "guard")]
+    pub(crate) fn kept(&self) -> bool {
+        false
+    }
+
+    pub(crate) fn watched(&self, id: u32) -> u32 {
+        id
+    }
+
+    pub(crate) fn leader_exited(&self, id: u32) -> io::Result<bool> {
+        crate::sys::has_exited(id)
+    }
+
+    pub(crate) fn judge(&self, _id: u32, _kill: bool) {}
+
     pub(crate) fn take_reached(&self, _leftovers: &mut Leftovers, _guard: Option<u32>) {}
 
     pub(crate) fn end(&self, _keep: bool) -> io::Result<()> {

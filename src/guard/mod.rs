@@ -39,6 +39,10 @@ impl GroupChild {
     /// and the leftovers are left as they were (no longer guarded). While the guard runs it is one more member of
     /// the group (its pid is not the leader's), and it holds the group's id even after all other members are gone.
     ///
+    /// A job of `spawn_contained` in a cgroup needs none: its keeper
+    /// guards it from before the command's first instruction (see `Contain`), so no guard is
+    /// started and [`guard_id`](GroupChild::guard_id) stays `None`.
+    ///
     /// # What is not reached
     ///
     /// The processes in the group when the guard kills it: not those that left the group before (see
@@ -76,7 +80,8 @@ impl GroupChild {
 
     /// [`die_with_parent`](GroupChild::die_with_parent) with the guard started by `how`.
     pub(crate) fn arrange_guard(&mut self, how: Start) -> io::Result<()> {
-        if !self.leader_unreaped() || self.guard.is_some() {
+        // A kept job's keeper is its guard already (see `spawn_contained`).
+        if !self.leader_unreaped() || self.guard.is_some() || self.job.kept() {
             return Ok(());
         }
         self.leader_exited()?;

@@ -97,6 +97,8 @@ mod guard;
 
 #[cfg(all(feature = "contain", target_os = "linux", not(grouptimeout_portable)))]
 mod contain;
+#[cfg(all(feature = "contain", target_os = "linux", not(grouptimeout_portable)))]
+mod keeper;
 
 #[cfg(feature = "host")]
 mod children;
@@ -126,6 +128,8 @@ pub(crate) use guard::*;
 
 #[cfg(all(feature = "contain", target_os = "linux", not(grouptimeout_portable)))]
 pub(crate) use contain::*;
+#[cfg(all(feature = "contain", target_os = "linux", not(grouptimeout_portable)))]
+pub(crate) use keeper::*;
 
 #[cfg(feature = "host")]
 pub(crate) use children::*;

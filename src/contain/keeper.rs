@@ -1,0 +1,58 @@
+//! The keeper of a contained job, as this process sees it (the keeper's own code is in `sys/keeper.rs`): the
+//! process std spawned (the `GroupChild`'s id) is the job's keeper, and the command is its child, in the group
+//! whose id is the keeper's pid. A wait watches the command; once it exited, the reap gives the keeper the verdict
+//! (end the job, or keep what it left), and the keeper exits as the command did.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::proc::Stat;
+use crate::sys;
+
+#[derive(Debug)]
+pub(super) struct Keeper {
+    page: sys::SharedPage,
+    /// Set once the verdict was given: the keeper may reap the command from then on, so its pid is never read again.
+    judged: AtomicBool,
+}
+
+impl Keeper {
+    pub(super) fn new() -> io::Result<Keeper> {
+        Ok(Keeper {
+            page: sys::SharedPage::new()?,
+            judged: AtomicBool::new(false),
+        })
+    }
+
+    pub(super) fn page(&self) -> &sys::SharedPage {
+        &self.page
+    }
+
+    /// The spawn returned (see `SharedPage::spawned`).
+    pub(super) fn spawned(&self) {
+        self.page.spawned();
+    }
+
+    /// The command's pid (known once the spawn returned).
+    pub(super) fn command(&self) -> Option<u32> {
+        self.page.command()
+    }
+
+    /// Whether the command has exited (a zombie of the keeper's, which keeps it unreaped until the verdict). The
+    /// caller checked first that the keeper itself is still running.
+    pub(super) fn command_exited(&self) -> bool {
+        if self.judged.load(Ordering::SeqCst) {
+            return false;
+        }
+        self.command()
+            .is_some_and(|pid| Stat::read(pid).is_none_or(|stat| stat.dead()))
+    }
+
+    /// Tells the keeper `keeper` (our unreaped child) what to do once the command exited: end the job or keep it.
+    /// Once only.
+    pub(super) fn judge(&self, keeper: u32, kill: bool) {
+        if !self.judged.swap(true, Ordering::SeqCst) {
+            self.page.give_verdict(keeper, kill);
+        }
+    }
+}

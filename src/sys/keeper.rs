@@ -1,0 +1,607 @@
+//! The keeper of a contained job (Linux): the process std forks for the spawn (`M`, std's `Child`) stays between
+//! this process and the command, and the command is its child (`L`), made inside the `pre_exec` hook.
+//!
+//! - `M` blocks every signal, asks for `SIGCONT` when this process (the thread that forked it) dies
+//!   (`PR_SET_PDEATHSIG`), and makes `L` with `clone3`: with `CLONE_INTO_CGROUP` the command is born inside the
+//!   job's cgroup, so it never migrates (a migration waits for an RCU grace period: 5-19 ms measured). `L` returns
+//!   from the hook with the caller's signal mask, and std applies the rest of the `Command` and execs it.
+//! - `L` starts in `M`'s process group `G` (whose id is `M`'s pid, the `GroupChild`'s id); `M` then leaves `G` for a
+//!   group of its own, so that the crate's group signals (and a terminal's) reach the command and not `M`.
+//! - `M` closes every descriptor but the cgroup folder's (std's error pipe and the command's stdio included, so
+//!   that the spawn returns when `L` execs), then waits for signals: `L` stopped (it stops itself the same way, so
+//!   that a supervisor sees the stop), `L` exited (it waits for this process's verdict: kill the job, or keep it),
+//!   or this process died (`getppid()` changed: it ends the job and removes the folder). Then it reaps `L` and exits
+//!   as `L` did: the same exit code, or the same signal (core dumps off).
+//!
+//! Everything `M` and `L` run before `exec` is async-signal-safe: raw system calls on memory copied by the fork (or
+//! shared with this process through one anonymous page), no allocation, no lock. This process talks to `M` only
+//! through that page and `SIGCONT`.
+
+use std::ffi::CString;
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::RawFd;
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+
+use super::cvt;
+
+/// Added to the errno of a keeper that could not start the command: std passes the hook's OS error code to the
+/// parent as the spawn's error, and no `exec` error is this large, so the parent tells the two apart.
+pub(crate) const KEEPER_FAILED: i32 = 1 << 20;
+
+/// `clone3` and `close_range`: the same numbers on every Linux architecture (the table is shared from 424 on).
+const SYS_CLONE3: libc::c_long = 435;
+const SYS_CLOSE_RANGE: libc::c_long = 436;
+/// `clone3`'s flag: the child starts in the cgroup named by `CloneArgs::cgroup` (Linux 5.7).
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// The verdict this process gives once the command exited (0 until then): kill the job, keep it.
+const VERDICT_KILL: u32 = 1;
+const VERDICT_KEEP: u32 = 2;
+
+/// The keeper's name (`comm`), so that killing the supervisor by its name (`pkill -x`, `killall`) spares the keeper,
+/// which then ends the job.
+const KEEPER_NAME: &[u8; 13] = b"group-keeper\0";
+
+/// How many times (about a millisecond apart) a keeper tries to remove the emptied cgroup folder.
+const REMOVE_TRIES: u32 = 1000;
+
+/// `struct clone_args` of Linux 5.7 (`CLONE_ARGS_SIZE_VER2`).
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+/// What the keeper and this process share: the command's pid (written by the keeper) and the verdict.
+#[repr(C)]
+struct Shared {
+    command: AtomicU32,
+    verdict: AtomicU32,
+    /// Set by this process once the spawn returned: until then a command that exits may have failed its `exec`, and
+    /// std waits for the keeper (which then exits at once as the command did, and leaves the job to this process).
+    spawned: AtomicU32,
+}
+
+/// One anonymous page mapped `MAP_SHARED` before the spawn: the keeper (a fork) shares it with this process; the
+/// command loses it at `exec`. Unmapped when dropped.
+#[derive(Debug)]
+pub(crate) struct SharedPage {
+    /// The mapping's address (a `usize`, so that the value is `Send` and `Sync`: only atomics live there).
+    addr: usize,
+}
+
+const PAGE: usize = 4096;
+
+impl SharedPage {
+    pub(crate) fn new() -> io::Result<SharedPage> {
+        // SAFETY: a fresh anonymous mapping at an address of the kernel's choice; no existing memory is touched.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                PAGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(SharedPage {
+            addr: addr as usize,
+        })
+    }
+
+    fn shared(&self) -> &Shared {
+        // SAFETY: the page is mapped (zero-filled, page-aligned) for as long as `self` lives, and holds only a
+        // `Shared`, whose atomics are valid for every bit pattern and may be shared with another process.
+        unsafe { &*(self.addr as *const Shared) }
+    }
+
+    /// The command's pid, once the keeper made it (set before the spawn returns).
+    pub(crate) fn command(&self) -> Option<u32> {
+        Some(self.shared().command.load(Ordering::Acquire)).filter(|&pid| pid > 1)
+    }
+
+    /// The spawn returned: from now on the keeper waits for the verdict once the command exited.
+    pub(crate) fn spawned(&self) {
+        self.shared().spawned.store(1, Ordering::Release);
+    }
+
+    /// Tells keeper `keeper` (our unreaped child) what to do once the command exited: end the job (`kill`) or leave
+    /// it; it acts, reaps the command and exits as the command did.
+    pub(crate) fn give_verdict(&self, keeper: u32, kill: bool) {
+        let verdict = if kill { VERDICT_KILL } else { VERDICT_KEEP };
+        self.shared().verdict.store(verdict, Ordering::Release);
+        if let Ok(pid) = super::checked_pid(keeper) {
+            // SAFETY: kill has no memory-safety preconditions; the pid is checked (> 1) and names our unreaped child.
+            unsafe { libc::kill(pid, libc::SIGCONT) };
+        }
+    }
+}
+
+impl Drop for SharedPage {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, of that length; nothing refers to it once `self` is gone.
+        unsafe { libc::munmap(self.addr as *mut libc::c_void, PAGE) };
+    }
+}
+
+/// The keeper hook on a `Command`; dropping it disarms the hook (a later spawn of the same `Command` then runs as
+/// without it).
+#[derive(Debug)]
+pub(crate) struct KeeperHook {
+    armed: Arc<AtomicBool>,
+}
+
+impl Drop for KeeperHook {
+    fn drop(&mut self) {
+        self.armed.store(false, Ordering::SeqCst);
+    }
+}
+
+impl KeeperHook {
+    /// Disarms the hook and tells whether `spawn_error`, the error of a spawn made while it was armed, is the
+    /// keeper's: it could not make the command's process (`Some`, that call's OS error), so the command did not run.
+    pub(crate) fn keeper_error(self, spawn_error: &io::Error) -> Option<io::Error> {
+        drop(self);
+        let code = spawn_error.raw_os_error()?;
+        (code > KEEPER_FAILED).then(|| io::Error::from_raw_os_error(code - KEEPER_FAILED))
+    }
+}
+
+/// What the keeper needs, prepared before the fork (the hook allocates nothing).
+struct Plan {
+    supervisor: libc::pid_t,
+    /// The job's cgroup folder, which the keeper makes (so that no folder is left by a supervisor that dies before
+    /// the keeper exists) and removes.
+    folder: CString,
+    page: usize,
+}
+
+/// Makes every spawn of `command`, while the returned hook lives, go through a keeper (see the module docs), which
+/// makes the cgroup `folder` (it must not exist), starts the command in it, ends it with `cgroup.kill` and removes
+/// it. `page` is the page the keeper shares with this process; it must outlive the spawn.
+///
+/// This adds a `pre_exec` hook, so std forks and execs instead of using `posix_spawn`.
+pub(crate) fn arm_keeper(
+    command: &mut Command,
+    folder: &Path,
+    page: &SharedPage,
+) -> io::Result<KeeperHook> {
+    let plan = Plan {
+        // SAFETY: getpid has no preconditions.
+        supervisor: unsafe { libc::getpid() },
+        folder: CString::new(folder.as_os_str().as_bytes())?,
+        page: page.addr,
+    };
+    let armed = Arc::new(AtomicBool::new(true));
+    let hook = Arc::clone(&armed);
+    // SAFETY: the hook runs in the forked child before exec. It makes only system calls that are async-signal-safe
+    // (`keep` below, whose every block says so), reads memory the fork copied (`plan`), and writes only to the shared
+    // page through atomics; it allocates nothing and takes no lock. While armed, the page is mapped (the caller keeps
+    // it past the spawn).
+    unsafe {
+        command.pre_exec(move || {
+            if !hook.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            start(&plan)
+        })
+    };
+    Ok(KeeperHook { armed })
+}
+
+fn failed(errno: i32) -> io::Error {
+    io::Error::from_raw_os_error(KEEPER_FAILED + errno)
+}
+
+fn errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+fn shared(plan: &Plan) -> &Shared {
+    // SAFETY: the page mapped by `SharedPage::new`, which the caller keeps mapped past the spawn (and a fork keeps
+    // the mapping); it holds only atomics.
+    unsafe { &*(plan.page as *const Shared) }
+}
+
+fn full_set() -> libc::sigset_t {
+    let mut set = MaybeUninit::<libc::sigset_t>::zeroed();
+    // SAFETY: sigfillset initialises the set it is given, which lives across the call.
+    unsafe { libc::sigfillset(set.as_mut_ptr()) };
+    // SAFETY: zero-initialised, then filled.
+    unsafe { set.assume_init() }
+}
+
+fn set_mask(how: libc::c_int, set: &libc::sigset_t, old: Option<&mut libc::sigset_t>) {
+    let old = old.map_or(std::ptr::null_mut(), std::ptr::from_mut);
+    // SAFETY: both pointers are valid (or null for `old`) for the call; sigprocmask is async-signal-safe.
+    unsafe { libc::sigprocmask(how, set, old) };
+}
+
+/// In the forked child (the keeper-to-be): returns `Ok` in the command's process, an error if the command's
+/// process could not be made, and never in the keeper.
+fn start(plan: &Plan) -> io::Result<()> {
+    let all = full_set();
+    let mut old = full_set();
+    set_mask(libc::SIG_SETMASK, &all, Some(&mut old));
+    // SAFETY: prctl with integer arguments; async-signal-safe.
+    if unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGCONT as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    } != 0
+    {
+        return Err(failed(errno()));
+    }
+    // SAFETY: getppid has no preconditions. The supervisor died before the flag was set: no one waits.
+    if unsafe { libc::getppid() } != plan.supervisor {
+        return Err(failed(libc::ESRCH));
+    }
+    let folder_fd = make_folder(plan)?;
+    let args = CloneArgs {
+        flags: CLONE_INTO_CGROUP,
+        exit_signal: libc::SIGCHLD as u64,
+        cgroup: u64::try_from(folder_fd).unwrap_or(0),
+        ..CloneArgs::default()
+    };
+    // SAFETY: clone3 without CLONE_VM: the child gets a copy of this address space and returns 0 here, like fork;
+    // `args` is a valid clone_args of the size passed. It is a raw system call: async-signal-safe.
+    let pid = unsafe {
+        libc::syscall(
+            SYS_CLONE3,
+            &raw const args,
+            std::mem::size_of::<CloneArgs>(),
+        )
+    };
+    if pid < 0 {
+        let e = errno();
+        remove_folder(plan, folder_fd);
+        return Err(failed(e));
+    }
+    if pid == 0 {
+        // The command: the caller's mask back, then std applies the rest of the `Command` and execs.
+        set_mask(libc::SIG_SETMASK, &old, None);
+        return Ok(());
+    }
+    let command = libc::pid_t::try_from(pid).unwrap_or(0);
+    shared(plan)
+        .command
+        .store(command.unsigned_abs(), Ordering::Release);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes, which KEEPER_NAME is.
+    unsafe { libc::prctl(libc::PR_SET_NAME, KEEPER_NAME.as_ptr()) };
+    if let Err(e) = leave_group() {
+        // SAFETY: our child, unreaped; kill and waitpid are async-signal-safe.
+        unsafe {
+            libc::kill(command, libc::SIGKILL);
+            libc::waitpid(command, std::ptr::null_mut(), 0);
+        }
+        remove_folder(plan, folder_fd);
+        return Err(failed(e));
+    }
+    close_all_but(folder_fd);
+    keep(plan, folder_fd, command)
+}
+
+/// Makes the job's cgroup folder and opens it (`O_DIRECTORY`); fails (and removes it) where it has no
+/// `cgroup.kill` (before Linux 5.14).
+fn make_folder(plan: &Plan) -> io::Result<RawFd> {
+    // SAFETY: mkdir and open of a NUL-terminated path that lives across the calls; faccessat with a NUL-terminated
+    // name on the descriptor just opened. All async-signal-safe system calls.
+    unsafe {
+        if libc::mkdir(plan.folder.as_ptr(), 0o755) != 0 {
+            return Err(failed(errno()));
+        }
+        let fd = libc::open(
+            plan.folder.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        );
+        if fd < 0 || libc::faccessat(fd, c"cgroup.kill".as_ptr(), libc::F_OK, 0) != 0 {
+            let e = errno();
+            remove_folder(plan, fd);
+            return Err(failed(e));
+        }
+        Ok(fd)
+    }
+}
+
+/// Closes `fd` (if one) and removes the (empty) folder.
+fn remove_folder(plan: &Plan, fd: RawFd) {
+    // SAFETY: close of our own descriptor, rmdir of a NUL-terminated path; async-signal-safe.
+    unsafe {
+        if fd >= 0 {
+            libc::close(fd);
+        }
+        libc::rmdir(plan.folder.as_ptr());
+    }
+}
+
+extern "C" fn own_group(_: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: setpgid with integer arguments (a raw system call in glibc and musl).
+    unsafe { libc::setpgid(0, 0) }
+}
+
+/// Moves this process (the leader of the command's group) to a group of its own: a child made with
+/// `CLONE_VM | CLONE_VFORK` (no copy of the address space) makes a new group and exits; this process joins it (the
+/// child, a zombie until reaped, still counts as its member), then reaps it.
+fn leave_group() -> Result<(), i32> {
+    let mut stack = [0u64; 512];
+    // SAFETY: one past the end of `stack`, which outlives the child (CLONE_VFORK suspends us until it exits).
+    let top = unsafe { stack.as_mut_ptr().add(stack.len()) };
+    // SAFETY: the child runs `own_group` on `stack` (the wrapper aligns it), sharing our memory while we are
+    // suspended, and touches nothing else but errno; clone's wrapper is async-signal-safe.
+    let child = unsafe {
+        libc::clone(
+            own_group,
+            top.cast(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            std::ptr::null_mut(),
+        )
+    };
+    if child < 0 {
+        return Err(errno());
+    }
+    // SAFETY: setpgid and waitpid with integer arguments and a null status pointer.
+    let joined = unsafe { libc::setpgid(0, child) };
+    let e = errno();
+    // SAFETY: as above.
+    unsafe { libc::waitpid(child, std::ptr::null_mut(), 0) };
+    if joined != 0 {
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Closes every descriptor but `keep` if it is one (std's error pipe and the command's stdio among them).
+fn close_all_but(keep: RawFd) {
+    let close_range = |first: libc::c_uint, last: libc::c_uint| {
+        // SAFETY: close_range with integer arguments; it closes only descriptors.
+        unsafe { libc::syscall(SYS_CLOSE_RANGE, first, last, 0 as libc::c_uint) }
+    };
+    let closed = match libc::c_uint::try_from(keep) {
+        Err(_) => close_range(0, libc::c_uint::MAX) == 0,
+        Ok(0) => close_range(1, libc::c_uint::MAX) == 0,
+        Ok(keep) => close_range(0, keep - 1) == 0 && close_range(keep + 1, libc::c_uint::MAX) == 0,
+    };
+    if closed {
+        return;
+    }
+    // Before Linux 5.9: one by one, up to the limit (at most 65,536).
+    let mut limit = MaybeUninit::<libc::rlimit>::zeroed();
+    // SAFETY: getrlimit fills the struct it is given.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, limit.as_mut_ptr()) };
+    // SAFETY: zero-initialised, possibly filled.
+    let max = unsafe { limit.assume_init() }.rlim_cur.min(65_536) as libc::c_int;
+    for fd in (0..max).filter(|&fd| fd != keep) {
+        // SAFETY: close on a descriptor number; async-signal-safe.
+        unsafe { libc::close(fd) };
+    }
+}
+
+/// The keeper's life: see the module docs. Never returns.
+fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t) -> ! {
+    let all = full_set();
+    // SAFETY: getpid has no preconditions. The group the command started in has this id.
+    let group = unsafe { libc::getpid() };
+    let mut told = false;
+    loop {
+        // SAFETY: getppid has no preconditions.
+        if unsafe { libc::getppid() } != plan.supervisor {
+            end_job(plan, folder_fd, group);
+            exit_as(reap(command));
+        }
+        if let Some(signal) = stopped(command) {
+            stop_as(signal);
+            continue;
+        }
+        if exited(command) {
+            match shared(plan).verdict.load(Ordering::Acquire) {
+                VERDICT_KILL => {
+                    end_job(plan, folder_fd, group);
+                    exit_as(reap(command));
+                }
+                VERDICT_KEEP => exit_as(reap(command)),
+                _ if shared(plan).spawned.load(Ordering::Acquire) == 0 => exit_as(reap(command)),
+                _ if !told => {
+                    // The supervisor hears of the exit as it would without us: a SIGCHLD (a supervisor that takes
+                    // its signals, such as the tool, wakes on it).
+                    told = true;
+                    // SAFETY: kill with integer arguments; the parent is the supervisor (checked above).
+                    unsafe { libc::kill(plan.supervisor, libc::SIGCHLD) };
+                }
+                _ => {}
+            }
+        }
+        let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+        // SAFETY: every signal is blocked; sigtimedwait (a system call) takes one pending signal, or waits for one,
+        // into `info`, which lives across the call.
+        unsafe { libc::sigtimedwait(&raw const all, info.as_mut_ptr(), std::ptr::null()) };
+    }
+}
+
+/// `waitid` on our child `pid` with `flags` (plus `WNOHANG`): the report, if there is one.
+fn wait_report(pid: libc::pid_t, flags: libc::c_int) -> Option<libc::siginfo_t> {
+    let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+    // SAFETY: `info` is a zeroed siginfo_t that lives across the call; waitid is async-signal-safe.
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid.unsigned_abs(),
+            info.as_mut_ptr(),
+            flags | libc::WNOHANG,
+        )
+    };
+    // SAFETY: zeroed, possibly filled in: every bit pattern is a valid siginfo_t.
+    let info = unsafe { info.assume_init() };
+    // SAFETY: si_pid is set by waitid for a child's report (and stays 0 without one).
+    (rc == 0 && unsafe { info.si_pid() } != 0).then_some(info)
+}
+
+fn status_of(info: &libc::siginfo_t) -> libc::c_int {
+    // SAFETY: a report of waitid, which sets si_status.
+    unsafe { info.si_status() }
+}
+
+/// The signal that stopped the command, if it stopped since the last report (which this consumes).
+fn stopped(command: libc::pid_t) -> Option<libc::c_int> {
+    wait_report(command, libc::WSTOPPED).map(|info| status_of(&info))
+}
+
+/// Whether the command exited (not reaped).
+fn exited(command: libc::pid_t) -> bool {
+    wait_report(command, libc::WEXITED | libc::WNOWAIT).is_some()
+}
+
+/// Reaps the command (waiting for its exit).
+fn reap(command: libc::pid_t) -> Option<libc::siginfo_t> {
+    loop {
+        let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+        // SAFETY: as in `wait_report`, blocking.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                command.unsigned_abs(),
+                info.as_mut_ptr(),
+                libc::WEXITED,
+            )
+        };
+        if rc == 0 {
+            // SAFETY: zeroed, filled in by waitid.
+            return Some(unsafe { info.assume_init() });
+        }
+        if errno() != libc::EINTR {
+            return None;
+        }
+    }
+}
+
+/// Kills the job: the command's group, then the cgroup; waits (about a second at most) for it to empty and removes
+/// the folder (a folder that holds sub-cgroups of the job's, or a process that does not die, is left to this
+/// process's own end of the job, or behind).
+fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t) {
+    // SAFETY: kill with integer arguments; the group's id is our own pid (> 1), pinned while we live.
+    unsafe { libc::kill(-group, libc::SIGKILL) };
+    if folder_fd < 0 {
+        return;
+    }
+    // SAFETY: openat on the folder's descriptor with a NUL-terminated name; write and close on the result.
+    unsafe {
+        let kill = libc::openat(
+            folder_fd,
+            c"cgroup.kill".as_ptr(),
+            libc::O_WRONLY | libc::O_CLOEXEC,
+        );
+        if kill >= 0 {
+            libc::write(kill, b"1".as_ptr().cast(), 1);
+            libc::close(kill);
+        }
+    }
+    let pause = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 1_000_000,
+    };
+    for _ in 0..REMOVE_TRIES {
+        // SAFETY: rmdir of a NUL-terminated path that lives across the call.
+        if unsafe { libc::rmdir(plan.folder.as_ptr()) } == 0 || errno() != libc::EBUSY {
+            return;
+        }
+        // SAFETY: nanosleep reads `pause`; a null remainder is allowed.
+        unsafe { libc::nanosleep(&raw const pause, std::ptr::null_mut()) };
+    }
+}
+
+/// Stops this process with `signal` (the one that stopped the command), so that whoever waits for it sees the
+/// stop; blocks it again once continued.
+fn stop_as(signal: libc::c_int) {
+    let signal = if matches!(signal, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) {
+        signal
+    } else {
+        libc::SIGSTOP
+    };
+    let mut only = MaybeUninit::<libc::sigset_t>::zeroed();
+    // SAFETY: sigemptyset/sigaddset initialise the set, which lives across the calls; signal and kill are
+    // async-signal-safe system calls on integers.
+    unsafe {
+        libc::sigemptyset(only.as_mut_ptr());
+        libc::sigaddset(only.as_mut_ptr(), signal);
+        libc::signal(signal, libc::SIG_DFL);
+    }
+    // SAFETY: initialised above.
+    let only = unsafe { only.assume_init() };
+    set_mask(libc::SIG_UNBLOCK, &only, None);
+    // SAFETY: as above.
+    unsafe { libc::kill(libc::getpid(), signal) };
+    set_mask(libc::SIG_BLOCK, &only, None);
+}
+
+/// Exits as the command did: its exit code, or death by its signal (no core dump). Without a report (cannot
+/// happen: the command is our child), status 1.
+fn exit_as(report: Option<libc::siginfo_t>) -> ! {
+    if let Some(info) = report {
+        let status = status_of(&info);
+        if info.si_code == libc::CLD_EXITED {
+            // SAFETY: _exit is async-signal-safe.
+            unsafe { libc::_exit(status) };
+        }
+        let limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        let mut only = MaybeUninit::<libc::sigset_t>::zeroed();
+        // SAFETY: integer arguments and sets that live across the calls; all async-signal-safe system calls.
+        unsafe {
+            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+            libc::setrlimit(libc::RLIMIT_CORE, &raw const limit);
+            libc::signal(status, libc::SIG_DFL);
+            libc::sigemptyset(only.as_mut_ptr());
+            libc::sigaddset(only.as_mut_ptr(), status);
+        }
+        // SAFETY: initialised above.
+        set_mask(libc::SIG_UNBLOCK, &unsafe { only.assume_init() }, None);
+        // SAFETY: as above.
+        unsafe { libc::kill(libc::getpid(), status) };
+    }
+    // SAFETY: _exit is async-signal-safe.
+    unsafe { libc::_exit(1) }
+}
+
+/// Sends `signal` to the group `pgid` of a kept job, whose keeper (pid `pgid`) is not in it: a group with no process
+/// left counts as success. After `SIGKILL` or `SIGCONT` the keeper gets `SIGCONT` (it wakes, and a keeper stopped
+/// with its command goes on). The caller holds the keeper unreaped.
+pub(crate) fn signal_kept_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
+    let pgid = super::checked_pid(pgid)?;
+    // SAFETY: kill has no memory-safety preconditions; checked_pid ruled out the ids with special meanings.
+    let sent = match cvt(unsafe { libc::kill(-pgid, signal) }) {
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(()),
+        other => other.map(drop),
+    };
+    if signal == libc::SIGKILL || signal == libc::SIGCONT {
+        // SAFETY: as above; a positive pid signals the keeper alone.
+        unsafe { libc::kill(pgid, libc::SIGCONT) };
+    }
+    sent
+}
