@@ -250,7 +250,9 @@ pub use spawn::GroupCommandExt;
 #[cfg(all(unix, feature = "capture"))]
 pub use capture::Captured;
 #[cfg(all(unix, feature = "contain"))]
-pub use contain::{Contain, Containment, Leftover};
+pub use contain::{Containment, Leftover};
+#[cfg(all(unix, feature = "contain"))]
+pub use spawn::Contain;
 
 /// The README's Rust examples, compiled (and run, unless marked `no_run`) by `cargo test` so that they cannot drift
 /// from the API; they use every feature.

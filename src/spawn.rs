@@ -6,6 +6,12 @@ use std::process::Command;
 use crate::child::GroupChild;
 use crate::contain::Job;
 
+#[cfg(feature = "contain")]
+mod contained;
+
+#[cfg(feature = "contain")]
+pub use contained::Contain;
+
 /// Extends [`std::process::Command`] with [`spawn_group`](GroupCommandExt::spawn_group).
 pub trait GroupCommandExt {
     /// Spawns the command as the leader of a new process group and returns a handle that waits for it with a
