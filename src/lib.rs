@@ -99,6 +99,10 @@
 //! and its types) and `host` (the [`host`][host-module] module; it enables `guard` and `contain`). The README's "Auditing" section
 //! counts each one's code lines, and its blocks in `src/sys/`, the one module that calls libc unchecked.
 //!
+//! Features only add: code that builds with some features builds with more. [`GroupCommandExt`], whose
+//! `spawn_contained` only `contain` adds, is sealed (no other crate can implement it), so a feature that another
+//! crate in the build turns on breaks no implementation.
+//!
 //! # Errors
 //!
 //! Every fallible call returns an [`std::io::Error`]. An `io::Error` holds either an OS error number or a message
