@@ -13,9 +13,12 @@ described by the first line of its module docs (`//!`), which says what its `uns
   .ci/audit.py --check    fail if README.md's table differs, the core is over its budget, or the library's rooms
                           import each other in a circle (CI runs this)
 
-The rooms are the library's files; room A imports room B when code of A (not a comment, not a string) names,
-through `crate::…` or `super::…` (also inside `use crate::{…}`), an item that B defines; re-exports are followed to the
-definition (`crate::GroupChild` is `child.rs`'s, `crate::sys::poll` is `sys/fd.rs`'s).
+The circles are looked for twice: between files, and between rooms. A file imports another when its code (not a
+comment, not a string) names, through `crate::…` or `super::…` (also inside `use crate::{…}`), an item that the other
+defines; re-exports are followed to the definition (`crate::GroupChild` is `child.rs`'s, `crate::sys::poll` is
+`sys/fd.rs`'s). A room is a module of the crate's root with everything below it: its file and its folder
+(`child.rs` and `child/`, `contain/`, `spawn.rs` and `spawn/`); a room imports another when one of its files imports
+one of the other's.
 """
 import os
 import re
@@ -281,6 +284,22 @@ def import_edges():
     return edges
 
 
+def room(path):
+    """The room of a file (relative to `src/`): its module's first segment below the crate root (`child/life.rs` and
+    `child.rs` are both `child/`, `spawn.rs` is `spawn/`)."""
+    first = path.split(os.sep)[0]
+    return (first[:-3] if first.endswith(".rs") else first) + "/"
+
+
+def room_edges(edges):
+    """{(room, room): first "file:line" that makes the edge}, from the file edges of `import_edges`."""
+    rooms = {}
+    for (a, b), where in sorted(edges.items(), key=lambda kv: kv[1]):
+        if room(a) != room(b):
+            rooms.setdefault((room(a), room(b)), where)
+    return rooms
+
+
 def import_circles(edges):
     """One circle of imports per group of rooms that all reach each other: [([room, …, first room again], group)]."""
     graph = {}
@@ -353,12 +372,14 @@ def main():
     problems = []
     if mode == "--check" and new != readme:
         problems.append("README.md's auditing table is out of date: run .ci/audit.py --write\n\n" + text)
-    edges = import_edges()
-    for circle, group in import_circles(edges):
-        steps = ", ".join(f"{a} -> {b} ({edges[(a, b)]})" for a, b in zip(circle, circle[1:]))
-        problems.append(
-            f"a circle of imports: {' -> '.join(circle)}: {steps}; rooms that reach each other: {', '.join(group)}"
-        )
+    files = import_edges()
+    for what, edges in (("files", files), ("rooms", room_edges(files))):
+        for circle, group in import_circles(edges):
+            steps = ", ".join(f"{a} -> {b} ({edges[(a, b)]})" for a, b in zip(circle, circle[1:]))
+            problems.append(
+                f"a circle of imports between {what}: {' -> '.join(circle)}: {steps}; {what} that reach each other: "
+                f"{', '.join(group)}"
+            )
     if core_lines > BUDGET_LINES:
         problems.append(f"the core has {core_lines} code lines, over its budget of {BUDGET_LINES}")
     if core_unsafe > BUDGET_UNSAFE:

@@ -14,6 +14,10 @@ use crate::handle::{GroupHandle, Reaped};
 use crate::outcome::Outcome;
 use crate::wait::ExitWatch;
 
+#[cfg(feature = "contain")]
+mod contained;
+#[cfg(feature = "guard")]
+mod guarded;
 mod life;
 
 /// A command running as the leader of its own process group; see

@@ -99,6 +99,10 @@
 //! and its types) and `host` (the [`host`][host-module] module; it enables `guard` and `contain`). The README's "Auditing" section
 //! counts each one's code lines, and its blocks in `src/sys/`, the one module that calls libc unchecked.
 //!
+//! Features only add: code that builds with some features builds with more. [`GroupCommandExt`], whose
+//! `spawn_contained` only `contain` adds, is sealed (no other crate can implement it), so a feature that another
+//! crate in the build turns on breaks no implementation.
+//!
 //! # Errors
 //!
 //! Every fallible call returns an [`std::io::Error`]. An `io::Error` holds either an OS error number or a message
@@ -250,7 +254,9 @@ pub use spawn::GroupCommandExt;
 #[cfg(all(unix, feature = "capture"))]
 pub use capture::Captured;
 #[cfg(all(unix, feature = "contain"))]
-pub use contain::{Contain, Containment, Leftover};
+pub use contain::{Containment, Leftover};
+#[cfg(all(unix, feature = "contain"))]
+pub use spawn::Contain;
 
 /// The README's Rust examples, compiled (and run, unless marked `no_run`) by `cargo test` so that they cannot drift
 /// from the API; they use every feature.

@@ -24,7 +24,7 @@ const RELEASE_ROUNDS: usize = 100;
 /// owns it), `cgroup.kill` and `cgroup.events` after it (see [`Cgroup::open_controls`]), so that a contained spawn holds
 /// one descriptor more than a plain one.
 #[derive(Debug)]
-pub(super) struct Cgroup {
+pub(crate) struct Cgroup {
     dir: PathBuf,
     /// Where it was made (its parent folder), where kept leftovers go.
     parent: PathBuf,
@@ -42,7 +42,7 @@ impl Cgroup {
     /// Fails, leaving `command` as it was, when there is no room for the descriptors of the spawn: `cgroup.procs`, and
     /// the two that std's forked spawn (which the hook forces) opens for itself. A spawn that failed for want of them
     /// would leave the hook on `command`, whose later spawns would need them too.
-    pub(super) fn enter_at_exec(&self, command: &mut Command) -> io::Result<sys::EnterHook> {
+    pub(crate) fn enter_at_exec(&self, command: &mut Command) -> io::Result<sys::EnterHook> {
         let procs = open_control(&self.dir, "cgroup.procs", true)?;
         (|| Ok::<_, io::Error>((procs.try_clone()?, procs.try_clone()?)))().map_err(|e| {
             io::Error::new(
@@ -70,7 +70,7 @@ impl Cgroup {
 
     /// Makes a new cgroup for a job in `parent`, or in this process's own cgroup (where systemd delegated it, if it
     /// manages the tree), and opens its control files.
-    pub(super) fn make(parent: Option<&Path>) -> io::Result<Cgroup> {
+    pub(crate) fn make(parent: Option<&Path>) -> io::Result<Cgroup> {
         let parent = match parent {
             Some(parent) => parent.to_owned(),
             None => own_cgroup()?,
@@ -106,7 +106,7 @@ impl Cgroup {
         })
     }
 
-    pub(super) fn folder(&self) -> &Path {
+    pub(crate) fn folder(&self) -> &Path {
         &self.dir
     }
 

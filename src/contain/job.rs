@@ -30,7 +30,7 @@ pub enum Containment {
 }
 
 impl Containment {
-    pub(super) fn rank(self) -> u8 {
+    pub(crate) fn rank(self) -> u8 {
         match self {
             Containment::Group => 0,
             Containment::Lineage => 1,
@@ -57,7 +57,7 @@ struct Inner {
 }
 
 #[derive(Debug)]
-pub(super) enum Bound {
+pub(crate) enum Bound {
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     Cgroup(cgroup::Cgroup),
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
@@ -66,7 +66,7 @@ pub(super) enum Bound {
 
 impl Job {
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-    pub(super) fn new(bound: Bound) -> Job {
+    pub(crate) fn new(bound: Bound) -> Job {
         Job(Some(Arc::new(Inner {
             bound,
             reached: Mutex::new(Vec::new()),
@@ -76,7 +76,7 @@ impl Job {
     /// The leader `pid` was spawned: a cgroup opens the control files it did not hold across the spawn; for
     /// lineage, the leader's start time bounds which processes may carry the mark.
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-    pub(super) fn started(&self, pid: u32) {
+    pub(crate) fn started(&self, pid: u32) {
         match self.0.as_ref().map(|inner| &inner.bound) {
             Some(Bound::Cgroup(cgroup)) => cgroup.open_controls(),
             Some(Bound::Lineage(mark)) => mark.started(pid),

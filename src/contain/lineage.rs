@@ -24,7 +24,7 @@ const PF_KTHREAD: u32 = 0x0020_0000;
 
 /// A job's mark: the name of the environment variable its processes carry.
 #[derive(Debug)]
-pub(super) struct Mark {
+pub(crate) struct Mark {
     /// `GROUPTIMEOUT_JOB_<32 hex digits>`.
     name: String,
     /// The leader's start time (clock ticks after boot): a process that carries the mark started no earlier.
@@ -33,7 +33,7 @@ pub(super) struct Mark {
 
 impl Mark {
     /// The name of the environment variable that carries the mark.
-    pub(super) fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
@@ -45,7 +45,7 @@ impl Mark {
     }
 
     /// A new random mark, where lineage mode can work: `/proc` is this PID namespace's, and pidfds can be opened.
-    pub(super) fn new() -> io::Result<Mark> {
+    pub(crate) fn new() -> io::Result<Mark> {
         let unusable = |why: String| io::Error::new(io::ErrorKind::Unsupported, why);
         let status = fs::read_to_string("/proc/self/status").map_err(|e| {
             io::Error::new(
