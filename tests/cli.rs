@@ -232,6 +232,77 @@ fn exit_statuses() {
     );
 }
 
+/// `--help`'s usage line names the tool as it was run, as its messages do: a `timeout` symlink found through
+/// `PATH` says `Usage: timeout`, one run by its path says the path (GNU's usage line uses `argv[0]` as given too).
+#[test]
+fn help_names_the_tool_as_it_was_run() {
+    let dir = Scratch::new();
+    std::os::unix::fs::symlink(BIN, dir.path("timeout")).unwrap();
+    let usage = " [OPTION]... DURATION COMMAND [ARG]...\n";
+    let cases = [
+        (run(&["--help"]), "grouptimeout".to_string()),
+        (
+            Running::start(
+                "sh",
+                &[
+                    "-c",
+                    &format!("PATH='{}':$PATH exec timeout --help", dir.0.display()),
+                ],
+            )
+            .finish(),
+            "timeout".to_string(),
+        ),
+        (
+            Running::start(&dir.file("timeout"), &["--help"]).finish(),
+            dir.file("timeout"),
+        ),
+    ];
+    for (help, name) in cases {
+        assert_eq!(code(&help), 0, "{}", help.stderr);
+        assert!(
+            help.stdout.starts_with(&format!("Usage: {name}{usage}")),
+            "{name}: {}",
+            help.stdout
+        );
+        assert_eq!(help.stderr, "");
+    }
+}
+
+/// `--version` prints the version and the license lines as GNU's does (its copyright and authors lines have no
+/// counterpart: the crate names no authors), under any name.
+#[test]
+fn version_prints_the_license() {
+    let dir = Scratch::new();
+    std::os::unix::fs::symlink(BIN, dir.path("timeout")).unwrap();
+    for version in [
+        run(&["--version"]),
+        Running::start(&dir.file("timeout"), &["--version"]).finish(),
+    ] {
+        assert_eq!(code(&version), 0, "{}", version.stderr);
+        let lines: Vec<&str> = version.stdout.lines().collect();
+        assert_eq!(
+            lines.first().copied(),
+            Some(concat!("grouptimeout ", env!("CARGO_PKG_VERSION"))),
+            "{}",
+            version.stdout
+        );
+        assert!(
+            lines[1].starts_with("License MIT OR Apache-2.0: "),
+            "{}",
+            version.stdout
+        );
+        assert!(
+            lines.contains(&"This is free software: you are free to change and redistribute it.")
+        );
+        assert_eq!(
+            lines.last().copied(),
+            Some("There is NO WARRANTY, to the extent permitted by law.")
+        );
+        assert!(lines.iter().all(|l| l.len() <= 80), "{}", version.stdout);
+        assert_eq!(version.stderr, "");
+    }
+}
+
 #[test]
 fn command_killed_by_a_signal_is_re_raised_without_core() {
     let scratch = Scratch::new();
