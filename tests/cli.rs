@@ -771,6 +771,75 @@ fn escapees_die_and_verbose_names_them() {
     }
 }
 
+/// Issue 22.1 for the tool: a command killed at its deadline (`-s KILL`, or `-k` after a `TERM` it ignores) while it
+/// waits for a `sleep` never runs its next command, in every mode (as root: a cgroup; as nobody: lineage). The old
+/// order (lineage killed the `sleep` first, waited for it, and only then the group) let the shell see its `sleep` die:
+/// it printed `Killed`, created and replaced files, and started escapees. Here 10 runs of each case at once, beside
+/// two busy loops; the tool's status is 137 and it prints nothing (no shell's `Killed` line).
+#[test]
+fn a_killed_command_never_runs_on() {
+    let busy: Vec<std::process::Child> = (0..2)
+        .map(|_| {
+            Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let _cleanup_busy = common::KillOnDrop(busy.iter().map(std::process::Child::id).collect());
+    for user in User::available("a_killed_command_never_runs_on") {
+        let wrong: Vec<String> = thread::scope(|scope| {
+            let runs: Vec<_> = (0..30)
+                .map(|i| {
+                    scope.spawn(move || {
+                        let s = Scratch::new();
+                        let (f, tmp, p) = (s.file("F"), s.file("F.tmp"), s.file("p"));
+                        let replace = format!("sleep 100; echo REPLACED > {tmp}; cat {tmp} > {f}");
+                        let (args, script) = match i % 3 {
+                            0 => (
+                                ["-s", "KILL", ".3"],
+                                format!(
+                                    "sleep 100; touch {f}; setsid sh -c 'echo $$ > {p}; exec sleep 201' & sleep 100"
+                                ),
+                            ),
+                            1 => (["-s", "KILL", ".3"], replace),
+                            _ => (["-k", ".3", ".3"], format!("trap '' TERM; {replace}")),
+                        };
+                        if i % 3 != 0 {
+                            use std::os::unix::fs::PermissionsExt as _;
+                            fs::write(&f, "ORIGINAL\n").unwrap();
+                            // Nobody's command may replace it.
+                            fs::set_permissions(&f, fs::Permissions::from_mode(0o666)).unwrap();
+                        }
+                        let r = user.run(&s, &[&args[..], &["sh", "-c", &script]].concat());
+                        let mut wrong = vec![];
+                        if code(&r) != 137 || !r.stderr.is_empty() {
+                            wrong.push(format!("status {}, stderr {:?}", code(&r), r.stderr));
+                        }
+                        let f = fs::read_to_string(&f);
+                        if i % 3 == 0 && f.is_ok() || i % 3 != 0 && f.as_deref().ok() != Some("ORIGINAL\n") {
+                            wrong.push(format!("ran on: F is {f:?}"));
+                        }
+                        if let Some(pid) = fs::read_to_string(&p).ok().and_then(|p| p.trim().parse().ok()) {
+                            let alive = survivors_after(Duration::from_secs(2), &[pid]);
+                            kill_pids(&alive);
+                            wrong.push(format!("started escapee {pid} (alive after the run: {})", !alive.is_empty()));
+                        }
+                        (!wrong.is_empty()).then(|| format!("{user:?} {script}: {}", wrong.join("; ")))
+                    })
+                })
+                .collect();
+            runs.into_iter().filter_map(|t| t.join().unwrap()).collect()
+        });
+        assert!(
+            wrong.is_empty(),
+            "{user:?}: {} of 30 runs went wrong:\n{}",
+            wrong.len(),
+            wrong.join("\n")
+        );
+    }
+}
+
 /// Issue 17.3 for the tool: its forked guard ends the job's cgroup when the tool is killed with `SIGKILL`, so a
 /// `setsid` escapee dies too, and the folder is removed.
 #[test]
