@@ -101,7 +101,8 @@ mod linux {
                 .to_str()
                 .unwrap()
                 .starts_with("grouptimeout-"),
-            "{folder:?}"
+            "{}",
+            folder.display()
         );
         Some(folder)
     }
@@ -110,7 +111,8 @@ mod linux {
         if let Some(folder) = folder {
             assert!(
                 !folder.exists(),
-                "the job's cgroup {folder:?} was left behind"
+                "the job's cgroup {} was left behind",
+                folder.display()
             );
         }
     }
@@ -565,11 +567,11 @@ mod linux {
 
         how.require(Containment::Cgroup);
         let e = how.spawn(&mut Command::new("true")).unwrap_err();
-        let text = e.to_string();
+        let message = e.to_string();
         assert!(
-            text.contains("could not enter the job's cgroup")
-                && text.contains(&*parent.to_string_lossy())
-                && text.contains("os error 95"),
+            message.contains("could not enter the job's cgroup")
+                && message.contains(&*parent.to_string_lossy())
+                && message.contains("os error 95"),
             "{e}"
         );
         // The OS error's kind, as this std names it (Rust 1.85 has no kind of its own for EOPNOTSUPP yet; later
@@ -834,7 +836,7 @@ mod linux {
                 );
             }
         }
-        let _cleanup_busy = KillOnDrop(busy.iter().map(|c| c.id()).collect());
+        let _cleanup_busy = KillOnDrop(busy.iter().map(std::process::Child::id).collect());
         supervisor.kill().unwrap();
         supervisor.wait().unwrap();
         assert_eq!(
@@ -843,7 +845,8 @@ mod linux {
         );
         assert!(
             eventually(Duration::from_secs(10), || !folder.exists()),
-            "{folder:?} left behind"
+            "{} left behind",
+            folder.display()
         );
         for mut loop_ in busy {
             loop_.kill().unwrap();
