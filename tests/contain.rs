@@ -477,7 +477,9 @@ mod linux {
         child.wait().unwrap();
         how.require(Containment::Cgroup);
         let e = how.spawn(&mut Command::new("true")).unwrap_err();
-        assert!(e.to_string().contains("/nonexistent/grouptimeout"), "{e}");
+        // The OS error of the folder's mkdir, as it is (issue 24.4).
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
         let child = Command::new("true").spawn_group().unwrap();
         assert_eq!(child.containment(), Containment::Group);
         assert!(child.leftovers().is_empty());
@@ -585,6 +587,14 @@ mod linux {
                 survivors_after(Duration::from_secs(5), &lines),
                 [] as [u32; 0]
             );
+            // Issue 24.4: requiring the cgroup fails with the OS error of the folder's mkdir itself (EACCES: nobody
+            // may not make a cgroup here), not a message that only names it.
+            let e = Contain::new()
+                .require(Containment::Cgroup)
+                .spawn(&mut Command::new("true"))
+                .unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EACCES), "{e}");
+            assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
             return;
         }
         // SAFETY-free check for root: only root can switch to nobody.

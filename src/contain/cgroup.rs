@@ -45,10 +45,9 @@ impl Cgroup {
     pub(crate) fn enter_at_exec(&self, command: &mut Command) -> io::Result<sys::EnterHook> {
         let procs = open_control(&self.dir, "cgroup.procs", true)?;
         (|| Ok::<_, io::Error>((procs.try_clone()?, procs.try_clone()?)))().map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("no room for the two descriptors of a forked spawn: {e}"),
-            )
+            crate::sys::os_error_or(e, |e| {
+                format!("no room for the two descriptors of a forked spawn: {e}")
+            })
         })?;
         Ok(sys::enter_at_exec(command, procs))
     }
@@ -78,10 +77,9 @@ impl Cgroup {
         let name = format!("grouptimeout-{}-{}", std::process::id(), random_hex()?);
         let dir = parent.join(&name);
         fs::create_dir(&dir).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("cannot make a cgroup in {}: {e}", parent.display()),
-            )
+            crate::sys::os_error_or(e, |e| {
+                format!("cannot make a cgroup in {}: {e}", parent.display())
+            })
         })?;
         // Linux 5.14 or later has it; the check opens nothing.
         if let Err(e) = fs::metadata(dir.join("cgroup.kill")) {
@@ -91,10 +89,9 @@ impl Cgroup {
             } else {
                 ""
             };
-            return Err(io::Error::new(
-                e.kind(),
-                format!("cannot use {}{why}: {e}", dir.join("cgroup.kill").display()),
-            ));
+            return Err(crate::sys::os_error_or(e, |e| {
+                format!("cannot use {}{why}: {e}", dir.join("cgroup.kill").display())
+            }));
         }
         Ok(Cgroup {
             dir,
@@ -114,7 +111,7 @@ impl Cgroup {
     fn pids(&self) -> io::Result<Vec<u32>> {
         let path = self.dir.join("cgroup.procs");
         let text = fs::read_to_string(&path).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
+            crate::sys::os_error_or(e, |e| format!("cannot read {}: {e}", path.display()))
         })?;
         Ok(text.lines().filter_map(|l| l.parse().ok()).collect())
     }
@@ -154,10 +151,9 @@ impl Cgroup {
         self.kill()
             .and_then(|mut kill| kill.write_all(b"1"))
             .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("cannot kill the job's cgroup {}: {e}", self.dir.display()),
-                )
+                crate::sys::os_error_or(e, |e| {
+                    format!("cannot kill the job's cgroup {}: {e}", self.dir.display())
+                })
             })
     }
 
@@ -200,7 +196,7 @@ impl Cgroup {
     fn release(&self) -> io::Result<()> {
         let path = self.parent.join("cgroup.procs");
         let mut to = OpenOptions::new().write(true).open(&path).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display()))
+            crate::sys::os_error_or(e, |e| format!("cannot open {}: {e}", path.display()))
         })?;
         for _ in 0..RELEASE_ROUNDS {
             let pids = self.pids()?;
@@ -210,13 +206,12 @@ impl Cgroup {
             for pid in pids {
                 match to.write_all(pid.to_string().as_bytes()) {
                     Err(e) if e.raw_os_error() != Some(libc::ESRCH) => {
-                        return Err(io::Error::new(
-                            e.kind(),
+                        return Err(crate::sys::os_error_or(e, |e| {
                             format!(
                                 "cannot move process {pid} out of the job's cgroup to {}: {e}",
                                 path.display()
-                            ),
-                        ))
+                            )
+                        }))
                     }
                     _ => {}
                 }
@@ -239,10 +234,9 @@ impl Cgroup {
                 Ok(()) => return Ok(true),
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
                 Err(e) => {
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!("cannot remove the job's cgroup {}: {e}", self.dir.display()),
-                    ))
+                    return Err(crate::sys::os_error_or(e, |e| {
+                        format!("cannot remove the job's cgroup {}: {e}", self.dir.display())
+                    }))
                 }
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -289,22 +283,24 @@ fn open_control(dir: &Path, file: &str, write: bool) -> io::Result<File> {
         .read(!write)
         .write(write)
         .open(&path)
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))
+        .map_err(|e| crate::sys::os_error_or(e, |e| format!("cannot open {}: {e}", path.display())))
 }
 
 /// This process's own cgroup v2 folder, where it may make a child cgroup.
 fn own_cgroup() -> io::Result<PathBuf> {
     let unusable = |why: String| io::Error::new(io::ErrorKind::Unsupported, why);
-    let cgroups = fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot read /proc/self/cgroup: {e}")))?;
+    let cgroups = fs::read_to_string("/proc/self/cgroup").map_err(|e| {
+        crate::sys::os_error_or(e, |e| format!("cannot read /proc/self/cgroup: {e}"))
+    })?;
     let path = cgroups
         .lines()
         .find_map(|l| l.strip_prefix("0::"))
         .ok_or_else(|| {
             unusable("this process is in no cgroup v2 (no 0:: line in /proc/self/cgroup)".into())
         })?;
-    let mounts = fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot read /proc/self/mountinfo: {e}")))?;
+    let mounts = fs::read_to_string("/proc/self/mountinfo").map_err(|e| {
+        crate::sys::os_error_or(e, |e| format!("cannot read /proc/self/mountinfo: {e}"))
+    })?;
     let dir = mounts
         .lines()
         .find_map(|line| {

@@ -141,8 +141,13 @@ pub fn runnable_by_anyone(path: &std::path::Path) -> PathBuf {
     if !copy.exists() {
         fs::create_dir_all(&dir).unwrap();
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
-        // Copied under a name of this process's, then renamed: tests running at once never run a half copy.
-        let part = dir.join(format!(".{name}.{}", std::process::id()));
+        // Copied under a name of this thread's, then renamed: tests running at once never run a half copy (with the
+        // process's id alone, two tests of one binary shared the name, and one's rename found no file).
+        let part = dir.join(format!(
+            ".{name}.{}.{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
         fs::copy(path, &part).unwrap();
         fs::set_permissions(&part, fs::Permissions::from_mode(0o755)).unwrap();
         fs::rename(&part, &copy).unwrap();
