@@ -111,6 +111,16 @@ def measure(path):
     return code, unsafe, public
 
 
+def default_features():
+    """The features of Cargo.toml's `default = [...]` line."""
+    with open(os.path.join(ROOT, "Cargo.toml")) as f:
+        for line in f:
+            found = re.match(r"\s*default\s*=\s*\[([^\]]*)\]", line)
+            if found:
+                return set(re.findall(r'"([\w-]+)"', found.group(1)))
+    return set()
+
+
 def doc_line(path):
     """The first sentence of a file's module docs."""
     words = []
@@ -138,9 +148,14 @@ def table():
         names = ", ".join(f"`{e[0][4:]}`" for e in entries)
         label = "core (`default-features = false`)" if feature == CORE else f"`{feature}`"
         out.append(f"| {label} | {names} | {lines} | {unsafe} | {public} |")
+    default = default_features()
+    default_lines = sum(t[0] for f, t in totals.items() if f == CORE or f in default)
+    default_unsafe = sum(t[1] for f, t in totals.items() if f == CORE or f in default)
+    names = ", ".join(f"`{f}`" for f in sorted(default))
+    out.append(f"| default features (core, {names}) | | {default_lines} | {default_unsafe} | |")
     all_lines = sum(t[0] for t in totals.values())
     all_unsafe = sum(t[1] for t in totals.values())
-    out.append(f"| all (default features) | | {all_lines} | {all_unsafe} | |")
+    out.append(f"| all features | | {all_lines} | {all_unsafe} | |")
     out.append("")
     out.append("What the `unsafe` of each file in `src/sys/` is for:")
     out.append("")

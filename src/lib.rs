@@ -93,11 +93,17 @@
 //!
 //! With `default-features = false` the crate is its core: [`spawn_group`](GroupCommandExt::spawn_group),
 //! [`GroupChild`]'s waits, `kill`, `signal`, `set_grace` and `set_kill_leftovers`, [`GroupHandle`], [`Outcome`] and
-//! the [`signal`] constants; it registers nothing that runs before `main`. Four features, all on by default, add the
-//! rest, and each item they add says which one it needs: `capture` (the capturing waits), `guard`
-//! ([`die_with_parent`][die-with-parent]), `contain` ([`spawn_contained`][spawn-contained]
-//! and its types) and `host` (the [`host`][host-module] module; it enables `guard` and `contain`). The README's "Auditing" section
+//! the [`signal`] constants; it registers nothing that runs before `main`. Four features add the rest, and each item
+//! they add says which one it needs: `capture` (the capturing waits), `guard` ([`die_with_parent`][die-with-parent])
+//! and `contain` ([`spawn_contained`][spawn-contained] and its types), on by default, and `host` (the
+//! [`host`][host-module] module, for supervisor programs such as the `grouptimeout` tool; it enables `guard` and
+//! `contain`), off by default: a plain dependency compiles no process-wide facility and nothing that runs before
+//! `main`. The README's "Auditing" section
 //! counts each one's code lines, and its blocks in `src/sys/`, the one module that calls libc unchecked.
+//!
+//! Features only add: code that builds with some features builds with more. [`GroupCommandExt`], whose
+//! `spawn_contained` only `contain` adds, is sealed (no other crate can implement it), so a feature that another
+//! crate in the build turns on breaks no implementation.
 //!
 //! # Errors
 //!
