@@ -387,13 +387,14 @@ impl GroupChild {
         leader_exited(self.id())
     }
 
-    /// Signals the job's processes outside the group, then the group; the caller makes sure the leader is not
-    /// reaped yet.
+    /// Signals the group first (or at once with the whole job), then the job's processes outside it (see
+    /// [`Job::signal`]); the caller makes sure the leader is not reaped yet.
     fn signal_group(&mut self, signal: i32) -> io::Result<()> {
         self.watch.restart();
-        let job = self.job.signal(self.id(), signal);
+        let pid = self.id();
+        let sent = self.job.signal(pid, signal, || signal_group(pid, signal));
         self.take_reached();
-        signal_group(self.id(), signal).and(job)
+        sent
     }
 
     /// Moves what the job's kills reached into the leftovers, except the guard of `die_with_parent` (a member of the

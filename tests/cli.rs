@@ -232,6 +232,77 @@ fn exit_statuses() {
     );
 }
 
+/// `--help`'s usage line names the tool as it was run, as its messages do: a `timeout` symlink found through
+/// `PATH` says `Usage: timeout`, one run by its path says the path (GNU's usage line uses `argv[0]` as given too).
+#[test]
+fn help_names_the_tool_as_it_was_run() {
+    let dir = Scratch::new();
+    std::os::unix::fs::symlink(BIN, dir.path("timeout")).unwrap();
+    let usage = " [OPTION]... DURATION COMMAND [ARG]...\n";
+    let cases = [
+        (run(&["--help"]), "grouptimeout".to_string()),
+        (
+            Running::start(
+                "sh",
+                &[
+                    "-c",
+                    &format!("PATH='{}':$PATH exec timeout --help", dir.0.display()),
+                ],
+            )
+            .finish(),
+            "timeout".to_string(),
+        ),
+        (
+            Running::start(&dir.file("timeout"), &["--help"]).finish(),
+            dir.file("timeout"),
+        ),
+    ];
+    for (help, name) in cases {
+        assert_eq!(code(&help), 0, "{}", help.stderr);
+        assert!(
+            help.stdout.starts_with(&format!("Usage: {name}{usage}")),
+            "{name}: {}",
+            help.stdout
+        );
+        assert_eq!(help.stderr, "");
+    }
+}
+
+/// `--version` prints the version and the license lines as GNU's does (its copyright and authors lines have no
+/// counterpart: the crate names no authors), under any name.
+#[test]
+fn version_prints_the_license() {
+    let dir = Scratch::new();
+    std::os::unix::fs::symlink(BIN, dir.path("timeout")).unwrap();
+    for version in [
+        run(&["--version"]),
+        Running::start(&dir.file("timeout"), &["--version"]).finish(),
+    ] {
+        assert_eq!(code(&version), 0, "{}", version.stderr);
+        let lines: Vec<&str> = version.stdout.lines().collect();
+        assert_eq!(
+            lines.first().copied(),
+            Some(concat!("grouptimeout ", env!("CARGO_PKG_VERSION"))),
+            "{}",
+            version.stdout
+        );
+        assert!(
+            lines[1].starts_with("License MIT OR Apache-2.0: "),
+            "{}",
+            version.stdout
+        );
+        assert!(
+            lines.contains(&"This is free software: you are free to change and redistribute it.")
+        );
+        assert_eq!(
+            lines.last().copied(),
+            Some("There is NO WARRANTY, to the extent permitted by law.")
+        );
+        assert!(lines.iter().all(|l| l.len() <= 80), "{}", version.stdout);
+        assert_eq!(version.stderr, "");
+    }
+}
+
 #[test]
 fn command_killed_by_a_signal_is_re_raised_without_core() {
     let scratch = Scratch::new();
@@ -696,6 +767,75 @@ fn escapees_die_and_verbose_names_them() {
                  {me}: killed 1 process left behind: {c} (sleep)\n"
             ),
             "{user:?}"
+        );
+    }
+}
+
+/// Issue 22.1 for the tool: a command killed at its deadline (`-s KILL`, or `-k` after a `TERM` it ignores) while it
+/// waits for a `sleep` never runs its next command, in every mode (as root: a cgroup; as nobody: lineage). The old
+/// order (lineage killed the `sleep` first, waited for it, and only then the group) let the shell see its `sleep` die:
+/// it printed `Killed`, created and replaced files, and started escapees. Here 10 runs of each case at once, beside
+/// two busy loops; the tool's status is 137 and it prints nothing (no shell's `Killed` line).
+#[test]
+fn a_killed_command_never_runs_on() {
+    let busy: Vec<std::process::Child> = (0..2)
+        .map(|_| {
+            Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let _cleanup_busy = common::KillOnDrop(busy.iter().map(std::process::Child::id).collect());
+    for user in User::available("a_killed_command_never_runs_on") {
+        let wrong: Vec<String> = thread::scope(|scope| {
+            let runs: Vec<_> = (0..30)
+                .map(|i| {
+                    scope.spawn(move || {
+                        let s = Scratch::new();
+                        let (f, tmp, p) = (s.file("F"), s.file("F.tmp"), s.file("p"));
+                        let replace = format!("sleep 100; echo REPLACED > {tmp}; cat {tmp} > {f}");
+                        let (args, script) = match i % 3 {
+                            0 => (
+                                ["-s", "KILL", ".3"],
+                                format!(
+                                    "sleep 100; touch {f}; setsid sh -c 'echo $$ > {p}; exec sleep 201' & sleep 100"
+                                ),
+                            ),
+                            1 => (["-s", "KILL", ".3"], replace),
+                            _ => (["-k", ".3", ".3"], format!("trap '' TERM; {replace}")),
+                        };
+                        if i % 3 != 0 {
+                            use std::os::unix::fs::PermissionsExt as _;
+                            fs::write(&f, "ORIGINAL\n").unwrap();
+                            // Nobody's command may replace it.
+                            fs::set_permissions(&f, fs::Permissions::from_mode(0o666)).unwrap();
+                        }
+                        let r = user.run(&s, &[&args[..], &["sh", "-c", &script]].concat());
+                        let mut wrong = vec![];
+                        if code(&r) != 137 || !r.stderr.is_empty() {
+                            wrong.push(format!("status {}, stderr {:?}", code(&r), r.stderr));
+                        }
+                        let f = fs::read_to_string(&f);
+                        if i % 3 == 0 && f.is_ok() || i % 3 != 0 && f.as_deref().ok() != Some("ORIGINAL\n") {
+                            wrong.push(format!("ran on: F is {f:?}"));
+                        }
+                        if let Some(pid) = fs::read_to_string(&p).ok().and_then(|p| p.trim().parse().ok()) {
+                            let alive = survivors_after(Duration::from_secs(2), &[pid]);
+                            kill_pids(&alive);
+                            wrong.push(format!("started escapee {pid} (alive after the run: {})", !alive.is_empty()));
+                        }
+                        (!wrong.is_empty()).then(|| format!("{user:?} {script}: {}", wrong.join("; ")))
+                    })
+                })
+                .collect();
+            runs.into_iter().filter_map(|t| t.join().unwrap()).collect()
+        });
+        assert!(
+            wrong.is_empty(),
+            "{user:?}: {} of 30 runs went wrong:\n{}",
+            wrong.len(),
+            wrong.join("\n")
         );
     }
 }

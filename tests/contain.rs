@@ -162,6 +162,40 @@ mod linux {
         lineage_setsid_escapee_dies_at_the_deadline
     );
 
+    /// A member of the group is in `leftovers()` too: the group is killed first (stop first, then sweep), and the
+    /// sweep that follows records the members that kill reached, also those that are zombies by then.
+    fn group_member(how: &Contain, mode: Containment) {
+        for _ in 0..5 {
+            let (mut child, lines) = start(how, mode, "sleep 30 & echo $!; exec sleep 30", 1);
+            let member = pids(&lines);
+            let _cleanup = KillOnDrop(member.clone());
+            let folder = folder_of(&child);
+            assert!(eventually(Duration::from_secs(10), || {
+                fs::read_to_string(format!("/proc/{}/comm", member[0]))
+                    .is_ok_and(|c| c == "sleep\n")
+            }));
+            assert!(child.wait_timeout(Duration::ZERO).unwrap().timed_out());
+            assert_eq!(
+                survivors_after(Duration::from_secs(5), &member),
+                [] as [u32; 0]
+            );
+            assert_eq!(
+                child
+                    .leftovers()
+                    .iter()
+                    .map(|l| (l.pid, l.name.as_str()))
+                    .collect::<Vec<_>>(),
+                [(member[0], "sleep")]
+            );
+            assert_removed(folder);
+        }
+    }
+    both_modes!(
+        group_member,
+        cgroup_a_killed_group_member_is_a_leftover,
+        lineage_a_killed_group_member_is_a_leftover
+    );
+
     fn daemon_after_exit(how: &Contain, mode: Containment) {
         // A double fork: the daemon's parent exits, so it is an orphan in a session of its own.
         let (mut child, lines) = start(how, mode, "(setsid sleep 30 & echo $!) ; exit 3", 1);

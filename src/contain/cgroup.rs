@@ -130,35 +130,42 @@ impl Cgroup {
         Ok(pids)
     }
 
-    /// `SIGKILL` (through `cgroup.kill`, recording what it reached besides the leader), or another signal to each
-    /// process in the cgroup that is not in the leader's group, through a checked pidfd.
+    /// `SIGKILL`: every process of the cgroup at once (`cgroup.kill`), then `group` (the leader's group; see
+    /// `Job::signal`), recording what the kill reached besides the leader. Another signal: `group` first, then each
+    /// process in the cgroup that is not in the leader's group, through a checked pidfd. `group`'s error comes first.
     pub(super) fn signal(
         &self,
         leader: u32,
         signal: i32,
+        group: impl FnOnce() -> io::Result<()>,
         reached: &Mutex<Vec<Leftover>>,
     ) -> io::Result<()> {
         if signal == libc::SIGKILL {
-            // The names are for `leftovers()`: the kill goes on if the list cannot be read (no descriptor left).
-            for pid in self
-                .pids()
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|&pid| pid != leader)
-            {
-                if let Some(stat) = Stat::read(pid).filter(|s| !s.dead()) {
-                    record(reached, pid, stat.name);
+            // One read of the list before the kill (a process leaves it as it dies); the kill goes on if it cannot be
+            // read (no descriptor left). The names are read after the kill, for `leftovers()`.
+            let pids = self.pids().unwrap_or_default();
+            let killed = self.kill_all();
+            let sent = group();
+            for pid in pids.into_iter().filter(|&pid| pid != leader) {
+                match Stat::read(pid) {
+                    Some(stat) if stat.reached_by_kill() => record(reached, pid, stat.name),
+                    Some(_) => {} // it had exited before the kill
+                    None => record(reached, pid, String::new()), // reaped at once: no name to read
                 }
             }
-            return self.kill_all();
+            return sent.and(killed);
         }
-        for pid in self.pids()? {
-            if pid == leader || sys::group_of(pid).is_ok_and(|pgid| pgid == leader) {
-                continue; // the group signal reaches it
+        let sent = group();
+        let rest = (|| {
+            for pid in self.pids()? {
+                if pid == leader || sys::group_of(pid).is_ok_and(|pgid| pgid == leader) {
+                    continue; // the group signal reached it
+                }
+                signal_checked(pid, signal, |pid| self.contains(pid))?;
             }
-            signal_checked(pid, signal, |pid| self.contains(pid))?;
-        }
-        Ok(())
+            Ok(())
+        })();
+        sent.and(rest)
     }
 
     fn kill_all(&self) -> io::Result<()> {

@@ -96,23 +96,33 @@ impl Job {
         }
     }
 
-    /// Sends `signal` to the job's processes outside the group of `leader` (with `SIGKILL`: to all of them, until
-    /// none is left, and records the ones reached). The caller signals the group itself, and holds the leader
-    /// unreaped.
-    #[allow(
-        clippy::unnecessary_wraps,
-        reason = "it can fail on Linux; elsewhere no job has a boundary (the `match` has no arm)"
-    )]
-    pub(crate) fn signal(&self, leader: u32, signal: i32) -> io::Result<()> {
+    /// Sends `signal` to the whole job of `leader`: `group` (which signals the leader's group, and the leader by pid)
+    /// first, or at once with what signals the whole job (`cgroup.kill`), and only then the search for the job's
+    /// processes outside the group (with `SIGKILL`: all of them, until none is left, recording the ones reached), so
+    /// that no leader runs on while the rest of its job dies around it. The caller holds the leader unreaped.
+    ///
+    /// # Errors
+    ///
+    /// `group`'s error first, else the error of the rest; both parts are tried whatever the other did.
+    pub(crate) fn signal(
+        &self,
+        leader: u32,
+        signal: i32,
+        group: impl FnOnce() -> io::Result<()>,
+    ) -> io::Result<()> {
         let Some(inner) = &self.0 else {
-            return Ok(());
+            return group();
         };
         let _ = (leader, signal);
         match inner.bound {
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Cgroup(ref cgroup) => cgroup.signal(leader, signal, &inner.reached),
+            Bound::Cgroup(ref cgroup) => cgroup.signal(leader, signal, group, &inner.reached),
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Lineage(ref mark) => mark.signal(leader, signal, &inner.reached),
+            Bound::Lineage(ref mark) => {
+                let sent = group();
+                let rest = mark.signal(leader, signal, &inner.reached);
+                sent.and(rest)
+            }
         }
     }
 

@@ -136,10 +136,11 @@ impl Mark {
         }))
     }
 
-    /// Sends `signal` to the job's processes besides the leader: with `SIGKILL` to every marked process and group
-    /// member, again and again until a pass finds none that was not killed already (bounded), recording those
-    /// reached, and then waits (within the same bound) until those killed have exited; otherwise, once, to the
-    /// marked processes outside the group (the group signal reaches the rest).
+    /// Sends `signal` to the job's processes besides the leader, after the caller signalled the leader's group (stop
+    /// first, then sweep: see `Job::signal`): with `SIGKILL` to every marked process and group member, again and
+    /// again until a pass finds none that was not killed already (bounded), recording those reached (the members
+    /// the group's `SIGKILL` has killed already too), and then waits (within the same bound) until those killed
+    /// have exited; otherwise, once, to the marked processes outside the group (the group signal reached the rest).
     ///
     /// A later pass skips a process that this kill reached and that has not exited yet (its pidfd, held, says so
     /// after the pass read `/proc`, so the pid is still its own): it cannot fork any more, since `SIGKILL` is
@@ -173,6 +174,13 @@ impl Mark {
             let mut unsure = Vec::new();
             for (pid, stat) in found {
                 let in_group = stat.pgid == leader;
+                if stat.dead() {
+                    // A member that the group's `SIGKILL` (sent first) has killed already.
+                    if kill {
+                        record(reached, pid, stat.name);
+                    }
+                    continue;
+                }
                 if (in_group && !kill) || dying.iter().any(|(p, _)| *p == pid) {
                     continue;
                 }
@@ -276,7 +284,8 @@ impl Mark {
     }
 
     /// The live processes that may be the job's, besides the leader and this process: the group's members, and
-    /// those started no earlier than the leader (their mark is checked later, after a pidfd was opened). Each
+    /// those started no earlier than the leader (their mark is checked later, after a pidfd was opened); and the
+    /// members that `SIGKILL` has killed (zombies, for the record of what the kill reached). Each
     /// process's `stat` is read with one `read` into one buffer, and only a candidate's name is kept.
     fn scan(&self, leader: u32) -> io::Result<Vec<(u32, Stat)>> {
         let since = self.since.load(Ordering::Relaxed);
@@ -303,7 +312,8 @@ impl Mark {
             let Some((name, stat)) = read_proc(pid, "stat", &mut buf).and_then(Stat::parse) else {
                 continue;
             };
-            if !stat.dead() && (stat.pgid == leader || stat.start >= since) {
+            let member = stat.pgid == leader;
+            if (!stat.dead() && (member || stat.start >= since)) || (member && stat.killed) {
                 let name = String::from_utf8_lossy(name).into_owned();
                 found.push((pid, Stat { name, ..stat }));
             }

@@ -72,7 +72,8 @@ use crate::contain::{Containment, Job};
 /// The command gets one more environment variable, `GROUPTIMEOUT_JOB_<32 random hex digits>=1` (from
 /// `/dev/urandom`), which every descendant inherits; it is removed from the `Command` again after the spawn. At each
 /// kill point the job's processes are found in `/proc` (the group's members, and processes started after the
-/// leader whose environment carries the mark), each is opened as a pidfd, checked again through `/proc` after the
+/// leader whose environment carries the mark), after the group itself was signalled (the leader and its group first,
+/// so that no leader runs on while its job dies around it), each is opened as a pidfd, checked again through `/proc` after the
 /// open, and signalled through the pidfd, so a pid reused meanwhile is never signalled; with `SIGKILL` this repeats
 /// until a pass finds none that this kill has not reached already, and then waits for the killed ones to exit (all
 /// of it at most about a second, so a fork storm ends). A nested job keeps the marks of the jobs around it. A scan

@@ -141,9 +141,19 @@ pub fn runnable_by_anyone(path: &std::path::Path) -> PathBuf {
     if !copy.exists() {
         fs::create_dir_all(&dir).unwrap();
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
-        // Copied under a name of this process's, then renamed: tests running at once never run a half copy.
-        let part = dir.join(format!(".{name}.{}", std::process::id()));
-        fs::copy(path, &part).unwrap();
+        // Copied under a name of this process's and call's, then renamed: tests (and threads) running at once never
+        // run a half copy.
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let part = dir.join(format!(".{name}.{}.{call}", std::process::id()));
+        // Copied by `cp`, not in this process: a process forked by another thread meanwhile would inherit the copy's
+        // descriptor open for writing until its exec, and an exec of the copy then fails with ETXTBSY.
+        assert!(Command::new("cp")
+            .arg(path)
+            .arg(&part)
+            .status()
+            .unwrap()
+            .success());
         fs::set_permissions(&part, fs::Permissions::from_mode(0o755)).unwrap();
         fs::rename(&part, &copy).unwrap();
     }

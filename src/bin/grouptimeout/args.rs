@@ -59,9 +59,28 @@ impl UsageError {
     }
 }
 
-/// The `--help` text.
-pub const HELP: &str = "\
-Usage: grouptimeout [OPTION]... DURATION COMMAND [ARG]...
+/// The `--help` text: its usage line names the tool as it was run (`program`, `argv[0]` as given, as GNU's does:
+/// `Usage: timeout ...` through a `timeout` symlink).
+pub fn help(program: &[u8]) -> Vec<u8> {
+    [b"Usage: ", program, HELP_AFTER_NAME.as_bytes()].concat()
+}
+
+/// The `--version` text, worded as GNU's: the name and version, then the license (no authors line: the crate names
+/// none).
+pub const VERSION: &str = concat!(
+    "grouptimeout ",
+    env!("CARGO_PKG_VERSION"),
+    "\n\
+License MIT OR Apache-2.0: the MIT License <https://opensource.org/license/mit>
+or the Apache License 2.0 <https://www.apache.org/licenses/LICENSE-2.0>,
+at your option.
+This is free software: you are free to change and redistribute it.
+There is NO WARRANTY, to the extent permitted by law.
+"
+);
+
+/// The `--help` text after the usage line's `Usage: NAME`.
+const HELP_AFTER_NAME: &str = " [OPTION]... DURATION COMMAND [ARG]...
 Run COMMAND as the leader of a new process group; if it still runs after
 DURATION, send it SIGNAL. On exit, nothing COMMAND started is left running.
 

@@ -21,6 +21,7 @@ mod terminal;
 
 use std::ffi::OsString;
 use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
@@ -71,10 +72,8 @@ fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let code = match args::parse_args(&args) {
         Ok(Parsed::Run(opts)) => run(&opts),
-        Ok(Parsed::Help) => print_stdout(args::HELP),
-        Ok(Parsed::Version) => {
-            print_stdout(concat!("grouptimeout ", env!("CARGO_PKG_VERSION"), "\n"))
-        }
+        Ok(Parsed::Help) => print_stdout(&args::help(messages::program().as_bytes())),
+        Ok(Parsed::Version) => print_stdout(args::VERSION.as_bytes()),
         Err(UsageError(message)) => {
             messages::usage_error(&message);
             EXIT_CANCELED
@@ -83,9 +82,9 @@ fn main() {
     std::process::exit(code)
 }
 
-fn print_stdout(text: &str) -> i32 {
+fn print_stdout(text: &[u8]) -> i32 {
     let mut out = io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+    match out.write_all(text).and_then(|()| out.flush()) {
         Ok(()) => 0,
         Err(e) => {
             say!("write error: {e}");
