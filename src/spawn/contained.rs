@@ -58,11 +58,14 @@ use crate::contain::{Containment, Job};
 /// Linux 6.18 for a single spawn; a loop of spawns shares it) unless the cgroup2 hierarchy is mounted with
 /// `favordynmods` (Linux 6.0+; 0.1 ms measured). `clone3` with `CLONE_INTO_CGROUP` would need no move, but std's
 /// `Command` cannot use it, and this crate does not. The hook stays on the `Command`, disarmed, so later spawns of the
-/// same `Command` take that path too. The job is ended with `cgroup.kill`; when its leader was reaped, the folder is
-/// removed once `cgroup.events` says `populated 0`, waiting at most about a second (a process stuck in
+/// same `Command` take that path too. The job is ended with `cgroup.kill` (which reaches the sub-cgroups a job may
+/// make in its folder too); when its leader was reaped, the folder is removed, with those sub-cgroups (deepest
+/// first), once `cgroup.events` says `populated 0`, waiting at most about a second (a process stuck in
 /// uninterruptible sleep can keep it longer: the folder is then left behind). With
-/// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers) the leftovers are moved back to the parent folder,
-/// where the caller runs, before the folder is removed.
+/// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers) the leftovers (those in sub-cgroups too) are moved to
+/// the cgroup the caller runs in before the folder is removed: not to the parent folder, which, when named with
+/// [`cgroup_parent`](Contain::cgroup_parent), may have controllers enabled for its children and then may hold no
+/// process of its own (the kernel's "no internal processes" rule: `EBUSY`).
 ///
 /// # The lineage mark
 ///
