@@ -200,6 +200,7 @@ impl GroupChild {
     }
 
     /// The leader's process id, which is also the id of its process group.
+    #[must_use]
     pub fn id(&self) -> u32 {
         self.child.id()
     }
@@ -305,6 +306,7 @@ impl GroupChild {
     /// # Ok(())
     /// # }
     /// ```
+    #[must_use]
     pub fn handle(&self) -> GroupHandle {
         let reaped = self.reaped.get_or_init(|| Arc::new(Reaped::default()));
         if self.outcome.is_some() {
