@@ -464,13 +464,7 @@ mod linux {
         let own = job_folder(std::process::id()).expect("this test's cgroup");
         let parent = own.join(format!("grouptimeout-test-{}-parent", std::process::id()));
         fs::create_dir(&parent).unwrap();
-        struct Remove(PathBuf);
-        impl Drop for Remove {
-            fn drop(&mut self) {
-                let _ = fs::remove_dir(&self.0);
-            }
-        }
-        let _remove = Remove(parent.clone());
+        let _remove = RemoveOnDrop(vec![parent.clone()]);
         let mut in_parent = how.clone();
         in_parent.cgroup_parent(&parent);
         for end in ["deadline", "drop", "kept", "kept, cgroup_parent"] {
@@ -650,13 +644,7 @@ mod linux {
         ));
         let threaded = parent.join("threaded");
         fs::create_dir(&parent).unwrap();
-        struct Remove(PathBuf);
-        impl Drop for Remove {
-            fn drop(&mut self) {
-                let _ = fs::remove_dir(&self.0);
-            }
-        }
-        let _remove = Remove(parent.clone());
+        let _remove = RemoveOnDrop(vec![parent.clone()]);
         let _cleanup = RemoveOnDrop(vec![threaded.clone(), parent.clone()]);
         fs::create_dir(&threaded).unwrap();
         fs::write(threaded.join("cgroup.type"), "threaded").unwrap();
