@@ -14,6 +14,10 @@ use crate::handle::{GroupHandle, Reaped};
 use crate::outcome::Outcome;
 use crate::wait::ExitWatch;
 
+#[cfg(feature = "contain")]
+mod contained;
+#[cfg(feature = "guard")]
+mod guarded;
 mod life;
 
 /// A command running as the leader of its own process group; see
@@ -29,13 +33,24 @@ mod life;
 ///
 /// A group kill reaches the processes in the group when the signal is sent. A descendant that moved to another
 /// group or session (`setsid`, `setpgid`, a double-forking daemon) is not reached; neither is a member this process
-/// has no permission to signal (one that changed its user id). For a hard boundary use cgroups or a container.
+/// has no permission to signal (one that changed its user id). For the first,
+/// [`spawn_contained`][spawn-contained] draws a boundary around the whole job (a cgroup of its own where one can be
+/// made, see [`Contain`][contain-type]); against a process that may undo a boundary (one with this process's rights,
+/// or root) only a container or another user helps.
 ///
 #[cfg_attr(
     feature = "guard",
     doc = "[die-with-parent]: GroupChild::die_with_parent"
 )]
 #[cfg_attr(not(feature = "guard"), doc = "[die-with-parent]: crate#features")]
+#[cfg_attr(
+    feature = "contain",
+    doc = "[spawn-contained]: crate::GroupCommandExt::spawn_contained\n[contain-type]: crate::Contain"
+)]
+#[cfg_attr(
+    not(feature = "contain"),
+    doc = "[spawn-contained]: crate#features\n[contain-type]: crate#features"
+)]
 #[must_use = "dropping a GroupChild kills its process group at once"]
 pub struct GroupChild {
     /// The child's standard input, if it was piped.
@@ -197,9 +212,10 @@ impl GroupChild {
 
     /// The leader's process id, which is also the id of its process group.
     ///
-    /// For a job of `spawn_contained` in a cgroup, the id of its keeper
-    /// (see `Contain`), which is also the id of the command's process group, though the keeper is
-    /// not in it: signal the job through this handle ([`signal`](GroupChild::signal)), not by this pid.
+    /// For a job of `spawn_contained` in a cgroup, the id of its keeper (see `Contain`), which is also the id of the
+    /// command's process group, though the keeper is not in it: signal the job through this handle
+    /// ([`signal`](GroupChild::signal)), not by this pid.
+    #[must_use]
     pub fn id(&self) -> u32 {
         self.child.id()
     }
@@ -305,6 +321,7 @@ impl GroupChild {
     /// # Ok(())
     /// # }
     /// ```
+    #[must_use]
     pub fn handle(&self) -> GroupHandle {
         let reaped = self.reaped.get_or_init(|| Arc::new(Reaped::default()));
         if self.outcome.is_some() {
@@ -313,8 +330,7 @@ impl GroupChild {
         GroupHandle::new(self.id(), Arc::clone(reaped), self.job.clone())
     }
 
-    /// Ends the guard (a kept job's keeper is told to end the job, `kill`, or keep it), then reaps the leader, with
-    /// the handles locked out: none signals after the reap.
+    /// Ends the guard, then reaps the leader, with the handles locked out: none signals after the reap.
     fn reap(&mut self, kill: bool) -> io::Result<ExitStatus> {
         self.guard = None;
         self.job.judge(self.id(), kill);
@@ -381,7 +397,8 @@ impl GroupChild {
         deadline: Option<Instant>,
         pause: impl FnMut(&ExitWatch, Option<Duration>) -> io::Result<()>,
     ) -> io::Result<bool> {
-        let (pid, job) = (self.id(), &self.job);
+        let pid = self.id();
+        let job = &self.job;
         self.watch
             .wait_for(deadline, || job.leader_exited(pid), pause)
     }
@@ -391,13 +408,15 @@ impl GroupChild {
         self.job.leader_exited(self.id())
     }
 
-    /// Signals the job's processes outside the group, then the group; the caller makes sure the leader is not
-    /// reaped yet.
+    /// Signals the group first (or at once with the whole job), then the job's processes outside it (see
+    /// [`Job::signal`]); the caller makes sure the leader is not reaped yet.
     fn signal_group(&mut self, signal: i32) -> io::Result<()> {
         self.watch.restart();
-        let job = self.job.signal(self.id(), signal);
+        let pid = self.id();
+        let job = &self.job;
+        let sent = job.signal(pid, signal, || signal_group(pid, signal, job));
         self.take_reached();
-        signal_group(self.id(), signal, &self.job).and(job)
+        sent
     }
 
     /// Moves what the job's kills reached into the leftovers, except the guard of `die_with_parent` (a member of the

@@ -35,9 +35,8 @@ pub(crate) fn signal_group(pgid: u32, signal: i32, job: &Job) -> io::Result<()> 
 }
 
 /// [`GroupChild::signal`](crate::GroupChild::signal) for a leader that this crate has not reaped yet (the caller makes sure of that): refuses
-/// a leader reaped by someone else, then signals the group.
+/// a leader reaped by someone else, then signals the group first and the rest of the job after it (see [`Job::signal`]).
 pub(crate) fn signal_unreaped_group(pgid: u32, signal: i32, job: &Job) -> io::Result<()> {
     leader_exited(pgid)?;
-    let in_job = job.signal(pgid, signal);
-    signal_group(pgid, signal, job).and(in_job)
+    job.signal(pgid, signal, || signal_group(pgid, signal, job))
 }

@@ -93,11 +93,17 @@
 //!
 //! With `default-features = false` the crate is its core: [`spawn_group`](GroupCommandExt::spawn_group),
 //! [`GroupChild`]'s waits, `kill`, `signal`, `set_grace` and `set_kill_leftovers`, [`GroupHandle`], [`Outcome`] and
-//! the [`signal`] constants; it registers nothing that runs before `main`. Four features, all on by default, add the
-//! rest, and each item they add says which one it needs: `capture` (the capturing waits), `guard`
-//! ([`die_with_parent`][die-with-parent]), `contain` ([`spawn_contained`][spawn-contained]
-//! and its types) and `host` (the [`host`][host-module] module; it enables `guard` and `contain`). The README's "Auditing" section
+//! the [`signal`] constants; it registers nothing that runs before `main`. Four features add the rest, and each item
+//! they add says which one it needs: `capture` (the capturing waits), `guard` ([`die_with_parent`][die-with-parent])
+//! and `contain` ([`spawn_contained`][spawn-contained] and its types), on by default, and `host` (the
+//! [`host`][host-module] module, for supervisor programs such as the `grouptimeout` tool; it enables `guard` and
+//! `contain`), off by default: a plain dependency compiles no process-wide facility and nothing that runs before
+//! `main`. The README's "Auditing" section
 //! counts each one's code lines, and its blocks in `src/sys/`, the one module that calls libc unchecked.
+//!
+//! Features only add: code that builds with some features builds with more. [`GroupCommandExt`], whose
+//! `spawn_contained` only `contain` adds, is sealed (no other crate can implement it), so a feature that another
+//! crate in the build turns on breaks no implementation.
 //!
 //! # Errors
 //!
@@ -121,10 +127,13 @@
 //! - A wait that hits the deadline with an invalid grace signal ([`GroupChild::set_grace`]) returns `EINVAL`, after
 //!   the group was killed and the leader reaped.
 //!
-//! Errors of steps the crate takes on its own carry a message that says what failed, and the OS error's `kind()`
-//! where there is one: [`spawn_group`](GroupCommandExt::spawn_group) in a process that ignores `SIGCHLD`
-//! ([`Unsupported`](std::io::ErrorKind::Unsupported)), the guard process of
-//! [`die_with_parent`][die-with-parent] (`cannot start /bin/sh: …`), and the [`host`][host-module] module.
+//! The same holds for steps the crate takes on its own: where a system call failed (the guard process of
+//! [`die_with_parent`][die-with-parent], the job's cgroup or `/proc` for [`spawn_contained`][spawn-contained] and
+//! its `require`, the [`host`][host-module] module), the error is that OS error itself, whose message is the
+//! system's text (say what failed where you show it). Errors that no system call gave carry no OS error number
+//! (`raw_os_error()` is `None`), and their message says what failed and why; each `# Errors` section names them,
+//! such as [`spawn_group`](GroupCommandExt::spawn_group) in a process that ignores `SIGCHLD`
+//! ([`Unsupported`](std::io::ErrorKind::Unsupported)).
 //!
 //! ```
 //! use std::process::Command;
@@ -250,7 +259,9 @@ pub use spawn::GroupCommandExt;
 #[cfg(all(unix, feature = "capture"))]
 pub use capture::Captured;
 #[cfg(all(unix, feature = "contain"))]
-pub use contain::{Contain, Containment, Leftover};
+pub use contain::{Containment, Leftover};
+#[cfg(all(unix, feature = "contain"))]
+pub use spawn::Contain;
 
 /// The README's Rust examples, compiled (and run, unless marked `no_run`) by `cargo test` so that they cannot drift
 /// from the API; they use every feature.

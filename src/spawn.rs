@@ -6,14 +6,51 @@ use std::process::Command;
 use crate::child::GroupChild;
 use crate::contain::Job;
 
-/// Extends [`std::process::Command`] with [`spawn_group`](GroupCommandExt::spawn_group).
-pub trait GroupCommandExt {
+#[cfg(feature = "contain")]
+mod contained;
+
+#[cfg(feature = "contain")]
+pub use contained::Contain;
+
+/// Extends [`std::process::Command`] with [`spawn_group`](GroupCommandExt::spawn_group) and, with the `contain`
+/// feature, `spawn_contained`.
+///
+/// The trait is sealed: it is implemented for [`Command`] only, and no other crate can implement it (its supertrait
+/// is private). So a feature that adds a method (such as `contain`'s `spawn_contained`) breaks no one, whichever
+/// crate in a build turns it on; features only add. Import it to call its methods:
+///
+/// ```
+/// use grouptimeout::GroupCommandExt as _;
+///
+/// # fn main() -> std::io::Result<()> {
+/// let mut child = std::process::Command::new("true").spawn_group()?;
+/// assert!(child.wait()?.success());
+/// # Ok(())
+/// # }
+/// ```
+///
+/// An implementation outside this crate does not compile, in every build (`E0277`: the private supertrait is not
+/// implemented):
+///
+/// ```compile_fail,E0277
+/// struct Mine;
+///
+/// impl grouptimeout::GroupCommandExt for Mine {
+///     fn spawn_group(&mut self) -> std::io::Result<grouptimeout::GroupChild> {
+///         unimplemented!()
+///     }
+/// }
+/// ```
+pub trait GroupCommandExt: sealed::Sealed {
     /// Spawns the command as the leader of a new process group and returns a handle that waits for it with a
     /// deadline and leaves no process of the group running.
     ///
-    /// This sets [`process_group(0)`](std::os::unix::process::CommandExt::process_group) and nothing else, so std
-    /// keeps its fast `posix_spawn` path. When this returns, the child already leads its own group, whose id is
-    /// the child's pid ([`GroupChild::id`]).
+    /// This sets [`process_group(0)`](std::os::unix::process::CommandExt::process_group) on the `Command` and nothing
+    /// else, so std keeps its fast `posix_spawn` path. When this returns, the child already leads its own group, whose
+    /// id is the child's pid ([`GroupChild::id`]). The setting stays on the `Command` (std has no way to take it off
+    /// again): a later plain [`spawn`](Command::spawn), [`output`](Command::output) or
+    /// [`status`](Command::status) of the same `Command` also starts its child as the leader of a new group,
+    /// unsupervised by this crate. Build a new `Command` for those.
     ///
     /// # The terminal
     ///
@@ -81,6 +118,13 @@ pub trait GroupCommandExt {
     /// included).
     #[cfg(feature = "contain")]
     fn spawn_contained(&mut self) -> io::Result<GroupChild>;
+}
+
+/// The supertrait that seals [`GroupCommandExt`]: public in a private module, so no other crate can name it.
+mod sealed {
+    pub trait Sealed {}
+
+    impl Sealed for std::process::Command {}
 }
 
 impl GroupCommandExt for Command {

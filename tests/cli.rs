@@ -140,15 +140,15 @@ fn run(args: &[&str]) -> Run {
 /// inherited: under `nohup`, or as a background job of a script (`cargo test &`), HUP or INT and QUIT are ignored,
 /// and the tool then keeps them ignored for its command, as documented.
 fn start_with_default_signals(args: &[&str]) -> Running {
-    let mut argv = vec![
+    let mut words = vec![
         "-e",
         "$SIG{$_} = 'DEFAULT' for qw(HUP INT QUIT TERM USR1 USR2 ALRM); \
          exec { $ARGV[0] } 'grouptimeout', @ARGV[1 .. $#ARGV] or die",
         "--",
         BIN,
     ];
-    argv.extend(args);
-    Running::start("perl", &argv)
+    words.extend(args);
+    Running::start("perl", &words)
 }
 
 fn code(run: &Run) -> i32 {
@@ -230,6 +230,77 @@ fn exit_statuses() {
         "{}",
         version.stdout
     );
+}
+
+/// `--help`'s usage line names the tool as it was run, as its messages do: a `timeout` symlink found through
+/// `PATH` says `Usage: timeout`, one run by its path says the path (GNU's usage line uses `argv[0]` as given too).
+#[test]
+fn help_names_the_tool_as_it_was_run() {
+    let dir = Scratch::new();
+    std::os::unix::fs::symlink(BIN, dir.path("timeout")).unwrap();
+    let usage = " [OPTION]... DURATION COMMAND [ARG]...\n";
+    let cases = [
+        (run(&["--help"]), "grouptimeout".to_string()),
+        (
+            Running::start(
+                "sh",
+                &[
+                    "-c",
+                    &format!("PATH='{}':$PATH exec timeout --help", dir.0.display()),
+                ],
+            )
+            .finish(),
+            "timeout".to_string(),
+        ),
+        (
+            Running::start(&dir.file("timeout"), &["--help"]).finish(),
+            dir.file("timeout"),
+        ),
+    ];
+    for (help, name) in cases {
+        assert_eq!(code(&help), 0, "{}", help.stderr);
+        assert!(
+            help.stdout.starts_with(&format!("Usage: {name}{usage}")),
+            "{name}: {}",
+            help.stdout
+        );
+        assert_eq!(help.stderr, "");
+    }
+}
+
+/// `--version` prints the version and the license lines as GNU's does (its copyright and authors lines have no
+/// counterpart: the crate names no authors), under any name.
+#[test]
+fn version_prints_the_license() {
+    let dir = Scratch::new();
+    std::os::unix::fs::symlink(BIN, dir.path("timeout")).unwrap();
+    for version in [
+        run(&["--version"]),
+        Running::start(&dir.file("timeout"), &["--version"]).finish(),
+    ] {
+        assert_eq!(code(&version), 0, "{}", version.stderr);
+        let lines: Vec<&str> = version.stdout.lines().collect();
+        assert_eq!(
+            lines.first().copied(),
+            Some(concat!("grouptimeout ", env!("CARGO_PKG_VERSION"))),
+            "{}",
+            version.stdout
+        );
+        assert!(
+            lines[1].starts_with("License MIT OR Apache-2.0: "),
+            "{}",
+            version.stdout
+        );
+        assert!(
+            lines.contains(&"This is free software: you are free to change and redistribute it.")
+        );
+        assert_eq!(
+            lines.last().copied(),
+            Some("There is NO WARRANTY, to the extent permitted by law.")
+        );
+        assert!(lines.iter().all(|l| l.len() <= 80), "{}", version.stdout);
+        assert_eq!(version.stderr, "");
+    }
 }
 
 #[test]
@@ -567,20 +638,20 @@ impl User {
 
     /// `program` and `args` as this user runs them; `scratch` is made writable for nobody.
     fn command(self, scratch: &Scratch, program: &str, args: &[&str]) -> Vec<String> {
-        let mut argv = vec![];
+        let mut words = vec![];
         if self == User::Nobody {
             use std::os::unix::fs::PermissionsExt as _;
             fs::set_permissions(&scratch.0, fs::Permissions::from_mode(0o777)).unwrap();
-            argv.extend([
+            words.extend([
                 "setpriv",
                 "--reuid=65534",
                 "--regid=65534",
                 "--clear-groups",
             ]);
         }
-        argv.push(program);
-        argv.extend(args);
-        argv.into_iter().map(String::from).collect()
+        words.push(program);
+        words.extend(args);
+        words.into_iter().map(String::from).collect()
     }
 
     /// How the tool's messages start: its `argv[0]`.
@@ -604,8 +675,8 @@ impl User {
 
     /// Runs the tool with `args` as this user, checks that it left no cgroup folder behind, and returns the run.
     fn run(self, scratch: &Scratch, args: &[&str]) -> Run {
-        let argv = self.command(scratch, &self.bin(), args);
-        let running = Running::start(&argv[0], &argv[1..]);
+        let words = self.command(scratch, &self.bin(), args);
+        let running = Running::start(&words[0], &words[1..]);
         let tool = running.child.id();
         let r = running.finish();
         let left = common::job_folders_made_by(tool);
@@ -702,6 +773,75 @@ fn escapees_die_and_verbose_names_them() {
     }
 }
 
+/// Issue 22.1 for the tool: a command killed at its deadline (`-s KILL`, or `-k` after a `TERM` it ignores) while it
+/// waits for a `sleep` never runs its next command, in every mode (as root: a cgroup; as nobody: lineage). The old
+/// order (lineage killed the `sleep` first, waited for it, and only then the group) let the shell see its `sleep` die:
+/// it printed `Killed`, created and replaced files, and started escapees. Here 10 runs of each case at once, beside
+/// two busy loops; the tool's status is 137 and it prints nothing (no shell's `Killed` line).
+#[test]
+fn a_killed_command_never_runs_on() {
+    let busy: Vec<std::process::Child> = (0..2)
+        .map(|_| {
+            Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let _cleanup_busy = common::KillOnDrop(busy.iter().map(std::process::Child::id).collect());
+    for user in User::available("a_killed_command_never_runs_on") {
+        let wrong: Vec<String> = thread::scope(|scope| {
+            let runs: Vec<_> = (0..30)
+                .map(|i| {
+                    scope.spawn(move || {
+                        let s = Scratch::new();
+                        let (f, tmp, p) = (s.file("F"), s.file("F.tmp"), s.file("p"));
+                        let replace = format!("sleep 100; echo REPLACED > {tmp}; cat {tmp} > {f}");
+                        let (args, script) = match i % 3 {
+                            0 => (
+                                ["-s", "KILL", ".3"],
+                                format!(
+                                    "sleep 100; touch {f}; setsid sh -c 'echo $$ > {p}; exec sleep 201' & sleep 100"
+                                ),
+                            ),
+                            1 => (["-s", "KILL", ".3"], replace),
+                            _ => (["-k", ".3", ".3"], format!("trap '' TERM; {replace}")),
+                        };
+                        if i % 3 != 0 {
+                            use std::os::unix::fs::PermissionsExt as _;
+                            fs::write(&f, "ORIGINAL\n").unwrap();
+                            // Nobody's command may replace it.
+                            fs::set_permissions(&f, fs::Permissions::from_mode(0o666)).unwrap();
+                        }
+                        let r = user.run(&s, &[&args[..], &["sh", "-c", &script]].concat());
+                        let mut wrong = vec![];
+                        if code(&r) != 137 || !r.stderr.is_empty() {
+                            wrong.push(format!("status {}, stderr {:?}", code(&r), r.stderr));
+                        }
+                        let f = fs::read_to_string(&f);
+                        if i % 3 == 0 && f.is_ok() || i % 3 != 0 && f.as_deref().ok() != Some("ORIGINAL\n") {
+                            wrong.push(format!("ran on: F is {f:?}"));
+                        }
+                        if let Some(pid) = fs::read_to_string(&p).ok().and_then(|p| p.trim().parse().ok()) {
+                            let alive = survivors_after(Duration::from_secs(2), &[pid]);
+                            kill_pids(&alive);
+                            wrong.push(format!("started escapee {pid} (alive after the run: {})", !alive.is_empty()));
+                        }
+                        (!wrong.is_empty()).then(|| format!("{user:?} {script}: {}", wrong.join("; ")))
+                    })
+                })
+                .collect();
+            runs.into_iter().filter_map(|t| t.join().unwrap()).collect()
+        });
+        assert!(
+            wrong.is_empty(),
+            "{user:?}: {} of 30 runs went wrong:\n{}",
+            wrong.len(),
+            wrong.join("\n")
+        );
+    }
+}
+
 /// Issue 17.3 for the tool: its forked guard ends the job's cgroup when the tool is killed with `SIGKILL`, so a
 /// `setsid` escapee dies too, and the folder is removed.
 #[test]
@@ -781,9 +921,9 @@ fn with_signal(args: &[&str], script: &str, signal: i32) -> Run {
     let s = Scratch::new();
     let ready = s.file("ready");
     let script = format!("{script}; echo > {ready}; sleep 30 & wait");
-    let mut argv: Vec<&str> = args.to_vec();
-    argv.extend(["sh", "-c", &script]);
-    let mut running = start_with_default_signals(&argv);
+    let mut words: Vec<&str> = args.to_vec();
+    words.extend(["sh", "-c", &script]);
+    let mut running = start_with_default_signals(&words);
     s.wait_for("ready");
     running.signal(signal);
     running.finish()
@@ -886,14 +1026,14 @@ fn signals_ignored_by_the_parent_stay_ignored() {
     let bit = |signal: i32| 1u64 << (signal - 1);
     let args = ["5", "grep", "SigIgn", "/proc/self/status"];
     // As under nohup, or as a background job of a script: the command inherits HUP and INT ignored.
-    let mut argv = vec![
+    let mut words = vec![
         "-e",
         "$SIG{HUP} = $SIG{INT} = $SIG{CHLD} = 'IGNORE'; exec @ARGV or die",
         "--",
         BIN,
     ];
-    argv.extend(args);
-    let r = Running::start("perl", &argv).finish();
+    words.extend(args);
+    let r = Running::start("perl", &words).finish();
     assert_eq!(code(&r), 0, "{}", r.stderr);
     let mask = ignored_mask(&r);
     assert_ne!(mask & bit(libc::SIGHUP), 0, "HUP not ignored: {mask:x}");
@@ -933,7 +1073,7 @@ impl XorShift {
     }
 
     fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[(self.next() % items.len() as u64) as usize]
+        items[usize::try_from(self.next() % u64::try_from(items.len()).unwrap()).unwrap()]
     }
 }
 
@@ -948,6 +1088,10 @@ fn known_difference(duration: &str) -> bool {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of cases, each a line or two"
+)]
 fn durations_accepted_and_rejected_like_gnu() {
     let gnu = "/usr/bin/timeout";
     if !Path::new(gnu).exists() {
@@ -1032,7 +1176,7 @@ fn durations_accepted_and_rejected_like_gnu() {
         "1.000000000000000000000000000001",
     ]
     .iter()
-    .map(|s| s.to_string())
+    .map(std::string::ToString::to_string)
     .collect();
     let pieces = [
         "0", "1", "7", "9", ".", "e", "E", "-", "+", "x", "0x", "p", "P", "a", "f", "s", "m", "h",
@@ -1108,17 +1252,14 @@ fn ending(program: &str, case: &Case, dir: &Scratch) -> Ending {
     use std::os::unix::ffi::OsStrExt;
     let out = fs::File::create(dir.path("stdout")).unwrap();
     let err = fs::File::create(dir.path("stderr")).unwrap();
-    let mut command = match case.wrapper.split_first() {
-        Some((first, rest)) => {
-            let mut command = Command::new(first);
-            command.args(rest).arg(program);
-            command
-        }
-        None => {
-            let mut command = Command::new(program);
-            command.arg0(case.arg0);
-            command
-        }
+    let mut command = if let Some((first, rest)) = case.wrapper.split_first() {
+        let mut command = Command::new(first);
+        command.args(rest).arg(program);
+        command
+    } else {
+        let mut command = Command::new(program);
+        command.arg0(case.arg0);
+        command
     };
     command
         .args(case.args.iter().map(|a| OsStr::from_bytes(a)))
@@ -1145,7 +1286,12 @@ fn ending(program: &str, case: &Case, dir: &Scratch) -> Ending {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of cases, each a line or two"
+)]
 fn messages_and_statuses_match_gnu() {
+    use std::os::unix::fs::PermissionsExt;
     let gnu = "/usr/bin/timeout";
     if !Path::new(gnu).exists() {
         common::skip_or_fail(
@@ -1256,7 +1402,6 @@ fn messages_and_statuses_match_gnu() {
         let wrapper = "setpriv --reuid=nobody --regid=nogroup --clear-groups prlimit --nproc=1";
         // nobody may not reach the build's binary (a checkout under a private folder): run a copy from the
         // scratch folder, which any user may enter.
-        use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&dir.0, fs::Permissions::from_mode(0o755)).unwrap();
         fs::copy(BIN, dir.path("grouptimeout")).unwrap();
         cases.push(Case {

@@ -109,7 +109,8 @@ mod linux {
                 .to_str()
                 .unwrap()
                 .starts_with("grouptimeout-"),
-            "{folder:?}"
+            "{}",
+            folder.display()
         );
         Some(folder)
     }
@@ -118,7 +119,8 @@ mod linux {
         if let Some(folder) = folder {
             assert!(
                 !folder.exists(),
-                "the job's cgroup {folder:?} was left behind"
+                "the job's cgroup {} was left behind",
+                folder.display()
             );
         }
     }
@@ -168,6 +170,40 @@ mod linux {
         escapee_at_the_deadline,
         cgroup_setsid_escapee_dies_at_the_deadline,
         lineage_setsid_escapee_dies_at_the_deadline
+    );
+
+    /// A member of the group is in `leftovers()` too: the group is killed first (stop first, then sweep), and the
+    /// sweep that follows records the members that kill reached, also those that are zombies by then.
+    fn group_member(how: &Contain, mode: Containment) {
+        for _ in 0..5 {
+            let (mut child, lines) = start(how, mode, "sleep 30 & echo $!; exec sleep 30", 1);
+            let member = pids(&lines);
+            let _cleanup = KillOnDrop(member.clone());
+            let folder = folder_of(&child);
+            assert!(eventually(Duration::from_secs(10), || {
+                fs::read_to_string(format!("/proc/{}/comm", member[0]))
+                    .is_ok_and(|c| c == "sleep\n")
+            }));
+            assert!(child.wait_timeout(Duration::ZERO).unwrap().timed_out());
+            assert_eq!(
+                survivors_after(Duration::from_secs(5), &member),
+                [] as [u32; 0]
+            );
+            assert_eq!(
+                child
+                    .leftovers()
+                    .iter()
+                    .map(|l| (l.pid, l.name.as_str()))
+                    .collect::<Vec<_>>(),
+                [(member[0], "sleep")]
+            );
+            assert_removed(folder);
+        }
+    }
+    both_modes!(
+        group_member,
+        cgroup_a_killed_group_member_is_a_leftover,
+        lineage_a_killed_group_member_is_a_leftover
     );
 
     fn daemon_after_exit(how: &Contain, mode: Containment) {
@@ -413,6 +449,101 @@ mod linux {
     }
     both_modes!(drops, cgroup_drop_ends_the_job, lineage_drop_ends_the_job);
 
+    /// Issue 23 point 3: a job that makes `sub/` and `sub/deeper/` in its own cgroup folder and puts a process in
+    /// each. The deadline's kill reaches both (`cgroup.kill` covers the sub-cgroups), and the end of the job removes
+    /// the three folders, deepest first, within the usual bound; so does the drop of a running job, and a wait with
+    /// `set_kill_leftovers(false)` moves the kept processes out of the sub-cgroups too. Before, the wait failed
+    /// (`TimedOut`, "still held processes []") after a second, and the folders stayed.
+    #[test]
+    fn cgroup_sub_cgroups_of_the_job_are_removed_deepest_first() {
+        let test = "cgroup_sub_cgroups_of_the_job_are_removed_deepest_first";
+        let Some(how) = contain(test, Containment::Cgroup) else {
+            return;
+        };
+        let mount = cgroup_folder("").expect("a cgroup2 mount");
+        let script = "d=\"$CG$(sed -n 's/^0:://p' /proc/self/cgroup)\"; mkdir \"$d/sub\" \"$d/sub/deeper\" || exit 9
+            for f in sub sub/deeper; do
+                sh -c 'echo 0 > \"$1/cgroup.procs\" && exec sleep 30' sh \"$d/$f\" & echo $!
+            done
+            while [ \"$(cat \"$d/sub/cgroup.procs\" \"$d/sub/deeper/cgroup.procs\" | wc -l)\" -lt 2 ]; do sleep .01; done
+            echo ready; exec sleep 30";
+        // A parent folder of the test's own, named with `cgroup_parent`: kept leftovers go to the cgroup this process
+        // runs in, not there.
+        let own = job_folder(std::process::id()).expect("this test's cgroup");
+        let parent = own.join(format!("grouptimeout-test-{}-parent", std::process::id()));
+        fs::create_dir(&parent).unwrap();
+        let _remove = RemoveOnDrop(vec![parent.clone()]);
+        let mut in_parent = how.clone();
+        in_parent.cgroup_parent(&parent);
+        for end in ["deadline", "drop", "kept", "kept, cgroup_parent"] {
+            let how = if end == "kept, cgroup_parent" {
+                &in_parent
+            } else {
+                &how
+            };
+            let mut child = how
+                .spawn(
+                    Command::new("sh")
+                        .args(["-c", script])
+                        .env("CG", &mount)
+                        .stdout(Stdio::piped()),
+                )
+                .expect("spawn_contained");
+            let mut out = BufReader::new(child.stdout.take().unwrap());
+            let lines: Vec<String> = (0..3)
+                .map(|_| {
+                    let mut line = String::new();
+                    out.read_line(&mut line).expect("a line from the command");
+                    line.trim().to_string()
+                })
+                .collect();
+            assert_eq!(lines[2], "ready", "{end}: {lines:?}");
+            let inner = pids(&lines[..2]);
+            let _cleanup = KillOnDrop(inner.clone());
+            let folder = folder_of(&child).unwrap();
+            for (pid, sub) in inner.iter().zip(["sub", "sub/deeper"]) {
+                assert_eq!(job_folder(*pid), Some(folder.join(sub)), "{end}");
+            }
+            let started = std::time::Instant::now();
+            match end {
+                "deadline" => {
+                    let outcome = child.wait_timeout(Duration::from_millis(300)).unwrap();
+                    assert!(outcome.timed_out(), "{outcome}");
+                }
+                "drop" => drop(child),
+                _ => {
+                    // The leader alone ends (a signal to its pid); the two others are kept, and leave the folder.
+                    child.set_kill_leftovers(false);
+                    let leader = child.id().to_string();
+                    assert!(Command::new("kill")
+                        .arg(&leader)
+                        .status()
+                        .unwrap()
+                        .success());
+                    assert!(!child.wait_timeout(LONG).unwrap().timed_out());
+                    for pid in &inner {
+                        assert!(!is_dead(*pid), "{end}: a kept process was killed");
+                        assert_eq!(job_folder(*pid).as_ref(), Some(&own), "{end}");
+                    }
+                    kill_pids(&inner);
+                }
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{end}: {:?}",
+                started.elapsed()
+            );
+            if !end.starts_with("kept") {
+                assert_eq!(
+                    survivors_after(Duration::from_secs(5), &inner),
+                    [] as [u32; 0],
+                    "{end}"
+                );
+            }
+            assert_removed(Some(folder));
+        }
+    }
+
     /// A job process in the middle of `execve` still belongs to the job: `/proc/PID/environ` reads empty for a moment
     /// there (about 1 read in 40 of a process that execs in a loop), which once made `in_job` and the lineage kill
     /// miss a `setsid sleep` escapee between `setsid`'s exec and `sleep`'s.
@@ -570,7 +701,9 @@ mod linux {
         child.wait().unwrap();
         how.require(Containment::Cgroup);
         let e = how.spawn(&mut Command::new("true")).unwrap_err();
-        assert!(e.to_string().contains("/nonexistent/grouptimeout"), "{e}");
+        // The OS error of the folder's mkdir, as it is (issue 24.4).
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
         let child = Command::new("true").spawn_group().unwrap();
         assert_eq!(child.containment(), Containment::Group);
         assert!(child.leftovers().is_empty());
@@ -604,6 +737,7 @@ mod linux {
         ));
         let threaded = parent.join("threaded");
         fs::create_dir(&parent).unwrap();
+        let _remove = RemoveOnDrop(vec![parent.clone()]);
         let _cleanup = RemoveOnDrop(vec![threaded.clone(), parent.clone()]);
         fs::create_dir(&threaded).unwrap();
         fs::write(threaded.join("cgroup.type"), "threaded").unwrap();
@@ -624,11 +758,11 @@ mod linux {
 
         how.require(Containment::Cgroup);
         let e = how.spawn(&mut Command::new("true")).unwrap_err();
-        let text = e.to_string();
+        let message = e.to_string();
         assert!(
-            text.contains("could not start in the job's cgroup")
-                && text.contains(&*parent.to_string_lossy())
-                && text.contains("os error 95"),
+            message.contains("could not start in the job's cgroup")
+                && message.contains(&*parent.to_string_lossy())
+                && message.contains("os error 95"),
             "{e}"
         );
         // The OS error's kind, as this std names it (Rust 1.85 has no kind of its own for EOPNOTSUPP yet; later
@@ -678,6 +812,14 @@ mod linux {
                 survivors_after(Duration::from_secs(5), &lines),
                 [] as [u32; 0]
             );
+            // Issue 24.4: requiring the cgroup fails with the OS error of the folder's mkdir itself (EACCES: nobody
+            // may not make a cgroup here), not a message that only names it.
+            let e = Contain::new()
+                .require(Containment::Cgroup)
+                .spawn(&mut Command::new("true"))
+                .unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EACCES), "{e}");
+            assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
             return;
         }
         // SAFETY-free check for root: only root can switch to nobody.
@@ -893,7 +1035,7 @@ mod linux {
                 );
             }
         }
-        let _cleanup_busy = KillOnDrop(busy.iter().map(|c| c.id()).collect());
+        let _cleanup_busy = KillOnDrop(busy.iter().map(std::process::Child::id).collect());
         supervisor.kill().unwrap();
         supervisor.wait().unwrap();
         assert_eq!(
@@ -902,7 +1044,8 @@ mod linux {
         );
         assert!(
             eventually(Duration::from_secs(10), || !folder.exists()),
-            "{folder:?} left behind"
+            "{} left behind",
+            folder.display()
         );
         for mut loop_ in busy {
             loop_.kill().unwrap();

@@ -1,5 +1,5 @@
 //! Cgroup mode: a cgroup v2 of the job's own, made as a child of the caller's cgroup (or of a folder it names),
-//! where the job's keeper starts the command (`clone3` with `CLONE_INTO_CGROUP`), ended with `cgroup.kill`, removed once `cgroup.events` says `populated 0`.
+//! where the job's keeper starts the command (`clone3` with `CLONE_INTO_CGROUP`, see `keeper.rs`), ended with `cgroup.kill`, removed once `cgroup.events` says `populated 0`.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write as _};
@@ -23,7 +23,7 @@ const RELEASE_ROUNDS: usize = 100;
 /// owns it), `cgroup.kill` and `cgroup.events` after it (see [`Cgroup::open_controls`]), so that a contained spawn holds
 /// one descriptor more than a plain one.
 #[derive(Debug)]
-pub(super) struct Cgroup {
+pub(crate) struct Cgroup {
     dir: PathBuf,
     /// Where it was made (its parent folder), where kept leftovers go.
     parent: PathBuf,
@@ -51,8 +51,9 @@ impl Cgroup {
     }
 
     /// Names a new cgroup for a job in `parent`, or in this process's own cgroup (where systemd delegated it, if it
-    /// manages the tree), where this process may write; the job's keeper makes it.
-    pub(super) fn make(parent: Option<&Path>) -> io::Result<Cgroup> {
+    /// manages the tree), where this process may write; the job's keeper makes it (and checks that it has
+    /// `cgroup.kill`, Linux 5.14).
+    pub(crate) fn make(parent: Option<&Path>) -> io::Result<Cgroup> {
         let parent = match parent {
             Some(parent) => parent.to_owned(),
             None => own_cgroup()?,
@@ -61,10 +62,9 @@ impl Cgroup {
         let dir = parent.join(&name);
         // The job's keeper makes the folder (see `keeper.rs`): here, only whether it could.
         crate::sys::writable(&parent).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("cannot make a cgroup in {}: {e}", parent.display()),
-            )
+            crate::sys::os_error_or(e, |e| {
+                format!("cannot make a cgroup in {}: {e}", parent.display())
+            })
         })?;
         Ok(Cgroup {
             dir,
@@ -76,64 +76,81 @@ impl Cgroup {
         })
     }
 
-    pub(super) fn folder(&self) -> &Path {
+    pub(crate) fn folder(&self) -> &Path {
         &self.dir
     }
 
-    /// The processes in the cgroup now.
+    /// The processes in the cgroup now, those in the sub-cgroups the job made included.
     fn pids(&self) -> io::Result<Vec<u32>> {
-        let path = self.dir.join("cgroup.procs");
+        let mut pids = Vec::new();
         if !self.dir.exists() {
-            return Ok(Vec::new()); // removed by the job's keeper
+            return Ok(pids); // removed by the job's keeper
         }
-        let text = fs::read_to_string(&path).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
-        })?;
-        Ok(text.lines().filter_map(|l| l.parse().ok()).collect())
+        for dir in tree(&self.dir) {
+            let path = dir.join("cgroup.procs");
+            match fs::read_to_string(&path) {
+                Ok(text) => pids.extend(text.lines().filter_map(|l| l.parse::<u32>().ok())),
+                // A sub-cgroup removed meanwhile.
+                Err(e) if dir != self.dir && e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(crate::sys::os_error_or(e, |e| {
+                        format!("cannot read {}: {e}", path.display())
+                    }))
+                }
+            }
+        }
+        Ok(pids)
     }
 
-    /// `SIGKILL` (through `cgroup.kill`, recording what it reached besides the command, pid `command`), or another
-    /// signal to each process in the cgroup that is not in group `group` (which the caller signals), through a
-    /// checked pidfd. Without a keeper, the command is the group's leader (`command == group`).
+    /// `SIGKILL`: every process of the cgroup at once (`cgroup.kill`), then `group` (the leader's group; see
+    /// `Job::signal`), recording what the kill reached besides the command (pid `command`: the leader, or a kept
+    /// job's keeper's child). Another signal: `group` first, then each process in the cgroup that is not in the
+    /// leader's group, through a checked pidfd. `group`'s error comes first.
     pub(super) fn signal(
         &self,
-        group: u32,
+        leader: u32,
         command: u32,
         signal: i32,
+        group: impl FnOnce() -> io::Result<()>,
         reached: &Mutex<Vec<Leftover>>,
     ) -> io::Result<()> {
         if signal == libc::SIGKILL {
-            // The names are for `leftovers()`: the kill goes on if the list cannot be read (no descriptor left).
-            for pid in self
-                .pids()
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|&pid| pid != command)
-            {
-                if let Some(stat) = Stat::read(pid).filter(|s| !s.dead()) {
-                    record(reached, pid, stat.name);
+            // One read of the list before the kill (a process leaves it as it dies); the kill goes on if it cannot be
+            // read (no descriptor left). The names are read after the kill, for `leftovers()`.
+            let pids = self.pids().unwrap_or_default();
+            let killed = self.kill_all();
+            let sent = group();
+            for pid in pids.into_iter().filter(|&pid| pid != command) {
+                match Stat::read(pid) {
+                    Some(stat) if stat.reached_by_kill() => record(reached, pid, stat.name),
+                    Some(_) => {} // it had exited before the kill
+                    None => record(reached, pid, String::new()), // reaped at once: no name to read
                 }
             }
-            return self.kill_all();
+            return sent.and(killed);
         }
-        for pid in self.pids()? {
-            if pid == group || sys::group_of(pid).is_ok_and(|pgid| pgid == group) {
-                continue; // the group signal reaches it
+        let sent = group();
+        let rest = (|| {
+            for pid in self.pids()? {
+                if pid == leader || sys::group_of(pid).is_ok_and(|pgid| pgid == leader) {
+                    continue; // the group signal reached it
+                }
+                signal_checked(pid, signal, |pid| self.contains(pid))?;
             }
-            signal_checked(pid, signal, |pid| self.contains(pid))?;
-        }
-        Ok(())
+            Ok(())
+        })();
+        sent.and(rest)
     }
 
     fn kill_all(&self) -> io::Result<()> {
         self.kill()
             .and_then(|mut kill| kill.write_all(b"1"))
+            // A folder its keeper removed: nothing is left to kill.
             .or_else(|e| if self.dir.exists() { Err(e) } else { Ok(()) })
             .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("cannot kill the job's cgroup {}: {e}", self.dir.display()),
-                )
+                crate::sys::os_error_or(e, |e| {
+                    format!("cannot kill the job's cgroup {}: {e}", self.dir.display())
+                })
             })
     }
 
@@ -176,11 +193,16 @@ impl Cgroup {
         Ok(())
     }
 
-    /// Moves every process of the cgroup to the parent folder (bounded: a process that keeps forking may win).
+    /// Moves every process of the cgroup (and of its sub-cgroups) to the cgroup this process runs in (bounded: a
+    /// process that keeps forking may win). Not to the parent folder: one named with `cgroup_parent` may have
+    /// controllers enabled for its children, and then the kernel refuses it processes of its own (`EBUSY`, the
+    /// "no internal processes" rule); the cgroup this process runs in already holds one, so it may hold more.
     fn release(&self) -> io::Result<()> {
-        let path = self.parent.join("cgroup.procs");
+        let path = own_folder()
+            .unwrap_or_else(|_| self.parent.clone())
+            .join("cgroup.procs");
         let mut to = OpenOptions::new().write(true).open(&path).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display()))
+            crate::sys::os_error_or(e, |e| format!("cannot open {}: {e}", path.display()))
         })?;
         for _ in 0..RELEASE_ROUNDS {
             let pids = self.pids()?;
@@ -190,13 +212,12 @@ impl Cgroup {
             for pid in pids {
                 match to.write_all(pid.to_string().as_bytes()) {
                     Err(e) if e.raw_os_error() != Some(libc::ESRCH) => {
-                        return Err(io::Error::new(
-                            e.kind(),
+                        return Err(crate::sys::os_error_or(e, |e| {
                             format!(
                                 "cannot move process {pid} out of the job's cgroup to {}: {e}",
                                 path.display()
-                            ),
-                        ))
+                            )
+                        }))
                     }
                     _ => {}
                 }
@@ -205,8 +226,9 @@ impl Cgroup {
         Ok(())
     }
 
-    /// Removes the folder once the cgroup is empty (`true`; `rmdir` fails with `EBUSY` while it is populated), or
-    /// gives up at `deadline` (`false`). It tries again when `cgroup.events` changes (`POLLPRI`), at least every 10
+    /// Removes the folder, with the sub-cgroups the job made in it (deepest first), once the cgroup is empty
+    /// (`true`; `rmdir` fails with `EBUSY` while a cgroup is populated or has children), or gives up at `deadline`
+    /// (`false`). It tries again when `cgroup.events` changes (`POLLPRI`), at least every 10
     /// ms (without that file, which needs a descriptor, every 10 ms).
     fn remove_when_empty(&self, deadline: Instant) -> io::Result<bool> {
         loop {
@@ -215,14 +237,13 @@ impl Cgroup {
                 // Read before the `rmdir`: the poll then wakes at any change after it.
                 let _ = events.read_at(&mut [0u8; 128], 0);
             }
-            match fs::remove_dir(&self.dir) {
+            match remove_tree(&self.dir) {
                 Ok(()) => return Ok(true),
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
                 Err(e) => {
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!("cannot remove the job's cgroup {}: {e}", self.dir.display()),
-                    ))
+                    return Err(crate::sys::os_error_or(e, |e| {
+                        format!("cannot remove the job's cgroup {}: {e}", self.dir.display())
+                    }))
                 }
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -269,22 +290,71 @@ fn open_control(dir: &Path, file: &str, write: bool) -> io::Result<File> {
         .read(!write)
         .write(write)
         .open(&path)
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))
+        .map_err(|e| crate::sys::os_error_or(e, |e| format!("cannot open {}: {e}", path.display())))
+}
+
+/// The folders of the cgroup tree at `dir`: `dir` first, then each sub-cgroup before the sub-cgroups below it
+/// (none of the names are followed if `dir` cannot be read).
+fn tree(dir: &Path) -> Vec<PathBuf> {
+    let mut folders = vec![dir.to_path_buf()];
+    let mut next = 0;
+    while let Some(dir) = folders.get(next).cloned() {
+        next += 1;
+        if let Ok(entries) = fs::read_dir(&dir) {
+            folders.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path()),
+            );
+        }
+    }
+    folders
+}
+
+/// Removes the cgroup folder `dir` and every sub-cgroup in it, deepest first. Fails with the first error other than
+/// `ENOENT` (a folder removed meanwhile), `EBUSY` while one of them still holds a process.
+fn remove_tree(dir: &Path) -> io::Result<()> {
+    for folder in tree(dir).iter().rev() {
+        match fs::remove_dir(folder) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound || folder == dir => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// This process's own cgroup v2 folder, where it may make a child cgroup.
 fn own_cgroup() -> io::Result<PathBuf> {
+    let dir = own_folder()?;
+    if Path::new("/run/systemd/system").exists() && !delegated(&dir) {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "systemd manages the cgroup tree and did not delegate {} (no trusted.delegate or user.delegate \
+                 attribute on it or above it: give the service Delegate=yes, or name a delegated folder)",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(dir)
+}
+
+/// The folder of the cgroup v2 this process runs in.
+fn own_folder() -> io::Result<PathBuf> {
     let unusable = |why: String| io::Error::new(io::ErrorKind::Unsupported, why);
-    let cgroups = fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot read /proc/self/cgroup: {e}")))?;
+    let cgroups = fs::read_to_string("/proc/self/cgroup").map_err(|e| {
+        crate::sys::os_error_or(e, |e| format!("cannot read /proc/self/cgroup: {e}"))
+    })?;
     let path = cgroups
         .lines()
         .find_map(|l| l.strip_prefix("0::"))
         .ok_or_else(|| {
             unusable("this process is in no cgroup v2 (no 0:: line in /proc/self/cgroup)".into())
         })?;
-    let mounts = fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot read /proc/self/mountinfo: {e}")))?;
+    let mounts = fs::read_to_string("/proc/self/mountinfo").map_err(|e| {
+        crate::sys::os_error_or(e, |e| format!("cannot read /proc/self/mountinfo: {e}"))
+    })?;
     let dir = mounts
         .lines()
         .find_map(|line| {
@@ -309,16 +379,6 @@ fn own_cgroup() -> io::Result<PathBuf> {
                 "no cgroup2 file system holding this process's cgroup {path} is mounted"
             ))
         })?;
-    if Path::new("/run/systemd/system").exists() && !delegated(&dir) {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "systemd manages the cgroup tree and did not delegate {} (no trusted.delegate or user.delegate \
-                 attribute on it or above it: give the service Delegate=yes, or name a delegated folder)",
-                dir.display()
-            ),
-        ));
-    }
     Ok(dir)
 }
 

@@ -32,7 +32,7 @@ pub enum Containment {
 }
 
 impl Containment {
-    pub(super) fn rank(self) -> u8 {
+    pub(crate) fn rank(self) -> u8 {
         match self {
             Containment::Group => 0,
             Containment::Lineage => 1,
@@ -62,7 +62,7 @@ struct Inner {
 }
 
 #[derive(Debug)]
-pub(super) enum Bound {
+pub(crate) enum Bound {
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     Cgroup(cgroup::Cgroup),
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
@@ -71,7 +71,7 @@ pub(super) enum Bound {
 
 impl Job {
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-    pub(super) fn new(bound: Bound, keeper: Option<Keeper>) -> Job {
+    pub(crate) fn new(bound: Bound, keeper: Option<Keeper>) -> Job {
         Job(Some(Arc::new(Inner {
             bound,
             keeper,
@@ -143,7 +143,7 @@ impl Job {
     /// The leader `pid` was spawned: a cgroup opens the control files it did not hold across the spawn; for
     /// lineage, the leader's start time bounds which processes may carry the mark.
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-    pub(super) fn started(&self, pid: u32) {
+    pub(crate) fn started(&self, pid: u32) {
         if let Some(keeper) = self.keeper() {
             keeper.spawned();
         }
@@ -166,26 +166,36 @@ impl Job {
         }
     }
 
-    /// Sends `signal` to the job's processes outside the group of `leader` (with `SIGKILL`: to all of them, until
-    /// none is left, and records the ones reached). The caller signals the group itself, and holds the leader
-    /// unreaped.
-    #[allow(
-        clippy::unnecessary_wraps,
-        reason = "it can fail on Linux; elsewhere no job has a boundary (the `match` has no arm)"
-    )]
-    pub(crate) fn signal(&self, leader: u32, signal: i32) -> io::Result<()> {
+    /// Sends `signal` to the whole job of `leader`: `group` (which signals the leader's group, and the leader by pid)
+    /// first, or at once with what signals the whole job (`cgroup.kill`), and only then the search for the job's
+    /// processes outside the group (with `SIGKILL`: all of them, until none is left, recording the ones reached), so
+    /// that no leader runs on while the rest of its job dies around it. The caller holds the leader unreaped.
+    ///
+    /// # Errors
+    ///
+    /// `group`'s error first, else the error of the rest; both parts are tried whatever the other did.
+    pub(crate) fn signal(
+        &self,
+        leader: u32,
+        signal: i32,
+        group: impl FnOnce() -> io::Result<()>,
+    ) -> io::Result<()> {
         let Some(inner) = &self.0 else {
-            return Ok(());
+            return group();
         };
         let _ = (leader, signal);
         match inner.bound {
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Cgroup(ref cgroup) => {
                 let command = self.watched(leader);
-                cgroup.signal(leader, command, signal, &inner.reached)
+                cgroup.signal(leader, command, signal, group, &inner.reached)
             }
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Lineage(ref mark) => mark.signal(leader, signal, &inner.reached),
+            Bound::Lineage(ref mark) => {
+                let sent = group();
+                let rest = mark.signal(leader, signal, &inner.reached);
+                sent.and(rest)
+            }
         }
     }
 
@@ -203,7 +213,8 @@ impl Job {
     }
 
     /// The leader was reaped (or given up on): the job ends. A cgroup is killed (or, with `keep`, its processes are
-    /// moved back to where the caller runs) and removed once empty, bounded; a lineage job needs nothing more.
+    /// moved to the cgroup the caller runs in) and removed once empty, with its sub-cgroups, bounded; a lineage job
+    /// needs nothing more.
     /// Later calls do nothing.
     #[allow(
         clippy::unnecessary_wraps,

@@ -10,37 +10,37 @@ use super::proc::Stat;
 use crate::sys;
 
 #[derive(Debug)]
-pub(super) struct Keeper {
+pub(crate) struct Keeper {
     page: sys::SharedPage,
     /// Set once the verdict was given: the keeper may reap the command from then on, so its pid is never read again.
     judged: AtomicBool,
 }
 
 impl Keeper {
-    pub(super) fn new() -> io::Result<Keeper> {
+    pub(crate) fn new() -> io::Result<Keeper> {
         Ok(Keeper {
             page: sys::SharedPage::new()?,
             judged: AtomicBool::new(false),
         })
     }
 
-    pub(super) fn page(&self) -> &sys::SharedPage {
+    pub(crate) fn page(&self) -> &sys::SharedPage {
         &self.page
     }
 
     /// The spawn returned (see `SharedPage::spawned`).
-    pub(super) fn spawned(&self) {
+    pub(crate) fn spawned(&self) {
         self.page.spawned();
     }
 
     /// The command's pid (known once the spawn returned).
-    pub(super) fn command(&self) -> Option<u32> {
+    pub(crate) fn command(&self) -> Option<u32> {
         self.page.command()
     }
 
     /// Whether the command has exited (a zombie of the keeper's, which keeps it unreaped until the verdict). The
     /// caller checked first that the keeper itself is still running.
-    pub(super) fn command_exited(&self) -> bool {
+    pub(crate) fn command_exited(&self) -> bool {
         if self.judged.load(Ordering::SeqCst) {
             return false;
         }
@@ -50,7 +50,7 @@ impl Keeper {
 
     /// Tells the keeper `keeper` (our unreaped child) what to do once the command exited: end the job or keep it.
     /// Once only.
-    pub(super) fn judge(&self, keeper: u32, kill: bool) {
+    pub(crate) fn judge(&self, keeper: u32, kill: bool) {
         if !self.judged.swap(true, Ordering::SeqCst) {
             self.page.give_verdict(keeper, kill);
         }

@@ -24,7 +24,7 @@ const PF_KTHREAD: u32 = 0x0020_0000;
 
 /// A job's mark: the name of the environment variable its processes carry.
 #[derive(Debug)]
-pub(super) struct Mark {
+pub(crate) struct Mark {
     /// `GROUPTIMEOUT_JOB_<32 hex digits>`.
     name: String,
     /// The leader's start time (clock ticks after boot): a process that carries the mark started no earlier.
@@ -33,7 +33,7 @@ pub(super) struct Mark {
 
 impl Mark {
     /// The name of the environment variable that carries the mark.
-    pub(super) fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
@@ -45,13 +45,12 @@ impl Mark {
     }
 
     /// A new random mark, where lineage mode can work: `/proc` is this PID namespace's, and pidfds can be opened.
-    pub(super) fn new() -> io::Result<Mark> {
+    pub(crate) fn new() -> io::Result<Mark> {
         let unusable = |why: String| io::Error::new(io::ErrorKind::Unsupported, why);
         let status = fs::read_to_string("/proc/self/status").map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("lineage needs /proc (cannot read /proc/self/status: {e})"),
-            )
+            crate::sys::os_error_or(e, |e| {
+                format!("lineage needs /proc (cannot read /proc/self/status: {e})")
+            })
         })?;
         let ns_pid = status
             .lines()
@@ -71,10 +70,9 @@ impl Mark {
         // A kill point needs 2 descriptors at once, and the wait for the leader holds a pidfd: without room for them
         // now, it could not find the job's processes outside the group, and the group alone is the honest boundary.
         room_for(3).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("too few descriptors for lineage's kill points (3 free at once): {e}"),
-            )
+            crate::sys::os_error_or(e, |e| {
+                format!("too few descriptors for lineage's kill points (3 free at once): {e}")
+            })
         })?;
         Ok(Mark {
             name: format!("GROUPTIMEOUT_JOB_{}", random_hex()?),
@@ -136,10 +134,11 @@ impl Mark {
         }))
     }
 
-    /// Sends `signal` to the job's processes besides the leader: with `SIGKILL` to every marked process and group
-    /// member, again and again until a pass finds none that was not killed already (bounded), recording those
-    /// reached, and then waits (within the same bound) until those killed have exited; otherwise, once, to the
-    /// marked processes outside the group (the group signal reaches the rest).
+    /// Sends `signal` to the job's processes besides the leader, after the caller signalled the leader's group (stop
+    /// first, then sweep: see `Job::signal`): with `SIGKILL` to every marked process and group member, again and
+    /// again until a pass finds none that was not killed already (bounded), recording those reached (the members
+    /// the group's `SIGKILL` has killed already too), and then waits (within the same bound) until those killed
+    /// have exited; otherwise, once, to the marked processes outside the group (the group signal reached the rest).
     ///
     /// A later pass skips a process that this kill reached and that has not exited yet (its pidfd, held, says so
     /// after the pass read `/proc`, so the pid is still its own): it cannot fork any more, since `SIGKILL` is
@@ -160,10 +159,7 @@ impl Mark {
                 // The pidfds held for the wait below are given back first.
                 dying.clear();
                 room_for(2).map_err(|e| {
-                    io::Error::new(
-                        e.kind(),
-                        format!("too few descriptors to find the job's processes outside its group: {e}"),
-                    )
+                    crate::sys::os_error_or(e, |e| format!("too few descriptors to find the job's processes outside its group: {e}"))
                 })?;
             }
             let found = self.scan(leader)?;
@@ -173,6 +169,13 @@ impl Mark {
             let mut unsure = Vec::new();
             for (pid, stat) in found {
                 let in_group = stat.pgid == leader;
+                if stat.dead() {
+                    // A member that the group's `SIGKILL` (sent first) has killed already.
+                    if kill {
+                        record(reached, pid, stat.name);
+                    }
+                    continue;
+                }
                 if (in_group && !kill) || dying.iter().any(|(p, _)| *p == pid) {
                     continue;
                 }
@@ -276,16 +279,16 @@ impl Mark {
     }
 
     /// The live processes that may be the job's, besides the leader and this process: the group's members, and
-    /// those started no earlier than the leader (their mark is checked later, after a pidfd was opened). Each
+    /// those started no earlier than the leader (their mark is checked later, after a pidfd was opened); and the
+    /// members that `SIGKILL` has killed (zombies, for the record of what the kill reached). Each
     /// process's `stat` is read with one `read` into one buffer, and only a candidate's name is kept.
     fn scan(&self, leader: u32) -> io::Result<Vec<(u32, Stat)>> {
         let since = self.since.load(Ordering::Relaxed);
         let own = std::process::id();
         let entries = fs::read_dir("/proc").map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("cannot list /proc to find the job's processes outside its group: {e}"),
-            )
+            crate::sys::os_error_or(e, |e| {
+                format!("cannot list /proc to find the job's processes outside its group: {e}")
+            })
         })?;
         let mut buf = [0u8; STAT_BUF];
         let mut found = Vec::new();
@@ -303,7 +306,8 @@ impl Mark {
             let Some((name, stat)) = read_proc(pid, "stat", &mut buf).and_then(Stat::parse) else {
                 continue;
             };
-            if !stat.dead() && (stat.pgid == leader || stat.start >= since) {
+            let member = stat.pgid == leader;
+            if (!stat.dead() && (member || stat.start >= since)) || (member && stat.killed) {
                 let name = String::from_utf8_lossy(name).into_owned();
                 found.push((pid, Stat { name, ..stat }));
             }

@@ -16,8 +16,13 @@ pub(crate) type Leftovers = ();
     reason = "a stand-in: the same signatures as the real `Job`, so that its callers have no cfg"
 )]
 impl Job {
-    pub(crate) fn signal(&self, _leader: u32, _signal: i32) -> io::Result<()> {
-        Ok(())
+    pub(crate) fn signal(
+        &self,
+        _leader: u32,
+        _signal: i32,
+        group: impl FnOnce() -> io::Result<()>,
+    ) -> io::Result<()> {
+        group()
     }
 
     #[cfg(feature = "guard")]

@@ -11,7 +11,8 @@ use std::sync::{Mutex, MutexGuard};
 pub struct Leftover {
     /// Its process id at the time of the kill (it may name another process by now).
     pub pid: u32,
-    /// Its command name at the time of the kill, as in `/proc/PID/comm` (at most 15 bytes).
+    /// Its command name at the time of the kill, as in `/proc/PID/comm` (at most 15 bytes); empty when it could not
+    /// be read (the name is read just after the kill, and a killed process may be reaped at once by its parent).
     pub name: String,
 }
 
@@ -32,6 +33,8 @@ pub(super) struct Stat {
     pub(super) start: u64,
     /// The kernel's `PF_*` flags.
     pub(super) flags: u32,
+    /// Whether it has exited, killed by `SIGKILL` (its exit status says so: Linux 3.5 or later).
+    pub(super) killed: bool,
 }
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
@@ -50,19 +53,28 @@ impl Stat {
     pub(super) fn parse(text: &[u8]) -> Option<(&[u8], Stat)> {
         let open = text.iter().position(|&b| b == b'(')?;
         let close = text.iter().rposition(|&b| b == b')')?;
-        // After the name: state (3), ppid (4), pgrp (5), session, tty, tpgid, flags (9), ... starttime (22).
+        // After the name: state (3), ppid (4), pgrp (5), session, tty, tpgid, flags (9), ... starttime (22), ...
+        // exit_code (52, the status as `waitpid` gives it).
         let mut fields = text.get(close + 2..)?.split(|&b| b == b' ');
         let number = |field: Option<&[u8]>| std::str::from_utf8(field?).ok()?.parse().ok();
         let state = char::from(*fields.next()?.first()?);
         let pgid = number(fields.nth(1))?;
         let flags = number(fields.nth(3))?;
         let start = number(fields.nth(12))?;
+        let exit_code = fields.nth(29).and_then(|f| {
+            std::str::from_utf8(f.trim_ascii_end())
+                .ok()?
+                .parse::<i64>()
+                .ok()
+        });
+        let dead = matches!(state, 'Z' | 'X' | 'x');
         let parsed = Stat {
             name: String::new(),
             state,
             pgid: u32::try_from(pgid).ok()?,
             start,
             flags: u32::try_from(flags).ok()?,
+            killed: dead && exit_code.is_some_and(|c| c & 0x7f == i64::from(libc::SIGKILL)),
         };
         Some((text.get(open + 1..close)?, parsed))
     }
@@ -70,6 +82,12 @@ impl Stat {
     /// Gone for every purpose here: a zombie or dead.
     pub(super) fn dead(&self) -> bool {
         matches!(self.state, 'Z' | 'X' | 'x')
+    }
+
+    /// Whether a `SIGKILL` just sent may have reached it: it still runs (dying), or has exited killed by `SIGKILL`
+    /// (not reaped yet).
+    pub(super) fn reached_by_kill(&self) -> bool {
+        !self.dead() || self.killed
     }
 }
 
@@ -128,10 +146,9 @@ pub(super) fn signal_checked(
         Ok(fd) => fd,
         Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Ok(Sent::No),
         Err(e) => {
-            return Err(io::Error::new(
-                e.kind(),
-                format!("cannot open a pidfd for process {pid} of the job: {e}"),
-            ))
+            return Err(crate::sys::os_error_or(e, |e| {
+                format!("cannot open a pidfd for process {pid} of the job: {e}")
+            }))
         }
     };
     if !belongs(pid) {
@@ -141,10 +158,9 @@ pub(super) fn signal_checked(
         Ok(true) => Ok(Sent::Yes(pidfd)),
         Ok(false) => Ok(Sent::No),
         Err(e) if e.raw_os_error() == Some(libc::EPERM) => Ok(Sent::Denied),
-        Err(e) => Err(io::Error::new(
-            e.kind(),
-            format!("cannot send signal {signal} to process {pid} of the job: {e}"),
-        )),
+        Err(e) => Err(crate::sys::os_error_or(e, |e| {
+            format!("cannot send signal {signal} to process {pid} of the job: {e}")
+        })),
     }
 }
 
@@ -169,7 +185,7 @@ pub(super) fn random_hex() -> io::Result<String> {
     let mut bytes = [0u8; 16];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot read /dev/urandom: {e}")))?;
+        .map_err(|e| crate::sys::os_error_or(e, |e| format!("cannot read /dev/urandom: {e}")))?;
     Ok(bytes.iter().fold(String::with_capacity(32), |mut hex, b| {
         let _ = write!(hex, "{b:02x}");
         hex

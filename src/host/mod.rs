@@ -21,7 +21,7 @@
 //!   it: hand the terminal to the command's group and take it back, notice that the command was stopped (Ctrl-Z),
 //!   and stop along with it.
 //!
-//! Needs the `host` feature (on by default), which also compiles the one function this crate runs before `main`: the
+//! Needs the `host` feature (off by default), which also compiles the one function this crate runs before `main`: the
 //! record behind [`sigpipe_was_ignored_at_start`]. A build without it registers nothing before `main`.
 //!
 //! One room per facility: `signals`, `sigpipe`, `subreaper`, `terminal`, `guard`.

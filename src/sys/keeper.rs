@@ -529,9 +529,33 @@ fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t) {
         if unsafe { libc::rmdir(plan.folder.as_ptr()) } == 0 || errno() != libc::EBUSY {
             return;
         }
+        if !populated(folder_fd) {
+            return; // empty, but it holds sub-cgroups of the job's: left to the supervisor's end of the job
+        }
         // SAFETY: nanosleep reads `pause`; a null remainder is allowed.
         unsafe { libc::nanosleep(&raw const pause, std::ptr::null_mut()) };
     }
+}
+
+/// Whether `cgroup.events` of the folder says `populated 1` (or cannot be read).
+fn populated(folder_fd: RawFd) -> bool {
+    let mut buf = [0u8; 128];
+    // SAFETY: openat with a NUL-terminated name, read into `buf` (its length passed), close of the result.
+    let n = unsafe {
+        let events = libc::openat(
+            folder_fd,
+            c"cgroup.events".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        );
+        if events < 0 {
+            return true;
+        }
+        let n = libc::read(events, buf.as_mut_ptr().cast(), buf.len());
+        libc::close(events);
+        n
+    };
+    let text = &buf[..usize::try_from(n).unwrap_or(0)];
+    !text.windows(11).any(|w| w == b"populated 0")
 }
 
 /// Stops this process with `signal` (the one that stopped the command), so that whoever waits for it sees the

@@ -3,6 +3,7 @@
 //! Pure functions, no process state: everything here is unit-tested below.
 
 use std::ffi::OsString;
+use std::fmt::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
@@ -11,6 +12,10 @@ use crate::signals::parse_signal;
 
 /// What to run and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "one field per flag of the command line, as GNU's has them"
+)]
 pub struct Options {
     /// Signal sent at the timeout (`-s`); default `SIGTERM`.
     pub signal: i32,
@@ -59,9 +64,28 @@ impl UsageError {
     }
 }
 
-/// The `--help` text.
-pub const HELP: &str = "\
-Usage: grouptimeout [OPTION]... DURATION COMMAND [ARG]...
+/// The `--help` text: its usage line names the tool as it was run (`program`, `argv[0]` as given, as GNU's does:
+/// `Usage: timeout ...` through a `timeout` symlink).
+pub fn help(program: &[u8]) -> Vec<u8> {
+    [b"Usage: ", program, HELP_AFTER_NAME.as_bytes()].concat()
+}
+
+/// The `--version` text, worded as GNU's: the name and version, then the license (no authors line: the crate names
+/// none).
+pub const VERSION: &str = concat!(
+    "grouptimeout ",
+    env!("CARGO_PKG_VERSION"),
+    "\n\
+License MIT OR Apache-2.0: the MIT License <https://opensource.org/license/mit>
+or the Apache License 2.0 <https://www.apache.org/licenses/LICENSE-2.0>,
+at your option.
+This is free software: you are free to change and redistribute it.
+There is NO WARRANTY, to the extent permitted by law.
+"
+);
+
+/// The `--help` text after the usage line's `Usage: NAME`.
+const HELP_AFTER_NAME: &str = " [OPTION]... DURATION COMMAND [ARG]...
 Run COMMAND as the leader of a new process group; if it still runs after
 DURATION, send it SIGNAL. On exit, nothing COMMAND started is left running.
 
@@ -149,7 +173,7 @@ pub fn quote(arg: &[u8]) -> String {
                 continue;
             }
             _ => {
-                quoted.push_str(&format!("\\{byte:03o}"));
+                let _ = write!(quoted, "\\{byte:03o}");
                 continue;
             }
         };
@@ -166,6 +190,10 @@ pub fn quote(arg: &[u8]) -> String {
 /// # Errors
 ///
 /// A usage error with GNU's wording.
+#[allow(
+    clippy::too_many_lines,
+    reason = "getopt_long's loop over the arguments, read top to bottom"
+)]
 pub fn parse_args(args: &[OsString]) -> Result<Parsed, UsageError> {
     let mut opts = Options {
         signal: libc::SIGTERM,
@@ -307,6 +335,43 @@ fn option_signal(arg: &[u8]) -> Result<i32, UsageError> {
 mod tests {
     use super::*;
 
+    /// `--help` lists exactly the options the parser takes, short and long (tests/manual.rs checks the man page and
+    /// the completions against `--help`).
+    #[test]
+    fn help_lists_the_options_the_parser_takes() {
+        let help = String::from_utf8(help(b"grouptimeout")).unwrap();
+        let mut listed = std::collections::BTreeSet::new();
+        for line in help.lines().filter(|l| l.starts_with("  ")) {
+            for word in line.split_whitespace() {
+                let option = word.trim_end_matches(',').split('=').next().unwrap();
+                if option.len() < 2 || !option.starts_with('-') {
+                    break;
+                }
+                listed.insert(option.to_string());
+            }
+        }
+        // Each option with an argument that suits both that take one (`1`: HUP, one second), then DURATION and
+        // COMMAND.
+        let takes = |option: &str| parse_args(&args(&[option, "1", "5", "true"])).is_ok();
+        for option in &listed {
+            assert!(
+                takes(option),
+                "--help lists {option}, which the parser refuses"
+            );
+        }
+        for (name, _) in LONG_OPTIONS {
+            assert!(
+                listed.contains(&format!("--{name}")),
+                "--help lacks --{name}"
+            );
+        }
+        for letter in b'a'..=b'z' {
+            let option = format!("-{}", char::from(letter));
+            assert_eq!(takes(&option), listed.contains(&option), "{option}");
+        }
+        assert!(listed.len() >= 13, "{listed:?}");
+    }
+
     #[test]
     fn no_panic_on_random_bytes() {
         let mut x: u64 = 0x2545_f491_4f6c_dd1d;
@@ -317,7 +382,7 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             for k in 0..(x % 12) {
-                s.push(alphabet[((x >> (4 * k)) % alphabet.len() as u64) as usize]);
+                s.push(alphabet[usize::try_from((x >> (4 * k)) % alphabet.len() as u64).unwrap()]);
             }
             let _ = parse_duration(&s);
             let _ = parse_signal(&s);

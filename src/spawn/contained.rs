@@ -1,0 +1,325 @@
+//! [`Contain`]: the builder behind [`spawn_contained`](crate::GroupCommandExt::spawn_contained), which draws a
+//! job's boundary (from `contain/`) and spawns its leader as a [`GroupChild`]. It sits with the spawn entry points,
+//! above both `child/` and `contain/`, so that those two rooms do not import each other.
+//!
+//! Needs the `contain` feature (on by default).
+
+use std::io;
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::child::GroupChild;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+use crate::contain::{cgroup, keeper::Keeper, lineage, Bound};
+use crate::contain::{Containment, Job};
+
+/// How [`spawn_contained`](crate::GroupCommandExt::spawn_contained) draws a job's boundary; [`Contain::spawn`] spawns
+/// with it.
+///
+/// Needs the `contain` feature (on by default).
+///
+/// | Mode | Where | What it reaches | What it cannot catch |
+/// |------|-------|-----------------|----------------------|
+/// | [`Cgroup`](Containment::Cgroup) | Linux 5.14+, cgroup v2, where this process may make a cgroup | every process started by the command, at once (`cgroup.kill`) | nothing the command starts; a process moved to another cgroup by someone allowed to |
+/// | [`Lineage`](Containment::Lineage) | Linux, `/proc` of our PID namespace, pidfds (5.3+) | the group and every process that still carries the job's mark | a process that cleared or overwrote its environment (`env -i`, `execve` with a new one), or runs as a user we may not inspect or signal |
+/// | [`Group`](Containment::Group) | everywhere | the process group (as `spawn_group`) | a process that left the group (`setsid`, `setpgid`) |
+///
+/// By default the cgroup is tried first, then lineage, then the group: each fallback is silent, and
+/// [`GroupChild::containment`] says which mode the job got; [`require`](Contain::require) turns a fallback below a
+/// mode into an error. A cgroup in which the job's keeper could not start the command (its `mkdir` of the folder or
+/// its `clone3` into it failed, say because the parent folder is a thread root, whose domain children are "domain
+/// invalid", or the kernel is older than 5.14) counts as none: its folder is removed and the command is spawned
+/// again in the next mode (none of it ran: that happens before `exec`).
+///
+/// Descriptors count too. A cgroup spawn forks with a pipe of std's (2 descriptors) instead of using `posix_spawn`
+/// (none with glibc; musl's needs 2): 2 free descriptors. Lineage's kill
+/// points hold 2 at once beside the wait's pidfd: 3 free at the spawn. A mode without that room is skipped, and a
+/// spawn that fails for want of a descriptor (`EMFILE`, `ENFILE`) in the cgroup or with the mark counts as none
+/// too: the next mode is tried, down to the plain group, which needs no more than
+/// [`spawn_group`](crate::GroupCommandExt::spawn_group). The room is checked at the spawn only: a kill point of lineage
+/// that finds none later fails, saying so (the group itself is still signalled), and a cgroup whose `cgroup.kill` or
+/// `cgroup.events` (opened after the spawn) cannot be opened fails at its kill, or leaves its folder behind.
+///
+/// # The cgroup
+///
+/// The job's cgroup is made as a child of this process's own cgroup v2 (found through `/proc/self/cgroup` and
+/// `/proc/self/mountinfo`), or of the folder named with [`cgroup_parent`](Contain::cgroup_parent); this process is
+/// never moved, and no cgroup the crate did not make is changed. Where systemd manages the tree (the folder
+/// `/run/systemd/system` exists, systemd's own test), the own cgroup is used only if systemd delegated it: it or a
+/// cgroup above it has the extended attribute `trusted.delegate` or `user.delegate` set to `1`, which systemd sets
+/// for units with `Delegate=yes`. A service gets such a cgroup with `Delegate=yes` in its unit (or
+/// `systemd-run -p Delegate=yes …`); since a cgroup that holds processes may not enable controllers for its
+/// children, such a service usually moves itself into a child folder at start (say `…/service.scope/main`) and
+/// names its unit's folder with [`cgroup_parent`](Contain::cgroup_parent), which skips the systemd test.
+///
+/// The command is born inside the job's cgroup, through the job's keeper (below): it never migrates into it (a
+/// migration waits for an RCU grace period unless the cgroup2 hierarchy is mounted with `favordynmods`: 5-19 ms
+/// measured on Linux 6.18 for a single spawn), and runs no instruction outside it. The job is ended with `cgroup.kill` (which reaches the sub-cgroups a job may
+/// make in its folder too); when its leader was reaped, the folder is removed, with those sub-cgroups (deepest
+/// first), once `cgroup.events` says `populated 0`, waiting at most about a second (a process stuck in
+/// uninterruptible sleep can keep it longer: the folder is then left behind). With
+/// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers) the leftovers (those in sub-cgroups too) are moved to
+/// the cgroup the caller runs in before the folder is removed: not to the parent folder, which, when named with
+/// [`cgroup_parent`](Contain::cgroup_parent), may have controllers enabled for its children and then may hold no
+/// process of its own (the kernel's "no internal processes" rule: `EBUSY`).
+///
+/// # The keeper (cgroup mode)
+///
+/// The process the spawn makes ([`GroupChild::id`]) is the job's keeper; the command is its only child. The
+/// keeper is a fork of this process (a `pre_exec` hook, which makes std fork and exec instead of using
+/// `posix_spawn`; `BENCHMARKS.md` gives the cost) that never execs: it blocks every signal, makes the job's folder,
+/// starts the command with `clone3(CLONE_INTO_CGROUP)` (Linux 5.7; the command returns from the hook and std applies
+/// the rest of the `Command`: stdio, environment, working folder, user and groups were applied before the hooks
+/// and are inherited, and the caller's signal mask is restored), closes every descriptor it holds but the folder's,
+/// and then only waits. It is named `group-keeper` (so that killing this program by its name spares it).
+///
+/// - The command starts in the group whose id is the keeper's pid ([`GroupChild::id`]), which the keeper then
+///   leaves for a group of its own: every group signal of the crate, and a terminal's, reaches the command's group
+///   and not the keeper. The command's parent (`getppid`) is the keeper.
+/// - From before the command's first instruction, the keeper is the job's guard: when this process dies (any way;
+///   the keeper gets a parent-death signal, and its parent changes), it kills the group and the cgroup, removes the
+///   folder, and exits. `die_with_parent` starts no other guard for such a job, and
+///   `guard_id` stays `None`.
+/// - When the command exits, its keeper tells this process (`SIGCHLD`, as the command's own exit would) and keeps
+///   it unreaped until a wait reaps the job: the wait then tells the keeper to end the job (or, with
+///   `set_kill_leftovers(false)`, to leave it), and the keeper does so, reaps the command and exits as it did: the
+///   same exit code, or the same signal (without a core dump), so [`Outcome`](crate::Outcome) is what `spawn_group`
+///   gives. A command that stops stops its keeper too (a supervisor that watches stops, such as the tool, sees it),
+///   and the crate's `SIGCONT` continues both.
+/// - A command that fails its `exec` fails the spawn with std's error (`NotFound` for a missing program), and the
+///   keeper exits at once.
+/// - The keeper is a process of this user: a job that kills it (`kill -9 $PPID`) ends its own guard; the wait then
+///   sees the keeper killed (`SIGKILL`), kills the cgroup, and removes the folder, as for any leader.
+/// - `pre_exec` hooks the caller added before the spawn run in the keeper, before the command's process exists:
+///   what a fork inherits (resource limits, the working folder, descriptors) reaches the command; a parent-death
+///   signal does not. Hooks added later, and on a later spawn of the same `Command` (the keeper's hook stays on it,
+///   disarmed), run as usual.
+///
+/// # The lineage mark
+///
+/// The command gets one more environment variable, `GROUPTIMEOUT_JOB_<32 random hex digits>=1` (from
+/// `/dev/urandom`), which every descendant inherits; it is removed from the `Command` again after the spawn. At each
+/// kill point the job's processes are found in `/proc` (the group's members, and processes started after the
+/// leader whose environment carries the mark), after the group itself was signalled (the leader and its group first,
+/// so that no leader runs on while its job dies around it), each is opened as a pidfd, checked again through `/proc` after the
+/// open, and signalled through the pidfd, so a pid reused meanwhile is never signalled; with `SIGKILL` this repeats
+/// until a pass finds none that this kill has not reached already, and then waits for the killed ones to exit (all
+/// of it at most about a second, so a fork storm ends). A nested job keeps the marks of the jobs around it. A scan
+/// reads every process's `/proc/PID/stat` (one `read` each), and the environment of the young ones.
+#[derive(Debug, Clone)]
+pub struct Contain {
+    parent: Option<PathBuf>,
+    cgroup: bool,
+    lineage: bool,
+    require: Containment,
+}
+
+impl Default for Contain {
+    fn default() -> Contain {
+        Contain::new()
+    }
+}
+
+impl Contain {
+    /// A cgroup if one can be made in this process's own cgroup, else lineage, else the group.
+    #[must_use]
+    pub fn new() -> Contain {
+        Contain {
+            parent: None,
+            cgroup: true,
+            lineage: true,
+            require: Containment::Group,
+        }
+    }
+
+    /// Makes the job's cgroups in `folder` (a folder of a cgroup v2 file system, such as the `Delegate=yes` unit's
+    /// own folder of a service that moved itself into a child of it) instead of this process's own cgroup. The
+    /// systemd delegation test is skipped: naming the folder says it is the caller's to use.
+    pub fn cgroup_parent(&mut self, folder: impl Into<PathBuf>) -> &mut Contain {
+        self.parent = Some(folder.into());
+        self
+    }
+
+    /// Whether a cgroup is tried at all (default `true`).
+    pub fn cgroup(&mut self, try_it: bool) -> &mut Contain {
+        self.cgroup = try_it;
+        self
+    }
+
+    /// Whether lineage is tried when no cgroup is had (default `true`).
+    pub fn lineage(&mut self, try_it: bool) -> &mut Contain {
+        self.lineage = try_it;
+        self
+    }
+
+    /// Fails the spawn instead of falling back below `mode` (default [`Containment::Group`]: never fails for want
+    /// of a boundary).
+    pub fn require(&mut self, mode: Containment) -> &mut Contain {
+        self.require = mode;
+        self
+    }
+
+    /// Spawns `command` as [`spawn_group`](crate::GroupCommandExt::spawn_group) does, inside the boundary this asks for.
+    ///
+    /// # Errors
+    ///
+    /// As for [`spawn_group`](crate::GroupCommandExt::spawn_group); or [`require`](Contain::require) asked for more than
+    /// could be had. Where the first mode tried failed on a system call (the job's folder could not be made:
+    /// `EACCES` for a user who may not make a cgroup there, `ENOENT` for a parent folder that does not exist;
+    /// `/proc` could not be read), the error is that OS error itself (`raw_os_error()`, std's kind for it; its
+    /// message is the system's). Otherwise it carries no OS error number: a message with every reason, of kind
+    /// `Unsupported` (no cgroup v2 here, systemd did not delegate the folder: `PermissionDenied`, only the group on
+    /// this system), or the kind of the first failure, such as a cgroup the keeper could not start the command in
+    /// (the folder named, and the OS error of its `mkdir` or `clone3`, whose kind the error keeps; the folder is
+    /// removed), or too few free descriptors for a mode (the kind of `EMFILE`, `ENFILE`). Nothing runs then. Without
+    /// `require`, a spawn fails for want of descriptors only where `spawn_group` would.
+    pub fn spawn(&self, command: &mut Command) -> io::Result<GroupChild> {
+        #[cfg_attr(
+            not(all(target_os = "linux", not(grouptimeout_portable))),
+            allow(unused_mut)
+        )]
+        let mut why: Vec<io::Error> = Vec::new();
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        {
+            if self.cgroup {
+                match cgroup::Cgroup::make(self.parent.as_deref()) {
+                    Ok(cgroup) => match spawn_in_cgroup(cgroup, command)? {
+                        Ok(child) => return Ok(child),
+                        Err(not_had) => why.push(not_had),
+                    },
+                    Err(e) => why.push(e),
+                }
+            }
+            if self.lineage && self.require.rank() <= Containment::Lineage.rank() {
+                match lineage::Mark::new() {
+                    Ok(mark) => match spawn_with_mark(mark, command)? {
+                        Ok(child) => return Ok(child),
+                        Err(not_had) => why.push(not_had),
+                    },
+                    Err(e) => why.push(e),
+                }
+            }
+        }
+        if self.require.rank() > Containment::Group.rank() {
+            // The first failure's OS error as it is, where it has one (see "Errors").
+            if why.first().is_some_and(|e| e.raw_os_error().is_some()) {
+                return Err(why.swap_remove(0));
+            }
+            let kind = why
+                .first()
+                .map_or(io::ErrorKind::Unsupported, io::Error::kind);
+            let mut reasons: Vec<String> = why.iter().map(ToString::to_string).collect();
+            if reasons.is_empty() {
+                reasons.push("only the process group is available on this system".into());
+            }
+            return Err(io::Error::new(
+                kind,
+                format!(
+                    "cannot run {:?} in a {:?} boundary: {}",
+                    command.get_program(),
+                    self.require,
+                    reasons.join("; ")
+                ),
+            ));
+        }
+        GroupChild::spawn(command, Job::default())
+    }
+}
+
+/// Spawns `command` through a keeper (see `contain/keeper.rs`) whose child, the command, is born inside `cgroup`.
+/// The inner `Err` says that the cgroup could not be had for it, and why (the kind kept): the keeper could not make
+/// the folder or start the command in it (its `mkdir` or `clone3` failed, with the folder and the OS error named),
+/// or the spawn ran out of descriptors (std's pipe of a forked spawn, beyond a plain spawn's). Nothing of the command
+/// ran then, and the folder is removed, so the caller may spawn it again another way.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+fn spawn_in_cgroup(
+    cgroup: cgroup::Cgroup,
+    command: &mut Command,
+) -> io::Result<io::Result<GroupChild>> {
+    let folder = cgroup.folder().to_path_buf();
+    let too_few = |e: io::Error| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "too few descriptors to spawn in the job's cgroup {} (such a spawn forks with a pipe of std's instead \
+                 of using posix_spawn): {e}",
+                folder.display()
+            ),
+        )
+    };
+    let keeper = Keeper::new()?;
+    let hook = match room_for_a_fork()
+        .and_then(|()| crate::sys::arm_keeper(command, &folder, keeper.page()))
+    {
+        Ok(hook) => hook,
+        Err(e) => return Ok(Err(too_few(e))),
+    };
+    let job = Job::new(Bound::Cgroup(cgroup), Some(keeper));
+    let spawned = GroupChild::spawn(command, job.clone());
+    let not_started = spawned.as_ref().err().and_then(|e| hook.keeper_error(e));
+    match spawned {
+        Ok(child) => {
+            job.started(child.id());
+            Ok(Ok(child))
+        }
+        Err(e) => {
+            let _ = job.end(false);
+            if let Some(start) = not_started {
+                return Ok(Err(io::Error::new(
+                    start.kind(),
+                    format!(
+                        "the command's first process could not start in the job's cgroup {} (the keeper could not \
+                         make it or clone3 into it): {start}",
+                        folder.display()
+                    ),
+                )));
+            }
+            if !out_of_descriptors(&e) {
+                // std's error, as it is (see "Errors" in the crate docs).
+                return Err(e);
+            }
+            Ok(Err(too_few(e)))
+        }
+    }
+}
+
+/// Whether two more descriptors can be opened now (std's pipe of a forked spawn): a spawn that failed for want of
+/// them would have run nothing, but is better not tried.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+fn room_for_a_fork() -> io::Result<()> {
+    let probe = std::fs::File::open("/dev/null")?;
+    let _second = probe.try_clone()?;
+    Ok(())
+}
+
+/// Whether a spawn failed for want of a descriptor (`EMFILE`, `ENFILE`): a contained spawn then falls back to a
+/// mode that needs fewer.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+fn out_of_descriptors(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
+/// Spawns `command` with the mark in its environment, then takes the mark off `command` again. The inner `Err`: the
+/// spawn ran out of descriptors (the kind kept), so the caller may spawn it again as a plain group.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+fn spawn_with_mark(
+    mark: lineage::Mark,
+    command: &mut Command,
+) -> io::Result<io::Result<GroupChild>> {
+    let name = mark.name().to_owned();
+    command.env(&name, "1");
+    let job = Job::new(Bound::Lineage(mark), None);
+    let spawned = GroupChild::spawn(command, job.clone());
+    command.env_remove(&name);
+    match spawned {
+        Ok(child) => {
+            job.started(child.id());
+            Ok(Ok(child))
+        }
+        Err(e) if out_of_descriptors(&e) => Ok(Err(io::Error::new(
+            e.kind(),
+            format!("too few descriptors to spawn with a lineage mark: {e}"),
+        ))),
+        Err(e) => Err(e),
+    }
+}
