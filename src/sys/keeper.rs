@@ -48,8 +48,10 @@ const VERDICT_KEEP: u32 = 2;
 /// which then ends the job.
 const KEEPER_NAME: &[u8; 13] = b"group-keeper\0";
 
-/// How many times (about a millisecond apart) a keeper tries to remove the emptied cgroup folder.
+/// How many times (about a millisecond apart) a keeper tries to remove the emptied cgroup folder: about a second
+/// when the supervisor lives (its own end of the job tries again), about 30 s when it died (no one else will).
 const REMOVE_TRIES: u32 = 1000;
+const REMOVE_TRIES_ALONE: u32 = 30_000;
 
 /// `struct clone_args` of Linux 5.7 (`CLONE_ARGS_SIZE_VER2`).
 #[repr(C)]
@@ -411,7 +413,7 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t) -> ! {
     loop {
         // SAFETY: getppid has no preconditions.
         if unsafe { libc::getppid() } != plan.supervisor {
-            end_job(plan, folder_fd, group);
+            end_job(plan, folder_fd, group, REMOVE_TRIES_ALONE);
             exit_as(reap(command));
         }
         if let Some(signal) = stopped(command) {
@@ -421,7 +423,7 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t) -> ! {
         if exited(command) {
             match shared(plan).verdict.load(Ordering::Acquire) {
                 VERDICT_KILL => {
-                    end_job(plan, folder_fd, group);
+                    end_job(plan, folder_fd, group, REMOVE_TRIES);
                     exit_as(reap(command));
                 }
                 VERDICT_KEEP => exit_as(reap(command)),
@@ -499,10 +501,10 @@ fn reap(command: libc::pid_t) -> Option<libc::siginfo_t> {
     }
 }
 
-/// Kills the job: the command's group, then the cgroup; waits (about a second at most) for it to empty and removes
-/// the folder (a folder that holds sub-cgroups of the job's, or a process that does not die, is left to this
-/// process's own end of the job, or behind).
-fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t) {
+/// Kills the job: the command's group, then the cgroup; waits (`tries` milliseconds at most) for it to empty and
+/// removes the folder (a folder that holds sub-cgroups of the job's, or a process that does not die, is left to the
+/// supervisor's own end of the job, or behind).
+fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, tries: u32) {
     // SAFETY: kill with integer arguments; the group's id is our own pid (> 1), pinned while we live.
     unsafe { libc::kill(-group, libc::SIGKILL) };
     if folder_fd < 0 {
@@ -524,7 +526,7 @@ fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t) {
         tv_sec: 0,
         tv_nsec: 1_000_000,
     };
-    for _ in 0..REMOVE_TRIES {
+    for _ in 0..tries {
         // SAFETY: rmdir of a NUL-terminated path that lives across the call.
         if unsafe { libc::rmdir(plan.folder.as_ptr()) } == 0 || errno() != libc::EBUSY {
             return;
