@@ -863,9 +863,12 @@ fn cli_path(o: &Opts) -> PathBuf {
 fn row6(o: &Opts, tab: &mut Table) {
     let bin = cli_path(o);
     let gnu = PathBuf::from("/usr/bin/timeout");
-    let cases: [(&[&str], usize, Option<i32>); 2] = [
-        (&["10", "true"], o.n(200, 30), Some(0)),
-        (&[".2", "sleep", "10"], o.n(30, 6), Some(124)),
+    // (arguments, runs, exit code, pause before each run: a spaced run shows what back-to-back runs hide, such as
+    // an RCU grace period that a migration into a cgroup waits for)
+    let cases: [(&[&str], usize, Option<i32>, u64); 3] = [
+        (&["10", "true"], o.n(200, 30), Some(0), 0),
+        (&["10", "true"], o.n(40, 8), Some(0), 300),
+        (&[".2", "sleep", "10"], o.n(30, 6), Some(124), 0),
     ];
     if !bin.is_file() {
         for (args, ..) in cases {
@@ -898,11 +901,15 @@ fn row6(o: &Opts, tab: &mut Table) {
             PathBuf::from(base),
         ));
     }
-    for (args, n, want) in cases {
-        eprintln!("row 6: CLI `{}`, {n} per contender", args.join(" "));
+    for (args, n, want, pause) in cases {
+        eprintln!(
+            "row 6: CLI `{}`, {n} per contender, {pause} ms apart",
+            args.join(" ")
+        );
         let mut times = vec![vec![]; contenders.len()];
         let mut spawned = vec![];
         alternate(contenders.len(), n, |k, _| {
+            thread::sleep(Duration::from_millis(pause));
             let t0 = Instant::now();
             let mut c = Command::new(&contenders[k].1)
                 .args(args)
@@ -924,7 +931,15 @@ fn row6(o: &Opts, tab: &mut Table) {
             let m = median(&times[k]);
             tab.add(
                 "6",
-                &format!("CLI `… {}` (wall time)", args.join(" ")),
+                &format!(
+                    "CLI `… {}` (wall time{})",
+                    args.join(" "),
+                    if pause > 0 {
+                        format!(", runs {pause} ms apart")
+                    } else {
+                        String::new()
+                    }
+                ),
                 name,
                 t(m),
                 t(pct(&times[k], 0.99)),
@@ -1360,6 +1375,36 @@ fn row10(o: &Opts, tab: &mut Table) {
                     2 => "; target ≤ +1 ms",
                     _ => "",
                 }
+            ),
+        );
+    }
+
+    // The same, each spawn 250 ms after the last one: a migration into a cgroup waits for an RCU grace period
+    // unless one just passed, which back-to-back spawns hide (issue 23).
+    let n = o.n(40, 8);
+    eprintln!("row 10a': spawn(+contain) + wait /bin/true, spawns 250 ms apart, {n} per mode");
+    let mut times = vec![vec![]; modes.len()];
+    alternate(modes.len(), n, |k, _| {
+        std::thread::sleep(Duration::from_millis(250));
+        let t0 = Instant::now();
+        let mut c = spawn(modes[k].1, &mut Command::new("/bin/true")).unwrap();
+        assert!(c.wait().unwrap().success());
+        times[k].push(secs(t0.elapsed()));
+    });
+    let base = median(&times[0]);
+    for (k, (name, _)) in modes.iter().enumerate() {
+        let m = median(&times[k]);
+        tab.add(
+            "10",
+            "spawn + wait `/bin/true`, spawns 250 ms apart",
+            name,
+            t(m),
+            t(pct(&times[k], 0.99)),
+            "".into(),
+            format!(
+                "n={n}; {:+.3} ms vs `spawn_group`{}",
+                (m - base) * 1e3,
+                if k == 1 { "; target ≤ +0.5 ms" } else { "" }
             ),
         );
     }
