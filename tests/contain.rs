@@ -883,7 +883,8 @@ mod linux {
     }
 
     /// Runs [`few_descriptors_make_spawn_contained_fall_back_not_fail`]'s scenario with 5 to 14 descriptors; checks
-    /// that it got the `best` mode with the most, the plain group with the fewest, and no failed spawn.
+    /// that it got the `best` mode with the most, the plain group with the fewest (lineage first: a cgroup spawn
+    /// needs no more than a plain one), and no failed spawn.
     fn few_descriptors(test: &str, best: &str, no_cgroup: bool) {
         let mut modes = Vec::new();
         for n in 5..=14 {
@@ -934,7 +935,11 @@ mod linux {
         }
         assert!(modes.len() >= 5, "{modes:?}");
         assert_eq!(modes.last().map(|m| m.1), Some(best), "{modes:?}");
-        assert!(modes.iter().any(|m| m.1 == "Group"), "{modes:?}");
+        // A cgroup spawn needs no more descriptors than the plain group (std's pipe of a forked spawn): it may never
+        // have to fall back here.
+        if best != "Cgroup" {
+            assert!(modes.iter().any(|m| m.1 == "Group"), "{modes:?}");
+        }
     }
 
     /// With `die_with_parent`, a supervisor killed with `SIGKILL` takes the whole cgroup along (the escapee too),

@@ -6,7 +6,6 @@
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::proc::Stat;
 use crate::sys;
 
 #[derive(Debug)]
@@ -38,14 +37,13 @@ impl Keeper {
         self.page.command()
     }
 
-    /// Whether the command has exited (a zombie of the keeper's, which keeps it unreaped until the verdict). The
-    /// caller checked first that the keeper itself is still running.
+    /// Whether the command has exited (a zombie of the keeper's, which keeps it unreaped until the verdict), as the
+    /// keeper says through the shared page.
     pub(crate) fn command_exited(&self) -> bool {
         if self.judged.load(Ordering::SeqCst) {
             return false;
         }
-        self.command()
-            .is_some_and(|pid| Stat::read(pid).is_none_or(|stat| stat.dead()))
+        self.page.command_exited()
     }
 
     /// Tells the keeper `keeper` (our unreaped child) what to do once the command exited: end the job or keep it.

@@ -88,6 +88,9 @@ use crate::contain::{Containment, Job};
 ///   and the crate's `SIGCONT` continues both.
 /// - A command that fails its `exec` fails the spawn with std's error (`NotFound` for a missing program), and the
 ///   keeper exits at once.
+/// - A signal sent to the keeper's pid is passed on to the command, as it reached the leader without a keeper; but
+///   `SIGCONT` (which only wakes the keeper), and `SIGKILL` and `SIGSTOP` (which nothing can pass on: they stop or
+///   kill the keeper itself).
 /// - The keeper is a process of this user: a job that kills it (`kill -9 $PPID`) ends its own guard; the wait then
 ///   sees the keeper killed (`SIGKILL`), kills the cgroup, and removes the folder, as for any leader.
 /// - `pre_exec` hooks the caller added before the spawn run in the keeper, before the command's process exists:

@@ -78,6 +78,9 @@ struct Shared {
     /// Set by this process once the spawn returned: until then a command that exits may have failed its `exec`, and
     /// std waits for the keeper (which then exits at once as the command did, and leaves the job to this process).
     spawned: AtomicU32,
+    /// Set by the keeper once the command exited (it then waits for the verdict): this process needs no descriptor
+    /// and no `/proc` to know it.
+    exited: AtomicU32,
 }
 
 /// One anonymous page mapped `MAP_SHARED` before the spawn: the keeper (a fork) shares it with this process; the
@@ -120,6 +123,11 @@ impl SharedPage {
     /// The command's pid, once the keeper made it (set before the spawn returns).
     pub(crate) fn command(&self) -> Option<u32> {
         Some(self.shared().command.load(Ordering::Acquire)).filter(|&pid| pid > 1)
+    }
+
+    /// Whether the keeper saw the command exit (and now waits for the verdict).
+    pub(crate) fn command_exited(&self) -> bool {
+        self.shared().exited.load(Ordering::Acquire) != 0
     }
 
     /// The spawn returned: from now on the keeper waits for the verdict once the command exited.
@@ -432,6 +440,7 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t) -> ! {
                     // The supervisor hears of the exit as it would without us: a SIGCHLD (a supervisor that takes
                     // its signals, such as the tool, wakes on it).
                     told = true;
+                    shared(plan).exited.store(1, Ordering::Release);
                     // SAFETY: kill with integer arguments; the parent is the supervisor (checked above).
                     unsafe { libc::kill(plan.supervisor, libc::SIGCHLD) };
                 }
@@ -441,7 +450,14 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t) -> ! {
         let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
         // SAFETY: every signal is blocked; sigtimedwait (a system call) takes one pending signal, or waits for one,
         // into `info`, which lives across the call.
-        unsafe { libc::sigtimedwait(&raw const all, info.as_mut_ptr(), std::ptr::null()) };
+        let signal =
+            unsafe { libc::sigtimedwait(&raw const all, info.as_mut_ptr(), std::ptr::null()) };
+        // A signal sent to the keeper's pid (the job's id) is meant for the command, as it was for a leader without
+        // a keeper: passed on, but for the keeper's own wake-ups.
+        if signal > 0 && signal != libc::SIGCHLD && signal != libc::SIGCONT {
+            // SAFETY: kill with integer arguments; the command is our unreaped child (its pid is pinned).
+            unsafe { libc::kill(command, signal) };
+        }
     }
 }
 

@@ -169,7 +169,7 @@ pub fn job_folder(pid: u32) -> Option<PathBuf> {
     cgroup_folder(&rel)
 }
 
-/// The command of a spawned job whose id is `id`: the keeper's only child, where `id` is a contained job's keeper
+/// The command of a spawned job whose id is `id`: the keeper's child in the group whose id is `id`, where `id` is a contained job's keeper
 /// (see `spawn_contained`), else `id` itself.
 pub fn command_of(id: u32) -> u32 {
     let children = fs::read_to_string(format!("/proc/{id}/task/{id}/children")).unwrap_or_default();
@@ -177,10 +177,11 @@ pub fn command_of(id: u32) -> u32 {
         .split_whitespace()
         .filter_map(|p| p.parse().ok())
         .collect();
-    match children[..] {
-        [only] if state_and_group(only).is_some_and(|(_, group)| group == id) => only,
-        _ => id,
-    }
+    // (its helper that made the keeper's own group may still be listed: in another group)
+    children
+        .into_iter()
+        .find(|&child| state_and_group(child).is_some_and(|(_, group)| group == id))
+        .unwrap_or(id)
 }
 
 /// The folder of the cgroup v2 path `rel` (as `/proc/PID/cgroup` names it), under the cgroup2 mount; `None` when
