@@ -99,8 +99,10 @@ mod linux {
             f.file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with("grouptimeout-"))
         };
-        if is_dead(command) && !named(&folder) {
-            return None; // a zombie shows no cgroup: the command exited at once (its keeper has not reaped it)
+        if (is_dead(command) || command == child.id()) && !named(&folder) {
+            // A zombie shows no cgroup: the command exited at once (its keeper has not reaped it), or its keeper
+            // reaped it already (and exits as it did).
+            return None;
         }
         assert!(
             folder
