@@ -236,7 +236,7 @@ fn no_proc_is_named_and_the_status_kept() {
     let script = "umount -l /proc && exec \"$GT\" 5 sh -c 'exit 3'";
     let r = run(&mut files, "unshare", &["-m", "sh", "-c", script]);
     assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(r.stderr.contains("/proc is missing"), "{}", r.stderr);
+    assert!(r.stderr.contains("cannot use /proc"), "{}", r.stderr);
 }
 
 #[test]
@@ -346,11 +346,8 @@ fn assert_only_guard_warnings(stderr: &str) {
                 && line.contains("die with this process: /bin/sh exited (status ")
                 && line.contains("without arming the guard (is /bin/sh a POSIX shell, with a few descriptors free?)"))
                 || ((line.contains("warning: cannot make process group")
-                && line.contains("die with this process: cannot "))
-                || line.contains(
-                    ": cannot kill every process the command left behind: too few descriptors to find the \
-                     job's processes outside its group: "
-                ))
+                && line.contains("die with this process: "))
+                || line.contains(": cannot kill every process the command left behind: "))
                 && line.ends_with(&emfile)),
         "{stderr}"
     );

@@ -544,6 +544,107 @@ mod linux {
         drop(child);
     }
 
+    /// Issue 23 point 3: a job that makes `sub/` and `sub/deeper/` in its own cgroup folder and puts a process in
+    /// each. The deadline's kill reaches both (`cgroup.kill` covers the sub-cgroups), and the end of the job removes
+    /// the three folders, deepest first, within the usual bound; so does the drop of a running job, and a wait with
+    /// `set_kill_leftovers(false)` moves the kept processes out of the sub-cgroups too. Before, the wait failed
+    /// (`TimedOut`, "still held processes []") after a second, and the folders stayed.
+    #[test]
+    fn cgroup_sub_cgroups_of_the_job_are_removed_deepest_first() {
+        let test = "cgroup_sub_cgroups_of_the_job_are_removed_deepest_first";
+        let Some(how) = contain(test, Containment::Cgroup) else {
+            return;
+        };
+        let mount = cgroup_folder("").expect("a cgroup2 mount");
+        let script = "d=\"$CG$(sed -n 's/^0:://p' /proc/self/cgroup)\"; mkdir \"$d/sub\" \"$d/sub/deeper\" || exit 9
+            for f in sub sub/deeper; do
+                sh -c 'echo 0 > \"$1/cgroup.procs\" && exec sleep 30' sh \"$d/$f\" & echo $!
+            done
+            while [ \"$(cat \"$d/sub/cgroup.procs\" \"$d/sub/deeper/cgroup.procs\" | wc -l)\" -lt 2 ]; do sleep .01; done
+            echo ready; exec sleep 30";
+        // A parent folder of the test's own, named with `cgroup_parent`: kept leftovers go to the cgroup this process
+        // runs in, not there.
+        let own = job_folder(std::process::id()).expect("this test's cgroup");
+        let parent = own.join(format!("grouptimeout-test-{}-parent", std::process::id()));
+        fs::create_dir(&parent).unwrap();
+        struct Remove(PathBuf);
+        impl Drop for Remove {
+            fn drop(&mut self) {
+                let _ = fs::remove_dir(&self.0);
+            }
+        }
+        let _remove = Remove(parent.clone());
+        let mut in_parent = how.clone();
+        in_parent.cgroup_parent(&parent);
+        for end in ["deadline", "drop", "kept", "kept, cgroup_parent"] {
+            let how = if end == "kept, cgroup_parent" {
+                &in_parent
+            } else {
+                &how
+            };
+            let mut child = how
+                .spawn(
+                    Command::new("sh")
+                        .args(["-c", script])
+                        .env("CG", &mount)
+                        .stdout(Stdio::piped()),
+                )
+                .expect("spawn_contained");
+            let mut out = BufReader::new(child.stdout.take().unwrap());
+            let lines: Vec<String> = (0..3)
+                .map(|_| {
+                    let mut line = String::new();
+                    out.read_line(&mut line).expect("a line from the command");
+                    line.trim().to_string()
+                })
+                .collect();
+            assert_eq!(lines[2], "ready", "{end}: {lines:?}");
+            let inner = pids(&lines[..2]);
+            let _cleanup = KillOnDrop(inner.clone());
+            let folder = folder_of(&child).unwrap();
+            for (pid, sub) in inner.iter().zip(["sub", "sub/deeper"]) {
+                assert_eq!(job_folder(*pid), Some(folder.join(sub)), "{end}");
+            }
+            let started = std::time::Instant::now();
+            match end {
+                "deadline" => {
+                    let outcome = child.wait_timeout(Duration::from_millis(300)).unwrap();
+                    assert!(outcome.timed_out(), "{outcome}");
+                }
+                "drop" => drop(child),
+                _ => {
+                    // The leader alone ends (a signal to its pid); the two others are kept, and leave the folder.
+                    child.set_kill_leftovers(false);
+                    let leader = child.id().to_string();
+                    assert!(Command::new("kill")
+                        .arg(&leader)
+                        .status()
+                        .unwrap()
+                        .success());
+                    assert!(!child.wait_timeout(LONG).unwrap().timed_out());
+                    for pid in &inner {
+                        assert!(!is_dead(*pid), "{end}: a kept process was killed");
+                        assert_eq!(job_folder(*pid).as_ref(), Some(&own), "{end}");
+                    }
+                    kill_pids(&inner);
+                }
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{end}: {:?}",
+                started.elapsed()
+            );
+            if !end.starts_with("kept") {
+                assert_eq!(
+                    survivors_after(Duration::from_secs(5), &inner),
+                    [] as [u32; 0],
+                    "{end}"
+                );
+            }
+            assert_removed(Some(folder));
+        }
+    }
+
     /// A job process in the middle of `execve` still belongs to the job: `/proc/PID/environ` reads empty for a moment
     /// there (about 1 read in 40 of a process that execs in a loop), which once made `in_job` and the lineage kill
     /// miss a `setsid sleep` escapee between `setsid`'s exec and `sleep`'s.
@@ -616,7 +717,9 @@ mod linux {
         child.wait().unwrap();
         how.require(Containment::Cgroup);
         let e = how.spawn(&mut Command::new("true")).unwrap_err();
-        assert!(e.to_string().contains("/nonexistent/grouptimeout"), "{e}");
+        // The OS error of the folder's mkdir, as it is (issue 24.4).
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
         let child = Command::new("true").spawn_group().unwrap();
         assert_eq!(child.containment(), Containment::Group);
         assert!(child.leftovers().is_empty());
@@ -650,6 +753,13 @@ mod linux {
         ));
         let threaded = parent.join("threaded");
         fs::create_dir(&parent).unwrap();
+        struct Remove(PathBuf);
+        impl Drop for Remove {
+            fn drop(&mut self) {
+                let _ = fs::remove_dir(&self.0);
+            }
+        }
+        let _remove = Remove(parent.clone());
         let _cleanup = RemoveOnDrop(vec![threaded.clone(), parent.clone()]);
         fs::create_dir(&threaded).unwrap();
         fs::write(threaded.join("cgroup.type"), "threaded").unwrap();
@@ -724,6 +834,14 @@ mod linux {
                 survivors_after(Duration::from_secs(5), &lines),
                 [] as [u32; 0]
             );
+            // Issue 24.4: requiring the cgroup fails with the OS error of the folder's mkdir itself (EACCES: nobody
+            // may not make a cgroup here), not a message that only names it.
+            let e = Contain::new()
+                .require(Containment::Cgroup)
+                .spawn(&mut Command::new("true"))
+                .unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EACCES), "{e}");
+            assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
             return;
         }
         // SAFETY-free check for root: only root can switch to nobody.

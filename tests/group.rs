@@ -688,3 +688,30 @@ fn a_stop_signal_as_grace_signal_is_not_undone_by_sigcont() {
     assert_eq!(outcome.status().signal(), Some(libc::SIGKILL));
     assert!(watcher.join().unwrap(), "the group did not stay stopped");
 }
+
+/// Issue 24.5: `spawn_group` sets `process_group(0)` on the caller's `Command`, and it stays there, as its docs say: a
+/// later plain `spawn` of the same `Command` starts a leader of a new group too.
+#[test]
+fn the_process_group_setting_stays_on_the_command() {
+    if common::linux_only(
+        "the_process_group_setting_stays_on_the_command",
+        "/proc/PID/stat",
+    ) {
+        return;
+    }
+    let mut cmd = Command::new("sleep");
+    cmd.arg("30");
+    let mut group = cmd.spawn_group().unwrap();
+    let mut plain = cmd.spawn().unwrap();
+    let (_, pgid) = common::state_and_group(plain.id()).unwrap();
+    plain.kill().unwrap();
+    plain.wait().unwrap();
+    group.kill().unwrap();
+    group.wait().unwrap();
+    assert_eq!(
+        pgid,
+        plain.id(),
+        "a plain spawn after spawn_group did not lead a group"
+    );
+    assert_ne!(pgid, common::own_group());
+}

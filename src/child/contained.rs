@@ -12,6 +12,7 @@ impl GroupChild {
     /// [`spawn_contained`](crate::GroupCommandExt::spawn_contained) could make (see [`Contain`](crate::Contain)).
     ///
     /// Needs the `contain` feature (on by default).
+    #[must_use]
     pub fn containment(&self) -> Containment {
         self.job.containment()
     }
@@ -22,6 +23,7 @@ impl GroupChild {
     /// nothing was left to kill.
     ///
     /// Needs the `contain` feature (on by default).
+    #[must_use]
     pub fn leftovers(&self) -> &[Leftover] {
         &self.leftovers
     }
@@ -55,6 +57,7 @@ impl GroupChild {
         doc = "[die-with-parent]: GroupChild::die_with_parent"
     )]
     #[cfg_attr(not(feature = "guard"), doc = "[die-with-parent]: crate#features")]
+    #[must_use]
     pub fn in_job(&self, pid: u32) -> bool {
         if self.guard.as_ref().is_some_and(|guard| guard.id() == pid) {
             return false;

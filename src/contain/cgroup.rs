@@ -45,10 +45,9 @@ impl Cgroup {
     pub(crate) fn enter_at_exec(&self, command: &mut Command) -> io::Result<sys::EnterHook> {
         let procs = open_control(&self.dir, "cgroup.procs", true)?;
         (|| Ok::<_, io::Error>((procs.try_clone()?, procs.try_clone()?)))().map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("no room for the two descriptors of a forked spawn: {e}"),
-            )
+            crate::sys::os_error_or(e, |e| {
+                format!("no room for the two descriptors of a forked spawn: {e}")
+            })
         })?;
         Ok(sys::enter_at_exec(command, procs))
     }
@@ -78,10 +77,9 @@ impl Cgroup {
         let name = format!("grouptimeout-{}-{}", std::process::id(), random_hex()?);
         let dir = parent.join(&name);
         fs::create_dir(&dir).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("cannot make a cgroup in {}: {e}", parent.display()),
-            )
+            crate::sys::os_error_or(e, |e| {
+                format!("cannot make a cgroup in {}: {e}", parent.display())
+            })
         })?;
         // Linux 5.14 or later has it; the check opens nothing.
         if let Err(e) = fs::metadata(dir.join("cgroup.kill")) {
@@ -91,10 +89,9 @@ impl Cgroup {
             } else {
                 ""
             };
-            return Err(io::Error::new(
-                e.kind(),
-                format!("cannot use {}{why}: {e}", dir.join("cgroup.kill").display()),
-            ));
+            return Err(crate::sys::os_error_or(e, |e| {
+                format!("cannot use {}{why}: {e}", dir.join("cgroup.kill").display())
+            }));
         }
         Ok(Cgroup {
             dir,
@@ -110,13 +107,23 @@ impl Cgroup {
         &self.dir
     }
 
-    /// The processes in the cgroup now.
+    /// The processes in the cgroup now, those in the sub-cgroups the job made included.
     fn pids(&self) -> io::Result<Vec<u32>> {
-        let path = self.dir.join("cgroup.procs");
-        let text = fs::read_to_string(&path).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
-        })?;
-        Ok(text.lines().filter_map(|l| l.parse().ok()).collect())
+        let mut pids = Vec::new();
+        for dir in tree(&self.dir) {
+            let path = dir.join("cgroup.procs");
+            match fs::read_to_string(&path) {
+                Ok(text) => pids.extend(text.lines().filter_map(|l| l.parse::<u32>().ok())),
+                // A sub-cgroup removed meanwhile.
+                Err(e) if dir != self.dir && e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(crate::sys::os_error_or(e, |e| {
+                        format!("cannot read {}: {e}", path.display())
+                    }))
+                }
+            }
+        }
+        Ok(pids)
     }
 
     /// `SIGKILL`: every process of the cgroup at once (`cgroup.kill`), then `group` (the leader's group; see
@@ -161,10 +168,9 @@ impl Cgroup {
         self.kill()
             .and_then(|mut kill| kill.write_all(b"1"))
             .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("cannot kill the job's cgroup {}: {e}", self.dir.display()),
-                )
+                crate::sys::os_error_or(e, |e| {
+                    format!("cannot kill the job's cgroup {}: {e}", self.dir.display())
+                })
             })
     }
 
@@ -203,11 +209,16 @@ impl Cgroup {
         Ok(())
     }
 
-    /// Moves every process of the cgroup to the parent folder (bounded: a process that keeps forking may win).
+    /// Moves every process of the cgroup (and of its sub-cgroups) to the cgroup this process runs in (bounded: a
+    /// process that keeps forking may win). Not to the parent folder: one named with `cgroup_parent` may have
+    /// controllers enabled for its children, and then the kernel refuses it processes of its own (`EBUSY`, the
+    /// "no internal processes" rule); the cgroup this process runs in already holds one, so it may hold more.
     fn release(&self) -> io::Result<()> {
-        let path = self.parent.join("cgroup.procs");
+        let path = own_folder()
+            .unwrap_or_else(|_| self.parent.clone())
+            .join("cgroup.procs");
         let mut to = OpenOptions::new().write(true).open(&path).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display()))
+            crate::sys::os_error_or(e, |e| format!("cannot open {}: {e}", path.display()))
         })?;
         for _ in 0..RELEASE_ROUNDS {
             let pids = self.pids()?;
@@ -217,13 +228,12 @@ impl Cgroup {
             for pid in pids {
                 match to.write_all(pid.to_string().as_bytes()) {
                     Err(e) if e.raw_os_error() != Some(libc::ESRCH) => {
-                        return Err(io::Error::new(
-                            e.kind(),
+                        return Err(crate::sys::os_error_or(e, |e| {
                             format!(
                                 "cannot move process {pid} out of the job's cgroup to {}: {e}",
                                 path.display()
-                            ),
-                        ))
+                            )
+                        }))
                     }
                     _ => {}
                 }
@@ -232,8 +242,9 @@ impl Cgroup {
         Ok(())
     }
 
-    /// Removes the folder once the cgroup is empty (`true`; `rmdir` fails with `EBUSY` while it is populated), or
-    /// gives up at `deadline` (`false`). It tries again when `cgroup.events` changes (`POLLPRI`), at least every 10
+    /// Removes the folder, with the sub-cgroups the job made in it (deepest first), once the cgroup is empty
+    /// (`true`; `rmdir` fails with `EBUSY` while a cgroup is populated or has children), or gives up at `deadline`
+    /// (`false`). It tries again when `cgroup.events` changes (`POLLPRI`), at least every 10
     /// ms (without that file, which needs a descriptor, every 10 ms).
     fn remove_when_empty(&self, deadline: Instant) -> io::Result<bool> {
         loop {
@@ -242,14 +253,13 @@ impl Cgroup {
                 // Read before the `rmdir`: the poll then wakes at any change after it.
                 let _ = events.read_at(&mut [0u8; 128], 0);
             }
-            match fs::remove_dir(&self.dir) {
+            match remove_tree(&self.dir) {
                 Ok(()) => return Ok(true),
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
                 Err(e) => {
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!("cannot remove the job's cgroup {}: {e}", self.dir.display()),
-                    ))
+                    return Err(crate::sys::os_error_or(e, |e| {
+                        format!("cannot remove the job's cgroup {}: {e}", self.dir.display())
+                    }))
                 }
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -296,22 +306,71 @@ fn open_control(dir: &Path, file: &str, write: bool) -> io::Result<File> {
         .read(!write)
         .write(write)
         .open(&path)
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))
+        .map_err(|e| crate::sys::os_error_or(e, |e| format!("cannot open {}: {e}", path.display())))
+}
+
+/// The folders of the cgroup tree at `dir`: `dir` first, then each sub-cgroup before the sub-cgroups below it
+/// (none of the names are followed if `dir` cannot be read).
+fn tree(dir: &Path) -> Vec<PathBuf> {
+    let mut folders = vec![dir.to_path_buf()];
+    let mut next = 0;
+    while let Some(dir) = folders.get(next).cloned() {
+        next += 1;
+        if let Ok(entries) = fs::read_dir(&dir) {
+            folders.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path()),
+            );
+        }
+    }
+    folders
+}
+
+/// Removes the cgroup folder `dir` and every sub-cgroup in it, deepest first. Fails with the first error other than
+/// `ENOENT` (a folder removed meanwhile), `EBUSY` while one of them still holds a process.
+fn remove_tree(dir: &Path) -> io::Result<()> {
+    for folder in tree(dir).iter().rev() {
+        match fs::remove_dir(folder) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound || folder == dir => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// This process's own cgroup v2 folder, where it may make a child cgroup.
 fn own_cgroup() -> io::Result<PathBuf> {
+    let dir = own_folder()?;
+    if Path::new("/run/systemd/system").exists() && !delegated(&dir) {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "systemd manages the cgroup tree and did not delegate {} (no trusted.delegate or user.delegate \
+                 attribute on it or above it: give the service Delegate=yes, or name a delegated folder)",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(dir)
+}
+
+/// The folder of the cgroup v2 this process runs in.
+fn own_folder() -> io::Result<PathBuf> {
     let unusable = |why: String| io::Error::new(io::ErrorKind::Unsupported, why);
-    let cgroups = fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot read /proc/self/cgroup: {e}")))?;
+    let cgroups = fs::read_to_string("/proc/self/cgroup").map_err(|e| {
+        crate::sys::os_error_or(e, |e| format!("cannot read /proc/self/cgroup: {e}"))
+    })?;
     let path = cgroups
         .lines()
         .find_map(|l| l.strip_prefix("0::"))
         .ok_or_else(|| {
             unusable("this process is in no cgroup v2 (no 0:: line in /proc/self/cgroup)".into())
         })?;
-    let mounts = fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot read /proc/self/mountinfo: {e}")))?;
+    let mounts = fs::read_to_string("/proc/self/mountinfo").map_err(|e| {
+        crate::sys::os_error_or(e, |e| format!("cannot read /proc/self/mountinfo: {e}"))
+    })?;
     let dir = mounts
         .lines()
         .find_map(|line| {
@@ -336,16 +395,6 @@ fn own_cgroup() -> io::Result<PathBuf> {
                 "no cgroup2 file system holding this process's cgroup {path} is mounted"
             ))
         })?;
-    if Path::new("/run/systemd/system").exists() && !delegated(&dir) {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "systemd manages the cgroup tree and did not delegate {} (no trusted.delegate or user.delegate \
-                 attribute on it or above it: give the service Delegate=yes, or name a delegated folder)",
-                dir.display()
-            ),
-        ));
-    }
     Ok(dir)
 }
 

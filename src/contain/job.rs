@@ -140,7 +140,8 @@ impl Job {
     }
 
     /// The leader was reaped (or given up on): the job ends. A cgroup is killed (or, with `keep`, its processes are
-    /// moved back to where the caller runs) and removed once empty, bounded; a lineage job needs nothing more.
+    /// moved to the cgroup the caller runs in) and removed once empty, with its sub-cgroups, bounded; a lineage job
+    /// needs nothing more.
     /// Later calls do nothing.
     #[allow(
         clippy::unnecessary_wraps,

@@ -58,11 +58,14 @@ use crate::contain::{Containment, Job};
 /// Linux 6.18 for a single spawn; a loop of spawns shares it) unless the cgroup2 hierarchy is mounted with
 /// `favordynmods` (Linux 6.0+; 0.1 ms measured). `clone3` with `CLONE_INTO_CGROUP` would need no move, but std's
 /// `Command` cannot use it, and this crate does not. The hook stays on the `Command`, disarmed, so later spawns of the
-/// same `Command` take that path too. The job is ended with `cgroup.kill`; when its leader was reaped, the folder is
-/// removed once `cgroup.events` says `populated 0`, waiting at most about a second (a process stuck in
+/// same `Command` take that path too. The job is ended with `cgroup.kill` (which reaches the sub-cgroups a job may
+/// make in its folder too); when its leader was reaped, the folder is removed, with those sub-cgroups (deepest
+/// first), once `cgroup.events` says `populated 0`, waiting at most about a second (a process stuck in
 /// uninterruptible sleep can keep it longer: the folder is then left behind). With
-/// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers) the leftovers are moved back to the parent folder,
-/// where the caller runs, before the folder is removed.
+/// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers) the leftovers (those in sub-cgroups too) are moved to
+/// the cgroup the caller runs in before the folder is removed: not to the parent folder, which, when named with
+/// [`cgroup_parent`](Contain::cgroup_parent), may have controllers enabled for its children and then may hold no
+/// process of its own (the kernel's "no internal processes" rule: `EBUSY`).
 ///
 /// # The lineage mark
 ///
@@ -133,11 +136,15 @@ impl Contain {
     /// # Errors
     ///
     /// As for [`spawn_group`](crate::GroupCommandExt::spawn_group); or [`require`](Contain::require) asked for more than
-    /// could be had (`Unsupported`, or the kind of the first failure), with every reason in the message, such as a
-    /// cgroup the command's first process could not enter (the folder named, and the OS error of its write to
-    /// `cgroup.procs`, whose kind the error keeps; the folder is removed), or too few free descriptors for a mode
-    /// (the kind of `EMFILE`, `ENFILE`). Nothing runs then. Without `require`, a spawn fails for want of descriptors
-    /// only where `spawn_group` would.
+    /// could be had. Where the first mode tried failed on a system call (the job's folder could not be made:
+    /// `EACCES` for a user who may not make a cgroup there, `ENOENT` for a parent folder that does not exist;
+    /// `/proc` could not be read), the error is that OS error itself (`raw_os_error()`, std's kind for it; its
+    /// message is the system's). Otherwise it carries no OS error number: a message with every reason, of kind
+    /// `Unsupported` (no cgroup v2 here, systemd did not delegate the folder: `PermissionDenied`, only the group on
+    /// this system), or the kind of the first failure, such as a cgroup the command's first process could not enter
+    /// (the folder named, and the OS error of its write to `cgroup.procs`, whose kind the error keeps; the folder is
+    /// removed), or too few free descriptors for a mode (the kind of `EMFILE`, `ENFILE`). Nothing runs then. Without
+    /// `require`, a spawn fails for want of descriptors only where `spawn_group` would.
     pub fn spawn(&self, command: &mut Command) -> io::Result<GroupChild> {
         #[cfg_attr(
             not(all(target_os = "linux", not(grouptimeout_portable))),
@@ -166,6 +173,10 @@ impl Contain {
             }
         }
         if self.require.rank() > Containment::Group.rank() {
+            // The first failure's OS error as it is, where it has one (see "Errors").
+            if why.first().is_some_and(|e| e.raw_os_error().is_some()) {
+                return Err(why.swap_remove(0));
+            }
             let kind = why
                 .first()
                 .map_or(io::ErrorKind::Unsupported, io::Error::kind);

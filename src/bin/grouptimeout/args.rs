@@ -326,6 +326,43 @@ fn option_signal(arg: &[u8]) -> Result<i32, UsageError> {
 mod tests {
     use super::*;
 
+    /// `--help` lists exactly the options the parser takes, short and long (tests/manual.rs checks the man page and
+    /// the completions against `--help`).
+    #[test]
+    fn help_lists_the_options_the_parser_takes() {
+        let help = String::from_utf8(help(b"grouptimeout")).unwrap();
+        let mut listed = std::collections::BTreeSet::new();
+        for line in help.lines().filter(|l| l.starts_with("  ")) {
+            for word in line.split_whitespace() {
+                let option = word.trim_end_matches(',').split('=').next().unwrap();
+                if option.len() < 2 || !option.starts_with('-') {
+                    break;
+                }
+                listed.insert(option.to_string());
+            }
+        }
+        // Each option with an argument that suits both that take one (`1`: HUP, one second), then DURATION and
+        // COMMAND.
+        let takes = |option: &str| parse_args(&args(&[option, "1", "5", "true"])).is_ok();
+        for option in &listed {
+            assert!(
+                takes(option),
+                "--help lists {option}, which the parser refuses"
+            );
+        }
+        for (name, _) in LONG_OPTIONS {
+            assert!(
+                listed.contains(&format!("--{name}")),
+                "--help lacks --{name}"
+            );
+        }
+        for letter in b'a'..=b'z' {
+            let option = format!("-{}", char::from(letter));
+            assert_eq!(takes(&option), listed.contains(&option), "{option}");
+        }
+        assert!(listed.len() >= 13, "{listed:?}");
+    }
+
     #[test]
     fn no_panic_on_random_bytes() {
         let mut x: u64 = 0x2545_f491_4f6c_dd1d;

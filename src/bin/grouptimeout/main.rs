@@ -258,7 +258,16 @@ fn become_subreaper() -> Option<io::Result<Subreaper>> {
         any(target_os = "linux", target_os = "android"),
         not(grouptimeout_portable)
     ))
-    .then(Subreaper::new)
+    .then(|| {
+        // The library's error is the OS error itself where a system call failed (its text the system's): say where.
+        Subreaper::new().map_err(|e| match e.raw_os_error() {
+            Some(_) => io::Error::new(
+                e.kind(),
+                format!("cannot use /proc (this process's status and children list) or become a subreaper: {e}"),
+            ),
+            None => e,
+        })
+    })
 }
 
 fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
@@ -315,7 +324,15 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
             child.die_with_parent()
         };
         if let Err(e) = guarded {
-            say!("warning: {e}");
+            // The library's error is the OS error itself where there is one (its text the system's): say what failed.
+            if e.raw_os_error().is_some() {
+                say!(
+                    "warning: cannot make process group {} die with this process: {e}",
+                    child.id()
+                );
+            } else {
+                say!("warning: {e}");
+            }
         }
         // A cgroup holds every process the command starts, and the library ends it whole: no subreaper (a
         // process-wide, irreversible role). Otherwise the tool adopts the orphans, to kill the job's among them and
