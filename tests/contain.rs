@@ -446,24 +446,28 @@ mod linux {
     /// leader was reaped, for a kept member that only the group tells (plain group; lineage still has its mark).
     /// Before, lineage and the plain group said true for the zombie and the guard, and the group for the member.
     fn in_job_the_same(mode: Containment) {
-        let script = "sleep 30 & echo $!; exec sleep 30";
-        let (mut child, lines) = match mode {
-            Containment::Group => {
+        // `None` for a plain group.
+        let how = if mode == Containment::Group {
+            None
+        } else {
+            let Some(how) = contain("in_job", mode) else {
+                return;
+            };
+            Some(how)
+        };
+        let spawn = |script: &str| {
+            let Some(how) = &how else {
                 let mut child = Command::new("sh")
                     .args(["-c", script])
                     .stdout(Stdio::piped())
                     .spawn_group()
                     .unwrap();
                 let pid = read_pid(child.stdout.take().unwrap());
-                (child, vec![pid.to_string()])
-            }
-            _ => {
-                let Some(how) = contain("in_job", mode) else {
-                    return;
-                };
-                start(&how, mode, script, 1)
-            }
+                return (child, vec![pid.to_string()]);
+            };
+            start(how, mode, script, 1)
         };
+        let (mut child, lines) = spawn("sleep 30 & echo $!; exec sleep 30");
         let member = pids(&lines);
         let _cleanup = KillOnDrop(member.clone());
         child.die_with_parent().unwrap();
@@ -479,19 +483,7 @@ mod linux {
         child.wait().unwrap();
 
         // A member kept past the leader's reap: only a mark tells it then.
-        let script = "sleep 30 & echo $!; exit 0";
-        let (mut child, lines) = match mode {
-            Containment::Group => {
-                let mut child = Command::new("sh")
-                    .args(["-c", script])
-                    .stdout(Stdio::piped())
-                    .spawn_group()
-                    .unwrap();
-                let pid = read_pid(child.stdout.take().unwrap());
-                (child, vec![pid.to_string()])
-            }
-            _ => start(&contain("in_job", mode).unwrap(), mode, script, 1),
-        };
+        let (mut child, lines) = spawn("sleep 30 & echo $!; exit 0");
         let kept = pids(&lines);
         let _cleanup = KillOnDrop(kept.clone());
         child.set_kill_leftovers(false);
