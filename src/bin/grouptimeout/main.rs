@@ -392,7 +392,28 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
         match &mut subreaper {
             None => {}
             Some(Ok(subreaper)) => {
-                match subreaper.sweep_matching(&owned, SWEEP_LIMIT, |pid| leader.owns_orphan(pid)) {
+                // Orphans the tool cannot tell (their environment, with the job's mark, cannot be read).
+                let mut unknown = vec![];
+                let sweep = subreaper.sweep_matching(&owned, SWEEP_LIMIT, |pid| {
+                    let owns = leader.owns_orphan(pid);
+                    if !owns && !unknown.contains(&pid) && environment_unreadable(pid) {
+                        unknown.push(pid);
+                    }
+                    owns
+                });
+                // Those still running (and so still children of ours, not reaped: the pid is theirs).
+                let unknown: Vec<(u32, String)> = unknown
+                    .into_iter()
+                    .filter_map(|pid| Some((pid, running_name(pid)?)))
+                    .collect();
+                if !unknown.is_empty() {
+                    let named: Vec<(u32, &str)> = unknown
+                        .iter()
+                        .map(|(pid, name)| (*pid, name.as_str()))
+                        .collect();
+                    say!("{}", messages::unknown_leftovers(&named));
+                }
+                match sweep {
                     Ok(done) => {
                         if !done.left.is_empty() {
                             say!("could not kill processes {:?}", done.left);
@@ -431,6 +452,24 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
         }
     };
     exit_code(opts, &state, status)
+}
+
+/// Whether process `pid`'s environment cannot be read for lack of permission (a setuid or non-dumpable program): the
+/// tool cannot see the job's mark there.
+fn environment_unreadable(pid: u32) -> bool {
+    std::fs::File::open(format!("/proc/{pid}/environ"))
+        .is_err_and(|e| e.kind() == io::ErrorKind::PermissionDenied)
+}
+
+/// The name of process `pid` if it still runs (not a zombie) as a child of the tool (an adopted orphan: then the pid
+/// is still its own), from `/proc/PID/stat`.
+fn running_name(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (name, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+    let mut fields = rest.split(' ');
+    let running = !matches!(fields.next()?, "Z" | "X" | "x");
+    let ours = fields.next()? == std::process::id().to_string();
+    (running && ours).then(|| name.to_owned())
 }
 
 /// Waits for the command, passing on signals and firing the timeouts, until it is reaped; `None` when it could not be
