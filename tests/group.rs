@@ -708,6 +708,10 @@ fn the_process_group_setting_stays_on_the_command() {
     plain.wait().unwrap();
     group.kill().unwrap();
     group.wait().unwrap();
-    assert_eq!(pgid, plain.id(), "a plain spawn after spawn_group did not lead a group");
+    assert_eq!(
+        pgid,
+        plain.id(),
+        "a plain spawn after spawn_group did not lead a group"
+    );
     assert_ne!(pgid, common::own_group());
 }
