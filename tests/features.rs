@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The downstream crate's library: what a dependent that uses the core writes.
-const LIB: &str = r#"
+const LIB: &str = r"
 use std::process::Command;
 use std::time::Duration;
 
@@ -37,11 +37,11 @@ impl Named for Command {
         self.get_program().to_string_lossy().into_owned()
     }
 }
-"#;
+";
 
 /// The downstream crate's example: an implementation of the crate's extension trait for a type of its own. It fails
 /// on the seal in every build (with `contain`, rustc names the missing `spawn_contained` too).
-const OUTSIDE_IMPL: &str = r#"
+const OUTSIDE_IMPL: &str = r"
 struct Mine;
 
 impl grouptimeout::GroupCommandExt for Mine {
@@ -53,7 +53,7 @@ impl grouptimeout::GroupCommandExt for Mine {
 fn main() {
     let _ = Mine;
 }
-"#;
+";
 
 /// An example that drops what each getter of `GroupChild` returns: each must be `#[must_use]` (issue 24.4), so with
 /// `unused_must_use` denied it fails once per getter. Checked where every feature is on.

@@ -256,7 +256,7 @@ fn concurrent_jobs_never_harm_a_bystander() {
                 .unwrap()
         })
         .collect();
-    let bystander_pids: Vec<u32> = bystanders.iter().map(|c| c.id()).collect();
+    let bystander_pids: Vec<u32> = bystanders.iter().map(std::process::Child::id).collect();
     let _cleanup = KillOnDrop(bystander_pids.clone());
     let workers: Vec<_> = (0..8)
         .map(|t| {
@@ -566,9 +566,10 @@ fn a_leader_reaped_by_someone_else_is_never_signalled() {
     let pid = child.id();
     // Someone else (here: the test itself) reaps the leader, as a `waitpid(-1)` elsewhere in a program would.
     let mut status = 0;
+    let raw_pid = libc::pid_t::try_from(pid).unwrap();
     // SAFETY: `status` is a live int; `pid` is our unreaped child, which nothing else in this test waits for.
-    let reaped = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
-    assert_eq!(reaped, pid as libc::pid_t);
+    let reaped = unsafe { libc::waitpid(raw_pid, &raw mut status, 0) };
+    assert_eq!(reaped, raw_pid);
     // ECHILD as it is (issue 18.3): std's kind for it, and the errno.
     let echild = |err: io::Error| {
         assert_eq!(err.raw_os_error(), Some(libc::ECHILD), "{err:?}");

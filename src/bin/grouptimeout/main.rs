@@ -186,6 +186,10 @@ impl Leader {
 }
 
 /// What happened while the command ran.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent facts of one run, each set at its own point"
+)]
 struct State {
     /// The signal the next timeout sends: `-s`, then `KILL` once a `--kill-after` countdown started.
     term: i32,
@@ -270,6 +274,10 @@ fn become_subreaper() -> Option<io::Result<Subreaper>> {
     })
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "the supervise loop, read top to bottom"
+)]
 fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
     // In the foreground the command has no job boundary: the tool becomes a subreaper before the spawn, so that it
     // adopts every orphan the command leaves (children it already has are not the command's).
@@ -399,7 +407,7 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
                 }
             }
             Some(Err(e)) => {
-                say!("cannot kill processes that left the command's group, if any: {e}")
+                say!("cannot kill processes that left the command's group, if any: {e}");
             }
         }
     }
@@ -493,6 +501,10 @@ fn supervise(
                 let _ = subreaper.reap_exited(&owned, exited);
             }
         }
+        #[allow(
+            clippy::match_same_arms,
+            reason = "each arm says why the signal needs nothing"
+        )]
         match received {
             None | Some(libc::SIGCHLD) => {}
             // The tool was continued (`fg`, `bg`); with `-s CONT` it is also passed on, as GNU does.
