@@ -109,9 +109,8 @@ fn is_alive(pid: u32) -> bool {
     Command::new("ps")
         .args(["-o", "stat=", "-p", &pid.to_string()])
         .output()
-        .map(|out| {
+        .is_ok_and(|out| {
             let stat = String::from_utf8_lossy(&out.stdout);
             !stat.trim().is_empty() && !stat.trim().starts_with('Z')
         })
-        .unwrap_or(false)
 }

@@ -37,6 +37,7 @@ struct Job {
     end: Option<(ExitStatus, bool, Duration)>,
 }
 
+#[allow(clippy::too_many_lines, reason = "an example, read top to bottom")]
 fn main() -> io::Result<ExitCode> {
     let start = Instant::now();
     let job = |name, script: &str, deadline: u64| -> io::Result<Job> {
@@ -127,16 +128,15 @@ fn main() -> io::Result<ExitCode> {
                 continue;
             }
             // Readable: the leader exited. try_wait kills what it left in its group, reaps it, and gives the status.
-            match job.child.try_wait()? {
-                Some(status) => job.end = Some((status, false, start.elapsed())),
-                None => {
-                    // Its tracer was told first; the descriptor stays readable until the reap.
-                    println!(
-                        "{}: exit seen before it can be reaped (traced?); try_wait every {TICK:?}",
-                        job.name
-                    );
-                    job.on_timer = true;
-                }
+            if let Some(status) = job.child.try_wait()? {
+                job.end = Some((status, false, start.elapsed()));
+            } else {
+                // Its tracer was told first; the descriptor stays readable until the reap.
+                println!(
+                    "{}: exit seen before it can be reaped (traced?); try_wait every {TICK:?}",
+                    job.name
+                );
+                job.on_timer = true;
             }
         }
         for job in jobs.iter_mut().filter(|j| j.end.is_none() && j.on_timer) {

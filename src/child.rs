@@ -33,13 +33,24 @@ mod life;
 ///
 /// A group kill reaches the processes in the group when the signal is sent. A descendant that moved to another
 /// group or session (`setsid`, `setpgid`, a double-forking daemon) is not reached; neither is a member this process
-/// has no permission to signal (one that changed its user id). For a hard boundary use cgroups or a container.
+/// has no permission to signal (one that changed its user id). For the first,
+/// [`spawn_contained`][spawn-contained] draws a boundary around the whole job (a cgroup of its own where one can be
+/// made, see [`Contain`][contain-type]); against a process that may undo a boundary (one with this process's rights,
+/// or root) only a container or another user helps.
 ///
 #[cfg_attr(
     feature = "guard",
     doc = "[die-with-parent]: GroupChild::die_with_parent"
 )]
 #[cfg_attr(not(feature = "guard"), doc = "[die-with-parent]: crate#features")]
+#[cfg_attr(
+    feature = "contain",
+    doc = "[spawn-contained]: crate::GroupCommandExt::spawn_contained\n[contain-type]: crate::Contain"
+)]
+#[cfg_attr(
+    not(feature = "contain"),
+    doc = "[spawn-contained]: crate#features\n[contain-type]: crate#features"
+)]
 #[must_use = "dropping a GroupChild kills its process group at once"]
 pub struct GroupChild {
     /// The child's standard input, if it was piped.
@@ -200,6 +211,7 @@ impl GroupChild {
     }
 
     /// The leader's process id, which is also the id of its process group.
+    #[must_use]
     pub fn id(&self) -> u32 {
         self.child.id()
     }
@@ -305,6 +317,7 @@ impl GroupChild {
     /// # Ok(())
     /// # }
     /// ```
+    #[must_use]
     pub fn handle(&self) -> GroupHandle {
         let reaped = self.reaped.get_or_init(|| Arc::new(Reaped::default()));
         if self.outcome.is_some() {

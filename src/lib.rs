@@ -127,10 +127,13 @@
 //! - A wait that hits the deadline with an invalid grace signal ([`GroupChild::set_grace`]) returns `EINVAL`, after
 //!   the group was killed and the leader reaped.
 //!
-//! Errors of steps the crate takes on its own carry a message that says what failed, and the OS error's `kind()`
-//! where there is one: [`spawn_group`](GroupCommandExt::spawn_group) in a process that ignores `SIGCHLD`
-//! ([`Unsupported`](std::io::ErrorKind::Unsupported)), the guard process of
-//! [`die_with_parent`][die-with-parent] (`cannot start /bin/sh: …`), and the [`host`][host-module] module.
+//! The same holds for steps the crate takes on its own: where a system call failed (the guard process of
+//! [`die_with_parent`][die-with-parent], the job's cgroup or `/proc` for [`spawn_contained`][spawn-contained] and
+//! its `require`, the [`host`][host-module] module), the error is that OS error itself, whose message is the
+//! system's text (say what failed where you show it). Errors that no system call gave carry no OS error number
+//! (`raw_os_error()` is `None`), and their message says what failed and why; each `# Errors` section names them,
+//! such as [`spawn_group`](GroupCommandExt::spawn_group) in a process that ignores `SIGCHLD`
+//! ([`Unsupported`](std::io::ErrorKind::Unsupported)).
 //!
 //! ```
 //! use std::process::Command;

@@ -4,13 +4,21 @@ use std::fmt;
 use std::process::ExitStatus;
 
 /// How a wait ended: with the leader's exit status either way.
+///
+/// Exhaustive on purpose, so that a `match` needs no wildcard arm: a wait ends in one of these two ways. Adding a
+/// variant would be a breaking change, made only in a new major version (a new minor version while the crate is
+/// 0.x), as the semver rules of Cargo say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// The leader exited before the deadline. Unless [`GroupChild::set_kill_leftovers`](crate::GroupChild::set_kill_leftovers) turned it off, every
     /// other member of its group was sent `SIGKILL` before the wait returned.
     Exited(ExitStatus),
     /// The deadline passed first: the group was signalled (see [`GroupChild::set_grace`](crate::GroupChild::set_grace)), sent `SIGKILL`, and the
-    /// leader reaped. The status is the leader's; it may have exited on its own during a grace period.
+    /// leader reaped. The status is the leader's, as the kernel reports it, and need not say "killed by signal": the
+    /// leader may have exited in the moment between the wait's last check and the signal (the deadline had passed
+    /// at that check), or during a grace period, on the grace signal (a handler that exits with a status of its own,
+    /// such as a shell's `trap 'exit 0' TERM`) or by itself; a leader that ignores or blocks the grace signal is
+    /// killed by `SIGKILL` at the grace period's end.
     TimedOut(ExitStatus),
 }
 

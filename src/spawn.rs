@@ -45,9 +45,12 @@ pub trait GroupCommandExt: sealed::Sealed {
     /// Spawns the command as the leader of a new process group and returns a handle that waits for it with a
     /// deadline and leaves no process of the group running.
     ///
-    /// This sets [`process_group(0)`](std::os::unix::process::CommandExt::process_group) and nothing else, so std
-    /// keeps its fast `posix_spawn` path. When this returns, the child already leads its own group, whose id is
-    /// the child's pid ([`GroupChild::id`]).
+    /// This sets [`process_group(0)`](std::os::unix::process::CommandExt::process_group) on the `Command` and nothing
+    /// else, so std keeps its fast `posix_spawn` path. When this returns, the child already leads its own group, whose
+    /// id is the child's pid ([`GroupChild::id`]). The setting stays on the `Command` (std has no way to take it off
+    /// again): a later plain [`spawn`](Command::spawn), [`output`](Command::output) or
+    /// [`status`](Command::status) of the same `Command` also starts its child as the leader of a new group,
+    /// unsupervised by this crate. Build a new `Command` for those.
     ///
     /// # The terminal
     ///

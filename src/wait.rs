@@ -8,9 +8,9 @@
 //! seccomp filter, no descriptor left, another Unix, or the `grouptimeout_no_pidfd` or `grouptimeout_portable`
 //! cfg) the sleep follows [`poll_step`].
 
-use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -27,7 +27,9 @@ pub(crate) struct ExitWatch {
     /// leader's exit is likely soon, whatever its age).
     since: Instant,
     /// The last pause ended with the pidfd readable (set by the pauses, taken by [`next_pause`](Self::next_pause)).
-    seen: Cell<bool>,
+    /// Atomic only so that [`GroupChild`](crate::GroupChild) is `Sync`, as std's `Child` is: the waits that use it
+    /// take `&mut`.
+    seen: AtomicBool,
     /// The pause before that did too, and the leader still could not be waited for.
     fired: bool,
     /// The pidfd turned readable twice while the leader could not be waited for (its tracer was told first): the
@@ -44,7 +46,7 @@ impl ExitWatch {
             yielded: false,
             pidfd: None,
             since: Instant::now(),
-            seen: Cell::new(false),
+            seen: AtomicBool::new(false),
             fired: false,
             traced: false,
         }
@@ -59,7 +61,7 @@ impl ExitWatch {
             yielded: true,
             pidfd,
             since: Instant::now(),
-            seen: Cell::new(false),
+            seen: AtomicBool::new(false),
             fired: false,
             traced: false,
         }
@@ -148,7 +150,7 @@ impl ExitWatch {
             self.pidfd = open_pidfd(pid).ok();
         }
         if self.pidfd.is_some() && !self.traced {
-            if !self.seen.take() {
+            if !self.seen.swap(false, Ordering::Relaxed) {
                 self.fired = false;
                 return left;
             }
@@ -165,7 +167,7 @@ impl ExitWatch {
 
     /// A pause that polled the pidfd found it readable: the leader exited (or its tracer was told so).
     pub(crate) fn exit_seen(&self) {
-        self.seen.set(true);
+        self.seen.store(true, Ordering::Relaxed);
     }
 
     /// The plain waits' pause: sleeps in `ppoll` on the pidfd until the leader exits or `pause` passes (`None`: no

@@ -219,9 +219,12 @@ fn output_exactly_at_the_limit_is_not_truncated() {
     assert_eq!(captured.stdout, vec![0; 100_000]);
     assert!(!captured.stdout_truncated);
     assert!(captured.stderr_truncated);
-    let marker = b"\n[grouptimeout: 1 bytes omitted]\n";
-    assert_eq!(captured.stderr.len(), 100_000 + marker.len());
-    assert_eq!(&captured.stderr[50_000..50_000 + marker.len()], marker);
+    let omitted_line = b"\n[grouptimeout: 1 bytes omitted]\n";
+    assert_eq!(captured.stderr.len(), 100_000 + omitted_line.len());
+    assert_eq!(
+        &captured.stderr[50_000..50_000 + omitted_line.len()],
+        omitted_line
+    );
 }
 
 #[test]

@@ -140,15 +140,15 @@ fn run(args: &[&str]) -> Run {
 /// inherited: under `nohup`, or as a background job of a script (`cargo test &`), HUP or INT and QUIT are ignored,
 /// and the tool then keeps them ignored for its command, as documented.
 fn start_with_default_signals(args: &[&str]) -> Running {
-    let mut argv = vec![
+    let mut words = vec![
         "-e",
         "$SIG{$_} = 'DEFAULT' for qw(HUP INT QUIT TERM USR1 USR2 ALRM); \
          exec { $ARGV[0] } 'grouptimeout', @ARGV[1 .. $#ARGV] or die",
         "--",
         BIN,
     ];
-    argv.extend(args);
-    Running::start("perl", &argv)
+    words.extend(args);
+    Running::start("perl", &words)
 }
 
 fn code(run: &Run) -> i32 {
@@ -644,20 +644,20 @@ impl User {
 
     /// `program` and `args` as this user runs them; `scratch` is made writable for nobody.
     fn command(self, scratch: &Scratch, program: &str, args: &[&str]) -> Vec<String> {
-        let mut argv = vec![];
+        let mut words = vec![];
         if self == User::Nobody {
             use std::os::unix::fs::PermissionsExt as _;
             fs::set_permissions(&scratch.0, fs::Permissions::from_mode(0o777)).unwrap();
-            argv.extend([
+            words.extend([
                 "setpriv",
                 "--reuid=65534",
                 "--regid=65534",
                 "--clear-groups",
             ]);
         }
-        argv.push(program);
-        argv.extend(args);
-        argv.into_iter().map(String::from).collect()
+        words.push(program);
+        words.extend(args);
+        words.into_iter().map(String::from).collect()
     }
 
     /// How the tool's messages start: its `argv[0]`.
@@ -681,8 +681,8 @@ impl User {
 
     /// Runs the tool with `args` as this user, checks that it left no cgroup folder behind, and returns the run.
     fn run(self, scratch: &Scratch, args: &[&str]) -> Run {
-        let argv = self.command(scratch, &self.bin(), args);
-        let running = Running::start(&argv[0], &argv[1..]);
+        let words = self.command(scratch, &self.bin(), args);
+        let running = Running::start(&words[0], &words[1..]);
         let tool = running.child.id();
         let r = running.finish();
         let left = common::job_folders_made_by(tool);
@@ -1019,9 +1019,9 @@ fn with_signal(args: &[&str], script: &str, signal: i32) -> Run {
     let s = Scratch::new();
     let ready = s.file("ready");
     let script = format!("{script}; echo > {ready}; sleep 30 & wait");
-    let mut argv: Vec<&str> = args.to_vec();
-    argv.extend(["sh", "-c", &script]);
-    let mut running = start_with_default_signals(&argv);
+    let mut words: Vec<&str> = args.to_vec();
+    words.extend(["sh", "-c", &script]);
+    let mut running = start_with_default_signals(&words);
     s.wait_for("ready");
     running.signal(signal);
     running.finish()
@@ -1124,14 +1124,14 @@ fn signals_ignored_by_the_parent_stay_ignored() {
     let bit = |signal: i32| 1u64 << (signal - 1);
     let args = ["5", "grep", "SigIgn", "/proc/self/status"];
     // As under nohup, or as a background job of a script: the command inherits HUP and INT ignored.
-    let mut argv = vec![
+    let mut words = vec![
         "-e",
         "$SIG{HUP} = $SIG{INT} = $SIG{CHLD} = 'IGNORE'; exec @ARGV or die",
         "--",
         BIN,
     ];
-    argv.extend(args);
-    let r = Running::start("perl", &argv).finish();
+    words.extend(args);
+    let r = Running::start("perl", &words).finish();
     assert_eq!(code(&r), 0, "{}", r.stderr);
     let mask = ignored_mask(&r);
     assert_ne!(mask & bit(libc::SIGHUP), 0, "HUP not ignored: {mask:x}");
@@ -1171,7 +1171,7 @@ impl XorShift {
     }
 
     fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[(self.next() % items.len() as u64) as usize]
+        items[usize::try_from(self.next() % u64::try_from(items.len()).unwrap()).unwrap()]
     }
 }
 
@@ -1186,6 +1186,10 @@ fn known_difference(duration: &str) -> bool {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of cases, each a line or two"
+)]
 fn durations_accepted_and_rejected_like_gnu() {
     let gnu = "/usr/bin/timeout";
     if !Path::new(gnu).exists() {
@@ -1270,7 +1274,7 @@ fn durations_accepted_and_rejected_like_gnu() {
         "1.000000000000000000000000000001",
     ]
     .iter()
-    .map(|s| s.to_string())
+    .map(std::string::ToString::to_string)
     .collect();
     let pieces = [
         "0", "1", "7", "9", ".", "e", "E", "-", "+", "x", "0x", "p", "P", "a", "f", "s", "m", "h",
@@ -1346,17 +1350,14 @@ fn ending(program: &str, case: &Case, dir: &Scratch) -> Ending {
     use std::os::unix::ffi::OsStrExt;
     let out = fs::File::create(dir.path("stdout")).unwrap();
     let err = fs::File::create(dir.path("stderr")).unwrap();
-    let mut command = match case.wrapper.split_first() {
-        Some((first, rest)) => {
-            let mut command = Command::new(first);
-            command.args(rest).arg(program);
-            command
-        }
-        None => {
-            let mut command = Command::new(program);
-            command.arg0(case.arg0);
-            command
-        }
+    let mut command = if let Some((first, rest)) = case.wrapper.split_first() {
+        let mut command = Command::new(first);
+        command.args(rest).arg(program);
+        command
+    } else {
+        let mut command = Command::new(program);
+        command.arg0(case.arg0);
+        command
     };
     command
         .args(case.args.iter().map(|a| OsStr::from_bytes(a)))
@@ -1383,7 +1384,12 @@ fn ending(program: &str, case: &Case, dir: &Scratch) -> Ending {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of cases, each a line or two"
+)]
 fn messages_and_statuses_match_gnu() {
+    use std::os::unix::fs::PermissionsExt;
     let gnu = "/usr/bin/timeout";
     if !Path::new(gnu).exists() {
         common::skip_or_fail(
@@ -1494,7 +1500,6 @@ fn messages_and_statuses_match_gnu() {
         let wrapper = "setpriv --reuid=nobody --regid=nogroup --clear-groups prlimit --nproc=1";
         // nobody may not reach the build's binary (a checkout under a private folder): run a copy from the
         // scratch folder, which any user may enter.
-        use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&dir.0, fs::Permissions::from_mode(0o755)).unwrap();
         fs::copy(BIN, dir.path("grouptimeout")).unwrap();
         cases.push(Case {

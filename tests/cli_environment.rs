@@ -161,6 +161,10 @@ fn children_the_tool_already_had_are_left_alone() {
     let script = format!("exec > >(setsid gzip > {out}); exec \"$GT\" 10 seq 100000");
     let r = run(&mut files, "bash", &["-c", &script]);
     assert_eq!(r.code, 0, "{}", r.stderr);
+    #[allow(
+        clippy::naive_bytecount,
+        reason = "libc is the crate's only dependency, tests included"
+    )]
     let lines = || {
         let text = Command::new("gzip")
             .args(["-dc", &out])
@@ -236,7 +240,7 @@ fn no_proc_is_named_and_the_status_kept() {
     let script = "umount -l /proc && exec \"$GT\" 5 sh -c 'exit 3'";
     let r = run(&mut files, "unshare", &["-m", "sh", "-c", script]);
     assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(r.stderr.contains("/proc is missing"), "{}", r.stderr);
+    assert!(r.stderr.contains("cannot use /proc"), "{}", r.stderr);
 }
 
 #[test]
@@ -346,11 +350,8 @@ fn assert_only_guard_warnings(stderr: &str) {
                 && line.contains("die with this process: /bin/sh exited (status ")
                 && line.contains("without arming the guard (is /bin/sh a POSIX shell, with a few descriptors free?)"))
                 || ((line.contains("warning: cannot make process group")
-                && line.contains("die with this process: cannot "))
-                || line.contains(
-                    ": cannot kill every process the command left behind: too few descriptors to find the \
-                     job's processes outside its group: "
-                ))
+                && line.contains("die with this process: "))
+                || line.contains(": cannot kill every process the command left behind: "))
                 && line.ends_with(&emfile)),
         "{stderr}"
     );
@@ -362,7 +363,7 @@ fn assert_only_guard_warnings(stderr: &str) {
 fn under_a_storm(files: &mut Files, args: &[&str], script: &str, signal: i32) -> Run {
     let (ready, stderr) = (files.path("ready"), files.path("stderr"));
     let script = format!("{script} echo > {ready}; sleep .3; exit 3");
-    let mut argv = vec![
+    let mut words = vec![
         "-o",
         "/dev/null",
         "-e",
@@ -371,9 +372,9 @@ fn under_a_storm(files: &mut Files, args: &[&str], script: &str, signal: i32) ->
         "inject=sigaltstack:delay_exit=200000",
         BIN,
     ];
-    argv.extend(args);
-    argv.extend(["sh", "-c", &script]);
-    let mut strace = start("strace", &argv, &stderr);
+    words.extend(args);
+    words.extend(["sh", "-c", &script]);
+    let mut strace = start("strace", &words, &stderr);
     wait_for_line(&ready);
     let children = format!("/proc/{0}/task/{0}/children", strace.id());
     let tool: u32 = fs::read_to_string(children)
@@ -421,6 +422,8 @@ fn a_signal_storm_while_exiting_does_not_change_the_status() {
 
 #[test]
 fn reaping_adopted_orphans_costs_what_exited() {
+    const DAEMONS: usize = 300;
+    const SHORT: usize = 150;
     if common::linux_only(
         "reaping_adopted_orphans_costs_what_exited",
         "the tool as a child subreaper",
@@ -432,8 +435,6 @@ fn reaping_adopted_orphans_costs_what_exited() {
     if !works("strace", &["-o", "/dev/null", "true"]) {
         return common::skip_or_fail("reaping_adopted_orphans_costs_what_exited", "no strace");
     }
-    const DAEMONS: usize = 300;
-    const SHORT: usize = 150;
     let mut files = Files(Vec::new());
     let (daemons, trace) = (files.path("daemons"), files.path("trace"));
     let script = format!(
@@ -471,7 +472,7 @@ fn reaping_adopted_orphans_costs_what_exited() {
     // About one wait per exited or killed child, the loop's checks of the command, and the scans for exits no
     // SIGCHLD named (at most 4 a second, each over all children). A pass over all children per SIGCHLD (each
     // short-lived orphan exits on its own, 10 ms apart) makes it about DAEMONS * SHORT.
-    let scans = 4 * started.elapsed().as_secs() as usize + 4;
+    let scans = 4 * usize::try_from(started.elapsed().as_secs()).unwrap() + 4;
     assert!(
         waits < 3 * (DAEMONS + SHORT) + DAEMONS * scans,
         "{waits} waits for {DAEMONS} daemons and {SHORT} short-lived orphans in {:?}",

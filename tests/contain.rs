@@ -101,7 +101,8 @@ mod linux {
                 .to_str()
                 .unwrap()
                 .starts_with("grouptimeout-"),
-            "{folder:?}"
+            "{}",
+            folder.display()
         );
         Some(folder)
     }
@@ -110,7 +111,8 @@ mod linux {
         if let Some(folder) = folder {
             assert!(
                 !folder.exists(),
-                "the job's cgroup {folder:?} was left behind"
+                "the job's cgroup {} was left behind",
+                folder.display()
             );
         }
     }
@@ -462,13 +464,7 @@ mod linux {
         let own = job_folder(std::process::id()).expect("this test's cgroup");
         let parent = own.join(format!("grouptimeout-test-{}-parent", std::process::id()));
         fs::create_dir(&parent).unwrap();
-        struct Remove(PathBuf);
-        impl Drop for Remove {
-            fn drop(&mut self) {
-                let _ = fs::remove_dir(&self.0);
-            }
-        }
-        let _remove = Remove(parent.clone());
+        let _remove = RemoveOnDrop(vec![parent.clone()]);
         let mut in_parent = how.clone();
         in_parent.cgroup_parent(&parent);
         for end in ["deadline", "drop", "kept", "kept, cgroup_parent"] {
@@ -612,7 +608,9 @@ mod linux {
         child.wait().unwrap();
         how.require(Containment::Cgroup);
         let e = how.spawn(&mut Command::new("true")).unwrap_err();
-        assert!(e.to_string().contains("/nonexistent/grouptimeout"), "{e}");
+        // The OS error of the folder's mkdir, as it is (issue 24.4).
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
         let child = Command::new("true").spawn_group().unwrap();
         assert_eq!(child.containment(), Containment::Group);
         assert!(child.leftovers().is_empty());
@@ -646,13 +644,7 @@ mod linux {
         ));
         let threaded = parent.join("threaded");
         fs::create_dir(&parent).unwrap();
-        struct Remove(PathBuf);
-        impl Drop for Remove {
-            fn drop(&mut self) {
-                let _ = fs::remove_dir(&self.0);
-            }
-        }
-        let _remove = Remove(parent.clone());
+        let _remove = RemoveOnDrop(vec![parent.clone()]);
         let _cleanup = RemoveOnDrop(vec![threaded.clone(), parent.clone()]);
         fs::create_dir(&threaded).unwrap();
         fs::write(threaded.join("cgroup.type"), "threaded").unwrap();
@@ -673,11 +665,11 @@ mod linux {
 
         how.require(Containment::Cgroup);
         let e = how.spawn(&mut Command::new("true")).unwrap_err();
-        let text = e.to_string();
+        let message = e.to_string();
         assert!(
-            text.contains("could not enter the job's cgroup")
-                && text.contains(&*parent.to_string_lossy())
-                && text.contains("os error 95"),
+            message.contains("could not enter the job's cgroup")
+                && message.contains(&*parent.to_string_lossy())
+                && message.contains("os error 95"),
             "{e}"
         );
         // The OS error's kind, as this std names it (Rust 1.85 has no kind of its own for EOPNOTSUPP yet; later
@@ -727,6 +719,14 @@ mod linux {
                 survivors_after(Duration::from_secs(5), &lines),
                 [] as [u32; 0]
             );
+            // Issue 24.4: requiring the cgroup fails with the OS error of the folder's mkdir itself (EACCES: nobody
+            // may not make a cgroup here), not a message that only names it.
+            let e = Contain::new()
+                .require(Containment::Cgroup)
+                .spawn(&mut Command::new("true"))
+                .unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EACCES), "{e}");
+            assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
             return;
         }
         // SAFETY-free check for root: only root can switch to nobody.
@@ -955,7 +955,7 @@ mod linux {
                 );
             }
         }
-        let _cleanup_busy = KillOnDrop(busy.iter().map(|c| c.id()).collect());
+        let _cleanup_busy = KillOnDrop(busy.iter().map(std::process::Child::id).collect());
         supervisor.kill().unwrap();
         supervisor.wait().unwrap();
         assert_eq!(
@@ -964,7 +964,8 @@ mod linux {
         );
         assert!(
             eventually(Duration::from_secs(10), || !folder.exists()),
-            "{folder:?} left behind"
+            "{} left behind",
+            folder.display()
         );
         for mut loop_ in busy {
             loop_.kill().unwrap();

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The downstream crate's library: what a dependent that uses the core writes.
-const LIB: &str = r#"
+const LIB: &str = r"
 use std::process::Command;
 use std::time::Duration;
 
@@ -37,11 +37,11 @@ impl Named for Command {
         self.get_program().to_string_lossy().into_owned()
     }
 }
-"#;
+";
 
 /// The downstream crate's example: an implementation of the crate's extension trait for a type of its own. It fails
 /// on the seal in every build (with `contain`, rustc names the missing `spawn_contained` too).
-const OUTSIDE_IMPL: &str = r#"
+const OUTSIDE_IMPL: &str = r"
 struct Mine;
 
 impl grouptimeout::GroupCommandExt for Mine {
@@ -53,7 +53,36 @@ impl grouptimeout::GroupCommandExt for Mine {
 fn main() {
     let _ = Mine;
 }
+";
+
+/// An example that drops what each getter of `GroupChild` returns: each must be `#[must_use]` (issue 24.4), so with
+/// `unused_must_use` denied it fails once per getter. Checked where every feature is on.
+const GETTERS: &str = r#"
+#![deny(unused_must_use)]
+use grouptimeout::GroupCommandExt as _;
+
+fn main() -> std::io::Result<()> {
+    let mut child = std::process::Command::new("true").spawn_group()?;
+    child.id();
+    child.handle();
+    child.containment();
+    child.leftovers();
+    child.in_job(1);
+    child.guard_id();
+    child.wait()?;
+    Ok(())
+}
 "#;
+
+/// `GroupChild`'s getters, as rustc names them in its `unused_must_use` errors.
+const GETTER_NAMES: &[&str] = &[
+    "id",
+    "handle",
+    "containment",
+    "leftovers",
+    "in_job",
+    "guard_id",
+];
 
 /// The feature sets tried: the core, each feature alone, all of them, and the plain dependency's defaults.
 const FEATURE_SETS: &[Option<&[&str]>] = &[
@@ -104,6 +133,7 @@ fn write_crate(dir: &Path, features: Option<&[&str]>) {
     .unwrap();
     fs::write(dir.join("src/lib.rs"), LIB).unwrap();
     fs::write(dir.join("examples/outside_impl.rs"), OUTSIDE_IMPL).unwrap();
+    fs::write(dir.join("examples/getters.rs"), GETTERS).unwrap();
     // The same libc as this crate's lock file names, where there is one (the MSRV check builds without it).
     let lock = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock");
     if lock.exists() && !dir.join("Cargo.lock").exists() {
@@ -141,4 +171,34 @@ fn every_feature_set_builds_the_same_downstream_code() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+#[test]
+fn every_getter_of_group_child_is_must_use() {
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("downstream");
+    let dir = base.join("getters");
+    write_crate(&dir, Some(&["capture", "guard", "contain", "host"]));
+    let out = cargo(
+        &dir,
+        &base.join("target"),
+        &["check", "--example", "getters"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "dropping every getter's value compiles"
+    );
+    let missing: Vec<&str> = GETTER_NAMES
+        .iter()
+        .copied()
+        // rustc names a method of an `impl` block in a submodule by its path (`…::<impl GroupChild>::guard_id`).
+        .filter(|name| {
+            !stderr.lines().any(|line| {
+                line.starts_with("error: unused return value of `")
+                    && line.contains("GroupChild")
+                    && line.contains(&format!("::{name}` that must be used"))
+            })
+        })
+        .collect();
+    assert!(missing.is_empty(), "not #[must_use]: {missing:?}\n{stderr}");
 }

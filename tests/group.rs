@@ -256,7 +256,7 @@ fn concurrent_jobs_never_harm_a_bystander() {
                 .unwrap()
         })
         .collect();
-    let bystander_pids: Vec<u32> = bystanders.iter().map(|c| c.id()).collect();
+    let bystander_pids: Vec<u32> = bystanders.iter().map(std::process::Child::id).collect();
     let _cleanup = KillOnDrop(bystander_pids.clone());
     let workers: Vec<_> = (0..8)
         .map(|t| {
@@ -566,9 +566,10 @@ fn a_leader_reaped_by_someone_else_is_never_signalled() {
     let pid = child.id();
     // Someone else (here: the test itself) reaps the leader, as a `waitpid(-1)` elsewhere in a program would.
     let mut status = 0;
+    let raw_pid = libc::pid_t::try_from(pid).unwrap();
     // SAFETY: `status` is a live int; `pid` is our unreaped child, which nothing else in this test waits for.
-    let reaped = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
-    assert_eq!(reaped, pid as libc::pid_t);
+    let reaped = unsafe { libc::waitpid(raw_pid, &raw mut status, 0) };
+    assert_eq!(reaped, raw_pid);
     // ECHILD as it is (issue 18.3): std's kind for it, and the errno.
     let echild = |err: io::Error| {
         assert_eq!(err.raw_os_error(), Some(libc::ECHILD), "{err:?}");
@@ -687,4 +688,31 @@ fn a_stop_signal_as_grace_signal_is_not_undone_by_sigcont() {
     // SIGKILL ended the stopped group after the grace period.
     assert_eq!(outcome.status().signal(), Some(libc::SIGKILL));
     assert!(watcher.join().unwrap(), "the group did not stay stopped");
+}
+
+/// Issue 24.5: `spawn_group` sets `process_group(0)` on the caller's `Command`, and it stays there, as its docs say: a
+/// later plain `spawn` of the same `Command` starts a leader of a new group too.
+#[test]
+fn the_process_group_setting_stays_on_the_command() {
+    if common::linux_only(
+        "the_process_group_setting_stays_on_the_command",
+        "/proc/PID/stat",
+    ) {
+        return;
+    }
+    let mut cmd = Command::new("sleep");
+    cmd.arg("30");
+    let mut group = cmd.spawn_group().unwrap();
+    let mut plain = cmd.spawn().unwrap();
+    let (_, pgid) = common::state_and_group(plain.id()).unwrap();
+    plain.kill().unwrap();
+    plain.wait().unwrap();
+    group.kill().unwrap();
+    group.wait().unwrap();
+    assert_eq!(
+        pgid,
+        plain.id(),
+        "a plain spawn after spawn_group did not lead a group"
+    );
+    assert_ne!(pgid, common::own_group());
 }

@@ -69,7 +69,7 @@ fn the_group_dies_with_a_killed_supervisor_forked_guard() {
     supervisor_killed("fork");
 }
 
-/// Started by the two tests above: arranges die_with_parent, reports the group's pids, and waits to be killed.
+/// Started by the two tests above: arranges `die_with_parent`, reports the group's pids, and waits to be killed.
 #[test]
 #[ignore = "run by the_group_dies_with_a_killed_supervisor"]
 fn arrange_and_hang() {
@@ -295,7 +295,11 @@ fn killed_by_name(kill_by_name: &str) -> String {
     let folder = folder.trim();
     if folder.len() > 1 {
         let path = cgroup_folder(folder).unwrap();
-        assert!(!path.exists(), "{kill_by_name}: {path:?} was left behind");
+        assert!(
+            !path.exists(),
+            "{kill_by_name}: {} was left behind",
+            path.display()
+        );
     }
     said.trim().to_string()
 }
@@ -364,7 +368,7 @@ fn a_sh_that_exits_at_once_is_named_in_the_error() {
     assert!(!error.contains("killed"), "{error}");
 }
 
-/// Run by a_sh_that_exits_at_once_is_named_in_the_error with a `/bin/sh` that is `/bin/true`.
+/// Run by `a_sh_that_exits_at_once_is_named_in_the_error` with a `/bin/sh` that is `/bin/true`.
 #[test]
 #[ignore = "run by a_sh_that_exits_at_once_is_named_in_the_error"]
 fn guard_with_a_false_sh() {

@@ -21,6 +21,16 @@ use grouptimeout::{host, GroupCommandExt};
 
 const TEST: &str = "a_guard_reaped_by_someone_else_is_never_signalled_by_its_reused_pid";
 
+/// Kills and reaps the child on every way out of the test (it is ours and unreaped until then).
+struct Reap(std::process::Child);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn a_guard_reaped_by_someone_else_is_never_signalled_by_its_reused_pid() {
     let mut subreaper = match host::Subreaper::new() {
@@ -47,14 +57,6 @@ fn a_guard_reaped_by_someone_else_is_never_signalled_by_its_reused_pid() {
             ),
         );
     };
-    /// Kills and reaps the child on every way out of the test (it is ours and unreaped until then).
-    struct Reap(std::process::Child);
-    impl Drop for Reap {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let mut reuser = Reap(reuser);
     // The drop ends the guard: on today's main it sent SIGKILL to the reuser and blocked in waitpid on it. Run it in a
     // thread, bounded: if it blocks, the reuser is killed after 20 s so that the test fails rather than hangs.

@@ -12,7 +12,10 @@ use std::fs;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::*;
+use common::{
+    linux_only, pids_from_file, state_and_group, survivors_after, temp_path, wait_for_members,
+    KillOnDrop,
+};
 use grouptimeout::{host, GroupCommandExt};
 
 /// Where the program writes its leader's and guard's pids; set only in the program.
@@ -22,7 +25,7 @@ const HOW_VAR: &str = "GROUPTIMEOUT_GUARD_HOW";
 
 fn main() {
     if let Some(file) = std::env::var_os(PIDS_VAR) {
-        return sweep_and_hang(file.into());
+        return sweep_and_hang(std::path::Path::new(&file));
     }
     if !cfg!(any(target_os = "linux", target_os = "android"))
         || linux_only("a_subreaper_sweep_leaves_the_guard_alone", "the subreaper")
@@ -64,7 +67,7 @@ fn a_subreaper_sweep_leaves_the_guard_alone(how: &str) {
 
 /// The program: a subreaper, a guarded command, a sweep and a reap of exited children with the leader and the guard
 /// as `owned`; reports the leader's and the guard's pids and waits to be killed.
-fn sweep_and_hang(file: std::path::PathBuf) {
+fn sweep_and_hang(file: &std::path::Path) {
     let mut subreaper = host::Subreaper::new().unwrap();
     let mut child = Command::new("sleep").arg("60").spawn_group().unwrap();
     if std::env::var_os(HOW_VAR).is_some_and(|how| how == "fork") {
@@ -78,7 +81,7 @@ fn sweep_and_hang(file: std::path::PathBuf) {
     let swept = subreaper.sweep(&owned, Duration::from_secs(5)).unwrap();
     assert_eq!(swept.left, []);
     subreaper.reap_exited(&owned, None).unwrap();
-    fs::write(&file, format!("{} {}\n", owned[0], owned[1])).unwrap();
+    fs::write(file, format!("{} {}\n", owned[0], owned[1])).unwrap();
     // Killed long before this; a bounded wait in case the killer fails (the drop then kills the group).
     let _ = child.wait_timeout(Duration::from_secs(30));
 }

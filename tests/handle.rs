@@ -19,6 +19,16 @@ fn a_handle_is_clone_send_sync_and_debug() {
     check::<GroupHandle>();
 }
 
+/// Issue 24.4: `GroupChild` is `Send` and `Sync`, as std's `Child` is, so a `&GroupChild` (its `id`, `try_wait` needs
+/// `&mut`) can be shared with other threads.
+#[test]
+fn a_group_child_is_send_and_sync_as_std_child_is() {
+    fn check<T: Send + Sync + std::fmt::Debug>() {}
+    check::<std::process::Child>();
+    check::<grouptimeout::GroupChild>();
+    check::<Outcome>();
+}
+
 #[test]
 fn a_kill_from_another_thread_ends_a_blocked_wait() {
     let mut child = Command::new("sh")

@@ -12,6 +12,16 @@ use std::time::Duration;
 
 use common::{eventually, is_dead, spawn_with_pid};
 
+/// Kills and reaps the child on every way out of the test (it is ours and unreaped until then).
+struct Reap(std::process::Child);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn signal_child_never_signals_a_reaped_child_whose_pid_was_reused() {
     let mut reaped = Command::new("true").spawn().expect("spawn true");
@@ -25,14 +35,6 @@ fn signal_child_never_signals_a_reaped_child_whose_pid_was_reused() {
         );
         return;
     };
-    /// Kills and reaps the child on every way out of the test (it is ours and unreaped until then).
-    struct Reap(std::process::Child);
-    impl Drop for Reap {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let _reuser = Reap(reuser);
     // `reaped` was reaped by its own `wait`: its pid now names `_reuser`, another unreaped child of ours.
     grouptimeout::host::signal_child(&mut reaped, libc::SIGKILL).expect("signal_child");

@@ -42,9 +42,12 @@ fn thread_cpu() -> Duration {
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a live timespec that clock_gettime fills in.
-    let ret = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    let ret = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut ts) };
     assert_eq!(ret, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    Duration::new(
+        u64::try_from(ts.tv_sec).unwrap(),
+        u32::try_from(ts.tv_nsec).unwrap(),
+    )
 }
 
 /// Runs `wait` and returns its result with the count of this thread's wake-ups during it.
@@ -317,7 +320,7 @@ fn a_leader_traced_by_another_process_is_waited_for_without_spinning() {
     }
     let cpu = thread_cpu();
     let outcome = leader.wait_timeout(LONG).unwrap();
-    let cpu = thread_cpu() - cpu;
+    let cpu = thread_cpu().checked_sub(cpu).unwrap();
     assert!(
         !outcome.timed_out() && outcome.status().success(),
         "{outcome:?}"
@@ -340,7 +343,7 @@ fn readable_within(fd: std::os::fd::BorrowedFd<'_>, limit: Duration) -> bool {
     };
     let ms = libc::c_int::try_from(limit.as_millis()).unwrap();
     // SAFETY: one live pollfd, its count 1.
-    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+    let n = unsafe { libc::poll(&raw mut pfd, 1, ms) };
     assert!(n >= 0, "poll: {}", std::io::Error::last_os_error());
     n == 1 && pfd.revents & libc::POLLIN != 0
 }
@@ -398,6 +401,7 @@ fn the_exit_fd_turns_readable_at_the_exit_and_try_wait_kills_the_leftovers() {
 #[test]
 #[cfg(feature = "capture")]
 fn the_exit_fd_is_close_on_exec() {
+    use std::os::fd::AsRawFd as _;
     let mut child = Command::new("sleep").arg("30").spawn_group().unwrap();
     let _cleanup = KillOnDrop(vec![child.id()]);
     let fd = child.exit_fd();
@@ -405,7 +409,6 @@ fn the_exit_fd_is_close_on_exec() {
     let Ok(fd) = fd else {
         return;
     };
-    use std::os::fd::AsRawFd as _;
     // SAFETY: F_GETFD on a descriptor that stays open during the call.
     let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFD) };
     assert!(flags >= 0 && flags & libc::FD_CLOEXEC != 0, "flags {flags}");

@@ -12,6 +12,7 @@ impl GroupChild {
     /// [`spawn_contained`](crate::GroupCommandExt::spawn_contained) could make (see [`Contain`](crate::Contain)).
     ///
     /// Needs the `contain` feature (on by default).
+    #[must_use]
     pub fn containment(&self) -> Containment {
         self.job.containment()
     }
@@ -22,6 +23,7 @@ impl GroupChild {
     /// nothing was left to kill.
     ///
     /// Needs the `contain` feature (on by default).
+    #[must_use]
     pub fn leftovers(&self) -> &[Leftover] {
         &self.leftovers
     }
@@ -38,6 +40,7 @@ impl GroupChild {
     ///
     #[cfg_attr(feature = "host", doc = "[host-subreaper]: crate::host::Subreaper")]
     #[cfg_attr(not(feature = "host"), doc = "[host-subreaper]: crate#features")]
+    #[must_use]
     pub fn in_job(&self, pid: u32) -> bool {
         self.job.contains(self.id(), pid)
     }

@@ -63,6 +63,12 @@ impl GroupChild {
     /// or the leader was reaped by someone else. Nothing is left running
     /// then. Once the leader was reaped by this crate there is nothing left to guard: `Ok(())`.
     ///
+    /// Where a system call failed (the pipe, the spawn of `/bin/sh` or the fork, opening the job's `cgroup.kill`:
+    /// `EMFILE`, `EAGAIN`, `ENOENT`…; `ECHILD`), the error is that OS error itself (`raw_os_error()`, std's kind;
+    /// its message the system's text, so say what failed when you show it). The others carry no OS error number,
+    /// and their message names the group: `/bin/sh` exited without arming the guard, was killed three times, or
+    /// did not start within 5 s (`TimedOut`); the group is gone (`PermissionDenied`).
+    ///
     /// # Examples
     ///
     /// ```
@@ -113,6 +119,7 @@ impl GroupChild {
         not(feature = "host"),
         doc = "[host-forked]: crate#features\n[host-sweep]: crate#features\n[host-reap-exited]: crate#features"
     )]
+    #[must_use]
     pub fn guard_id(&self) -> Option<u32> {
         self.guard.as_ref().map(Guard::id)
     }

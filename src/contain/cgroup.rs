@@ -45,10 +45,9 @@ impl Cgroup {
     pub(crate) fn enter_at_exec(&self, command: &mut Command) -> io::Result<sys::EnterHook> {
         let procs = open_control(&self.dir, "cgroup.procs", true)?;
         (|| Ok::<_, io::Error>((procs.try_clone()?, procs.try_clone()?)))().map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("no room for the two descriptors of a forked spawn: {e}"),
-            )
+            crate::sys::os_error_or(e, |e| {
+                format!("no room for the two descriptors of a forked spawn: {e}")
+            })
         })?;
         Ok(sys::enter_at_exec(command, procs))
     }
@@ -78,10 +77,9 @@ impl Cgroup {
         let name = format!("grouptimeout-{}-{}", std::process::id(), random_hex()?);
         let dir = parent.join(&name);
         fs::create_dir(&dir).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("cannot make a cgroup in {}: {e}", parent.display()),
-            )
+            crate::sys::os_error_or(e, |e| {
+                format!("cannot make a cgroup in {}: {e}", parent.display())
+            })
         })?;
         // Linux 5.14 or later has it; the check opens nothing.
         if let Err(e) = fs::metadata(dir.join("cgroup.kill")) {
@@ -91,10 +89,9 @@ impl Cgroup {
             } else {
                 ""
             };
-            return Err(io::Error::new(
-                e.kind(),
-                format!("cannot use {}{why}: {e}", dir.join("cgroup.kill").display()),
-            ));
+            return Err(crate::sys::os_error_or(e, |e| {
+                format!("cannot use {}{why}: {e}", dir.join("cgroup.kill").display())
+            }));
         }
         Ok(Cgroup {
             dir,
@@ -120,10 +117,9 @@ impl Cgroup {
                 // A sub-cgroup removed meanwhile.
                 Err(e) if dir != self.dir && e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => {
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!("cannot read {}: {e}", path.display()),
-                    ))
+                    return Err(crate::sys::os_error_or(e, |e| {
+                        format!("cannot read {}: {e}", path.display())
+                    }))
                 }
             }
         }
@@ -172,10 +168,9 @@ impl Cgroup {
         self.kill()
             .and_then(|mut kill| kill.write_all(b"1"))
             .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("cannot kill the job's cgroup {}: {e}", self.dir.display()),
-                )
+                crate::sys::os_error_or(e, |e| {
+                    format!("cannot kill the job's cgroup {}: {e}", self.dir.display())
+                })
             })
     }
 
@@ -223,7 +218,7 @@ impl Cgroup {
             .unwrap_or_else(|_| self.parent.clone())
             .join("cgroup.procs");
         let mut to = OpenOptions::new().write(true).open(&path).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display()))
+            crate::sys::os_error_or(e, |e| format!("cannot open {}: {e}", path.display()))
         })?;
         for _ in 0..RELEASE_ROUNDS {
             let pids = self.pids()?;
@@ -233,13 +228,12 @@ impl Cgroup {
             for pid in pids {
                 match to.write_all(pid.to_string().as_bytes()) {
                     Err(e) if e.raw_os_error() != Some(libc::ESRCH) => {
-                        return Err(io::Error::new(
-                            e.kind(),
+                        return Err(crate::sys::os_error_or(e, |e| {
                             format!(
                                 "cannot move process {pid} out of the job's cgroup to {}: {e}",
                                 path.display()
-                            ),
-                        ))
+                            )
+                        }))
                     }
                     _ => {}
                 }
@@ -263,10 +257,9 @@ impl Cgroup {
                 Ok(()) => return Ok(true),
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
                 Err(e) => {
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!("cannot remove the job's cgroup {}: {e}", self.dir.display()),
-                    ))
+                    return Err(crate::sys::os_error_or(e, |e| {
+                        format!("cannot remove the job's cgroup {}: {e}", self.dir.display())
+                    }))
                 }
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -313,7 +306,7 @@ fn open_control(dir: &Path, file: &str, write: bool) -> io::Result<File> {
         .read(!write)
         .write(write)
         .open(&path)
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))
+        .map_err(|e| crate::sys::os_error_or(e, |e| format!("cannot open {}: {e}", path.display())))
 }
 
 /// The folders of the cgroup tree at `dir`: `dir` first, then each sub-cgroup before the sub-cgroups below it
@@ -366,16 +359,18 @@ fn own_cgroup() -> io::Result<PathBuf> {
 /// The folder of the cgroup v2 this process runs in.
 fn own_folder() -> io::Result<PathBuf> {
     let unusable = |why: String| io::Error::new(io::ErrorKind::Unsupported, why);
-    let cgroups = fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot read /proc/self/cgroup: {e}")))?;
+    let cgroups = fs::read_to_string("/proc/self/cgroup").map_err(|e| {
+        crate::sys::os_error_or(e, |e| format!("cannot read /proc/self/cgroup: {e}"))
+    })?;
     let path = cgroups
         .lines()
         .find_map(|l| l.strip_prefix("0::"))
         .ok_or_else(|| {
             unusable("this process is in no cgroup v2 (no 0:: line in /proc/self/cgroup)".into())
         })?;
-    let mounts = fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot read /proc/self/mountinfo: {e}")))?;
+    let mounts = fs::read_to_string("/proc/self/mountinfo").map_err(|e| {
+        crate::sys::os_error_or(e, |e| format!("cannot read /proc/self/mountinfo: {e}"))
+    })?;
     let dir = mounts
         .lines()
         .find_map(|line| {

@@ -48,10 +48,9 @@ impl Mark {
     pub(crate) fn new() -> io::Result<Mark> {
         let unusable = |why: String| io::Error::new(io::ErrorKind::Unsupported, why);
         let status = fs::read_to_string("/proc/self/status").map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("lineage needs /proc (cannot read /proc/self/status: {e})"),
-            )
+            crate::sys::os_error_or(e, |e| {
+                format!("lineage needs /proc (cannot read /proc/self/status: {e})")
+            })
         })?;
         let ns_pid = status
             .lines()
@@ -71,10 +70,9 @@ impl Mark {
         // A kill point needs 2 descriptors at once, and the wait for the leader holds a pidfd: without room for them
         // now, it could not find the job's processes outside the group, and the group alone is the honest boundary.
         room_for(3).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("too few descriptors for lineage's kill points (3 free at once): {e}"),
-            )
+            crate::sys::os_error_or(e, |e| {
+                format!("too few descriptors for lineage's kill points (3 free at once): {e}")
+            })
         })?;
         Ok(Mark {
             name: format!("GROUPTIMEOUT_JOB_{}", random_hex()?),
@@ -161,10 +159,7 @@ impl Mark {
                 // The pidfds held for the wait below are given back first.
                 dying.clear();
                 room_for(2).map_err(|e| {
-                    io::Error::new(
-                        e.kind(),
-                        format!("too few descriptors to find the job's processes outside its group: {e}"),
-                    )
+                    crate::sys::os_error_or(e, |e| format!("too few descriptors to find the job's processes outside its group: {e}"))
                 })?;
             }
             let found = self.scan(leader)?;
@@ -291,10 +286,9 @@ impl Mark {
         let since = self.since.load(Ordering::Relaxed);
         let own = std::process::id();
         let entries = fs::read_dir("/proc").map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("cannot list /proc to find the job's processes outside its group: {e}"),
-            )
+            crate::sys::os_error_or(e, |e| {
+                format!("cannot list /proc to find the job's processes outside its group: {e}")
+            })
         })?;
         let mut buf = [0u8; STAT_BUF];
         let mut found = Vec::new();

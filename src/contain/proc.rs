@@ -146,10 +146,9 @@ pub(super) fn signal_checked(
         Ok(fd) => fd,
         Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Ok(Sent::No),
         Err(e) => {
-            return Err(io::Error::new(
-                e.kind(),
-                format!("cannot open a pidfd for process {pid} of the job: {e}"),
-            ))
+            return Err(crate::sys::os_error_or(e, |e| {
+                format!("cannot open a pidfd for process {pid} of the job: {e}")
+            }))
         }
     };
     if !belongs(pid) {
@@ -159,10 +158,9 @@ pub(super) fn signal_checked(
         Ok(true) => Ok(Sent::Yes(pidfd)),
         Ok(false) => Ok(Sent::No),
         Err(e) if e.raw_os_error() == Some(libc::EPERM) => Ok(Sent::Denied),
-        Err(e) => Err(io::Error::new(
-            e.kind(),
-            format!("cannot send signal {signal} to process {pid} of the job: {e}"),
-        )),
+        Err(e) => Err(crate::sys::os_error_or(e, |e| {
+            format!("cannot send signal {signal} to process {pid} of the job: {e}")
+        })),
     }
 }
 
@@ -187,7 +185,7 @@ pub(super) fn random_hex() -> io::Result<String> {
     let mut bytes = [0u8; 16];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot read /dev/urandom: {e}")))?;
+        .map_err(|e| crate::sys::os_error_or(e, |e| format!("cannot read /dev/urandom: {e}")))?;
     Ok(bytes.iter().fold(String::with_capacity(32), |mut hex, b| {
         let _ = write!(hex, "{b:02x}");
         hex

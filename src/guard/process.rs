@@ -111,13 +111,13 @@ impl Guard {
         let (read, write) = sys::cloexec_pipe().map_err(|e| {
             context(
                 pgid,
-                &io::Error::new(e.kind(), format!("cannot create a pipe: {e}")),
+                crate::sys::os_error_or(e, |e| format!("cannot create a pipe: {e}")),
             )
         })?;
         if let Start::Fork = how {
             // The job's cgroup.kill is opened and its folder's path made here: the forked child may not allocate.
             let cgroup = match cgroup {
-                Some(folder) => Some(fork_cgroup(folder).map_err(|e| context(pgid, &e))?),
+                Some(folder) => Some(fork_cgroup(folder).map_err(|e| context(pgid, e))?),
                 None => None,
             };
             let cgroup = cgroup
@@ -125,7 +125,10 @@ impl Guard {
                 .map(|(kill, folder)| sys::GuardCgroup { kill, folder });
             // Armed before it joins the group (see `sys::fork_guard`): nothing to wait for.
             let guard = sys::fork_guard(pgid, &read, cgroup).map_err(|e| {
-                context(pgid, &io::Error::new(e.kind(), format!("cannot fork: {e}")))
+                context(
+                    pgid,
+                    crate::sys::os_error_or(e, |e| format!("cannot fork: {e}")),
+                )
             })?;
             return Guard::hold(guard, write).map(Some);
         }
@@ -149,7 +152,7 @@ impl Guard {
             .map_err(|e| {
                 context(
                     pgid,
-                    &io::Error::new(e.kind(), format!("cannot start /bin/sh: {e}")),
+                    crate::sys::os_error_or(e, |e| format!("cannot start /bin/sh: {e}")),
                 )
             })?;
         let ready = child.stdout.take().map(OwnedFd::from);
@@ -161,13 +164,13 @@ impl Guard {
             Ok(false) => match guard.end() {
                 Some(sys::End::Exited(code)) => Err(context(
                     pgid,
-                    &io::Error::other(format!(
+                    io::Error::other(format!(
                         "/bin/sh exited (status {code}) without arming the guard (is /bin/sh a POSIX shell, with a few descriptors free?)"
                     )),
                 )),
                 _ => Ok(None),
             },
-            Err(e) => Err(context(pgid, &e)),
+            Err(e) => Err(context(pgid, e)),
         }
     }
 
@@ -250,15 +253,17 @@ fn fork_cgroup(folder: &Path) -> io::Result<(File, std::ffi::CString)> {
     let kill = std::fs::OpenOptions::new()
         .write(true)
         .open(&path)
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))?;
+        .map_err(|e| {
+            crate::sys::os_error_or(e, |e| format!("cannot open {}: {e}", path.display()))
+        })?;
     let folder = std::ffi::CString::new(folder.as_os_str().as_bytes())
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     Ok((kill, folder))
 }
 
-fn context(pgid: u32, e: &io::Error) -> io::Error {
-    io::Error::new(
-        e.kind(),
-        format!("cannot make process group {pgid} die with this process: {e}"),
-    )
+/// `e` as it is where it holds an OS error number; else its message, saying which group it was about.
+fn context(pgid: u32, e: io::Error) -> io::Error {
+    crate::sys::os_error_or(e, |e| {
+        format!("cannot make process group {pgid} die with this process: {e}")
+    })
 }

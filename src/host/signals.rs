@@ -78,7 +78,8 @@ impl Signals {
     /// # Errors
     ///
     /// Another `Signals` is installed (`AlreadyExists`); a signal cannot be caught (`SIGKILL`, `SIGSTOP`) or is not
-    /// a valid number below 65 (`InvalidInput`). On error every disposition changed so far is restored.
+    /// a valid number below 65 (`InvalidInput`). On error every disposition changed so far is restored. A failed
+    /// `sigaction` or `sigprocmask` gives its OS error itself (`raw_os_error()`); the other errors carry none.
     pub fn install(signals: &[i32]) -> io::Result<Signals> {
         if INSTALLED.swap(true, Ordering::SeqCst) {
             return Err(io::Error::new(
@@ -95,10 +96,9 @@ impl Signals {
         sys::clear_recorded(signals);
         for &signal in signals {
             let saved = sys::install_recording_handler(signal, true).map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("cannot install a handler for signal {signal}: {e}"),
-                )
+                crate::sys::os_error_or(e, |e| {
+                    format!("cannot install a handler for signal {signal}: {e}")
+                })
             })?;
             installed.saved.push((signal, saved));
         }

@@ -70,7 +70,8 @@ impl Subreaper {
     /// (a kernel without `CONFIG_PROC_CHILDREN`, or no descriptor left); `SIGCHLD` is ignored (`Unsupported`: the
     /// kernel would reap children at once and their pids could be reused before they are signalled); the `prctl`
     /// call failed. On systems other than Linux and Android (and in a build with `--cfg grouptimeout_portable`) this
-    /// always fails with `Unsupported`.
+    /// always fails with `Unsupported`. A failed system call (reading `/proc`, the `prctl`) gives its OS error itself
+    /// (`raw_os_error()`); the `Unsupported` errors carry none, and say why in their message.
     pub fn new() -> io::Result<Subreaper> {
         #[cfg(all(
             any(target_os = "linux", target_os = "android"),
@@ -82,7 +83,7 @@ impl Subreaper {
             proc_is_ours(pid)?;
             let path = format!("/proc/{pid}/task/{pid}/children");
             let children = std::fs::File::open(&path)
-                .map_err(|e| io::Error::new(e.kind(), format!("cannot open {path}: {e}")))?;
+                .map_err(|e| crate::sys::os_error_or(e, |e| format!("cannot open {path}: {e}")))?;
             let mut subreaper = Subreaper {
                 children,
                 before: Vec::new(),
@@ -284,10 +285,9 @@ impl Subreaper {
             .seek(SeekFrom::Start(0))
             .and_then(|_| self.children.read_to_string(&mut text))
             .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("cannot read this process's children list in /proc: {e}"),
-                )
+                crate::sys::os_error_or(e, |e| {
+                    format!("cannot read this process's children list in /proc: {e}")
+                })
             })?;
         Ok(text
             .split_ascii_whitespace()
@@ -305,13 +305,10 @@ impl Subreaper {
 ))]
 fn proc_is_ours(pid: u32) -> io::Result<()> {
     let status = std::fs::read_to_string("/proc/self/status").map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!(
+        crate::sys::os_error_or(e, |e| format!(
                 "/proc is missing or unusable (cannot read /proc/self/status: {e}), so child processes cannot be \
                  listed"
-            ),
-        )
+            ))
     })?;
     let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"));
     let pids: Vec<&str> = line.map_or_else(Vec::new, |l| l.split_whitespace().collect());

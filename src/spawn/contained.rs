@@ -136,11 +136,15 @@ impl Contain {
     /// # Errors
     ///
     /// As for [`spawn_group`](crate::GroupCommandExt::spawn_group); or [`require`](Contain::require) asked for more than
-    /// could be had (`Unsupported`, or the kind of the first failure), with every reason in the message, such as a
-    /// cgroup the command's first process could not enter (the folder named, and the OS error of its write to
-    /// `cgroup.procs`, whose kind the error keeps; the folder is removed), or too few free descriptors for a mode
-    /// (the kind of `EMFILE`, `ENFILE`). Nothing runs then. Without `require`, a spawn fails for want of descriptors
-    /// only where `spawn_group` would.
+    /// could be had. Where the first mode tried failed on a system call (the job's folder could not be made:
+    /// `EACCES` for a user who may not make a cgroup there, `ENOENT` for a parent folder that does not exist;
+    /// `/proc` could not be read), the error is that OS error itself (`raw_os_error()`, std's kind for it; its
+    /// message is the system's). Otherwise it carries no OS error number: a message with every reason, of kind
+    /// `Unsupported` (no cgroup v2 here, systemd did not delegate the folder: `PermissionDenied`, only the group on
+    /// this system), or the kind of the first failure, such as a cgroup the command's first process could not enter
+    /// (the folder named, and the OS error of its write to `cgroup.procs`, whose kind the error keeps; the folder is
+    /// removed), or too few free descriptors for a mode (the kind of `EMFILE`, `ENFILE`). Nothing runs then. Without
+    /// `require`, a spawn fails for want of descriptors only where `spawn_group` would.
     pub fn spawn(&self, command: &mut Command) -> io::Result<GroupChild> {
         #[cfg_attr(
             not(all(target_os = "linux", not(grouptimeout_portable))),
@@ -169,6 +173,10 @@ impl Contain {
             }
         }
         if self.require.rank() > Containment::Group.rank() {
+            // The first failure's OS error as it is, where it has one (see "Errors").
+            if why.first().is_some_and(|e| e.raw_os_error().is_some()) {
+                return Err(why.swap_remove(0));
+            }
             let kind = why
                 .first()
                 .map_or(io::ErrorKind::Unsupported, io::Error::kind);

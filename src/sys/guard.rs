@@ -95,7 +95,12 @@ pub(crate) fn fork_guard(
     if rc != 0 {
         return Err(io::Error::from_raw_os_error(rc));
     }
-    // SAFETY: the child runs `guard_main`, which calls only async-signal-safe functions and never returns.
+    // SAFETY: the child runs `guard_main`, which calls only async-signal-safe functions and never returns. libc's
+    // `fork` also runs the handlers registered with `pthread_atfork` (prepare and parent handlers here, child handlers
+    // in the child before `fork` returns there): the C library's own keep its state (malloc's locks) usable in the
+    // child, and `guard_main` allocates nothing anyway; a handler another library of this process registered runs
+    // too, in a child of a possibly multi-threaded process, and must be safe there itself, which this crate cannot
+    // check (`host::die_with_parent_forked` says so). All signals are blocked meanwhile, so no handler of ours runs.
     let child = unsafe { libc::fork() };
     if child == 0 {
         guard_main(pgid, read, cgroup, &ignore);

@@ -36,6 +36,19 @@ fn cvt_len(ret: isize) -> io::Result<usize> {
     usize::try_from(ret).map_err(|_| io::Error::last_os_error())
 }
 
+#[cfg(any(feature = "guard", feature = "contain", feature = "host"))]
+/// `e` itself where it holds an OS error number, so that the caller gets `raw_os_error()` and std's kind for it (an
+/// `io::Error` holds a number or a message, never both: the system's text is then its message); else an error of
+/// `e`'s kind with the message `what(&e)`, which says what failed. The one rule for every error the crate passes on.
+pub(crate) fn os_error_or(e: io::Error, what: impl FnOnce(&io::Error) -> String) -> io::Error {
+    if e.raw_os_error().is_some() {
+        e
+    } else {
+        let message = what(&e);
+        io::Error::new(e.kind(), message)
+    }
+}
+
 /// Runs `f` again while it fails with `EINTR`.
 fn retry_eintr<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     loop {

@@ -21,6 +21,13 @@ extern "C" fn record_sigpipe_at_start() {
 
 /// The loader calls the functions listed in this section before `main` (ELF `.init_array`; Mach-O
 /// `__mod_init_func`). On other platforms nothing calls it and the flag stays `false`.
+// SAFETY: placing a static in a link section is unsafe (edition 2024 spells the attribute `#[unsafe(link_section)]`;
+// this crate is edition 2021, which has no such marker): the loader treats every word of these sections as a
+// function to call before `main`, with no arguments. This static is exactly one such word: a pointer to an
+// `extern "C" fn()` of the C calling convention, with no arguments and no return value. The function runs before
+// std's runtime is set up: it only reads a signal disposition (`sigaction` with no new action, async-signal-safe, no
+// allocation, no lock, no thread-local) and stores an atomic, neither of which needs that runtime; it cannot panic
+// (an error leaves the flag `false`). `.ci/audit.py` counts this static as one `unsafe` block of `host`.
 #[used]
 #[cfg_attr(
     any(

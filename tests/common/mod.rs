@@ -58,11 +58,11 @@ pub fn survivors_after(limit: Duration, pids: &[u32]) -> Vec<u32> {
 pub fn live_members(pgid: u32) -> Vec<u32> {
     let mut pids = Vec::new();
     for entry in fs::read_dir("/proc").expect("/proc is readable").flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+        let Some(member) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
             continue;
         };
-        if matches!(state_and_group(pid), Some((s, g)) if g == pgid && s != 'Z' && s != 'X') {
-            pids.push(pid);
+        if matches!(state_and_group(member), Some((s, g)) if g == pgid && s != 'Z' && s != 'X') {
+            pids.push(member);
         }
     }
     pids
@@ -130,12 +130,14 @@ pub fn temp_path(name: &str) -> PathBuf {
 /// directory that every user may enter, so that repeated runs reuse it rather than pile up copies.
 pub fn runnable_by_anyone(path: &std::path::Path) -> PathBuf {
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let meta = fs::metadata(path).unwrap();
     let name = path.file_name().unwrap().to_str().unwrap();
     let dir = std::env::temp_dir().join(format!(
-        "grouptimeout-test-bin-{name}-{}-{}",
+        "grouptimeout-test-bin-{name}-{}-{}.{}",
         meta.len(),
-        meta.mtime_nsec() as u64 ^ (meta.mtime() as u64).rotate_left(32)
+        meta.mtime(),
+        meta.mtime_nsec()
     ));
     let copy = dir.join(name);
     if !copy.exists() {
@@ -143,7 +145,6 @@ pub fn runnable_by_anyone(path: &std::path::Path) -> PathBuf {
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
         // Copied under a name of this process's and call's, then renamed: tests (and threads) running at once never
         // run a half copy.
-        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let part = dir.join(format!(".{name}.{}.{call}", std::process::id()));
         // Copied by `cp`, not in this process: a process forked by another thread meanwhile would inherit the copy's

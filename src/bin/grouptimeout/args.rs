@@ -3,6 +3,7 @@
 //! Pure functions, no process state: everything here is unit-tested below.
 
 use std::ffi::OsString;
+use std::fmt::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
@@ -11,6 +12,10 @@ use crate::signals::parse_signal;
 
 /// What to run and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "one field per flag of the command line, as GNU's has them"
+)]
 pub struct Options {
     /// Signal sent at the timeout (`-s`); default `SIGTERM`.
     pub signal: i32,
@@ -168,7 +173,7 @@ pub fn quote(arg: &[u8]) -> String {
                 continue;
             }
             _ => {
-                quoted.push_str(&format!("\\{byte:03o}"));
+                let _ = write!(quoted, "\\{byte:03o}");
                 continue;
             }
         };
@@ -185,6 +190,10 @@ pub fn quote(arg: &[u8]) -> String {
 /// # Errors
 ///
 /// A usage error with GNU's wording.
+#[allow(
+    clippy::too_many_lines,
+    reason = "getopt_long's loop over the arguments, read top to bottom"
+)]
 pub fn parse_args(args: &[OsString]) -> Result<Parsed, UsageError> {
     let mut opts = Options {
         signal: libc::SIGTERM,
@@ -373,7 +382,7 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             for k in 0..(x % 12) {
-                s.push(alphabet[((x >> (4 * k)) % alphabet.len() as u64) as usize]);
+                s.push(alphabet[usize::try_from((x >> (4 * k)) % alphabet.len() as u64).unwrap()]);
             }
             let _ = parse_duration(&s);
             let _ = parse_signal(&s);

@@ -158,8 +158,12 @@ fn hex_float(s: &[u8]) -> (f64, bool, usize) {
         // Below the 53 bits a double keeps: only breaks ties the right way.
         mantissa |= 1;
     }
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "rounded to the 53 bits of a double, as strtod does"
+    )]
     let mut value = mantissa as f64;
-    let mut e = exp2.clamp(-4000, 4000) as i32;
+    let mut e = i32::try_from(exp2.clamp(-4000, 4000)).expect("clamped to a few thousand");
     while e > 1000 {
         value *= 2f64.powi(1000);
         e -= 1000;
@@ -179,6 +183,10 @@ fn hex_float(s: &[u8]) -> (f64, bool, usize) {
 /// Differences from GNU 9.1: a literal that underflows (`1e-400`) is positive, so it times out at once, where GNU
 /// reads it as 0 (no timeout); a negative one (`-1e-400`) is rejected, where GNU accepts it as 0. `-0` is accepted
 /// as 0 by both.
+#[allow(
+    clippy::option_option,
+    reason = "invalid (None), no timeout (Some(None)) and a timeout are three answers"
+)]
 pub fn parse_duration(s: &[u8]) -> Option<Option<Duration>> {
     let number = strtod_prefix(s)?;
     let suffix = &s[number.len..];
@@ -203,6 +211,11 @@ pub fn parse_duration(s: &[u8]) -> Option<Option<Duration>> {
 }
 
 /// Converts positive seconds to a `Duration`, rounding up to whole nanoseconds (at least 1); `None` when too large.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "whole is in [0, 2^64) and nanos in [0, 1e9]: both fit"
+)]
 fn seconds_to_duration(seconds: f64) -> Option<Duration> {
     // 2^64: the first value whose whole seconds do not fit a u64.
     if seconds.is_nan() || seconds >= 18_446_744_073_709_551_616.0 {
@@ -227,6 +240,7 @@ fn seconds_to_duration(seconds: f64) -> Option<Duration> {
 mod tests {
     use super::*;
 
+    #[allow(clippy::option_option, reason = "parse_duration's answer as it is")]
     fn dur(s: &str) -> Option<Option<Duration>> {
         parse_duration(s.as_bytes())
     }

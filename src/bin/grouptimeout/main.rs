@@ -186,6 +186,10 @@ impl Leader {
 }
 
 /// What happened while the command ran.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent facts of one run, each set at its own point"
+)]
 struct State {
     /// The signal the next timeout sends: `-s`, then `KILL` once a `--kill-after` countdown started.
     term: i32,
@@ -258,9 +262,22 @@ fn become_subreaper() -> Option<io::Result<Subreaper>> {
         any(target_os = "linux", target_os = "android"),
         not(grouptimeout_portable)
     ))
-    .then(Subreaper::new)
+    .then(|| {
+        // The library's error is the OS error itself where a system call failed (its text the system's): say where.
+        Subreaper::new().map_err(|e| match e.raw_os_error() {
+            Some(_) => io::Error::new(
+                e.kind(),
+                format!("cannot use /proc (this process's status and children list) or become a subreaper: {e}"),
+            ),
+            None => e,
+        })
+    })
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "the supervise loop, read top to bottom"
+)]
 fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
     // In the foreground the command has no job boundary: the tool becomes a subreaper before the spawn, so that it
     // adopts every orphan the command leaves (children it already has are not the command's).
@@ -315,7 +332,15 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
             child.die_with_parent()
         };
         if let Err(e) = guarded {
-            say!("warning: {e}");
+            // The library's error is the OS error itself where there is one (its text the system's): say what failed.
+            if e.raw_os_error().is_some() {
+                say!(
+                    "warning: cannot make process group {} die with this process: {e}",
+                    child.id()
+                );
+            } else {
+                say!("warning: {e}");
+            }
         }
         // A cgroup holds every process the command starts, and the library ends it whole: no subreaper (a
         // process-wide, irreversible role). Otherwise the tool adopts the orphans, to kill the job's among them and
@@ -382,7 +407,7 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
                 }
             }
             Some(Err(e)) => {
-                say!("cannot kill processes that left the command's group, if any: {e}")
+                say!("cannot kill processes that left the command's group, if any: {e}");
             }
         }
     }
@@ -476,6 +501,10 @@ fn supervise(
                 let _ = subreaper.reap_exited(&owned, exited);
             }
         }
+        #[allow(
+            clippy::match_same_arms,
+            reason = "each arm says why the signal needs nothing"
+        )]
         match received {
             None | Some(libc::SIGCHLD) => {}
             // The tool was continued (`fg`, `bg`); with `-s CONT` it is also passed on, as GNU does.

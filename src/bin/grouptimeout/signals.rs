@@ -42,6 +42,13 @@ const SIGNALS: &[(&str, i32)] = &[
 ];
 
 /// The real-time signal range, `None` where there is none.
+#[cfg_attr(
+    any(target_os = "linux", target_os = "android"),
+    allow(
+        clippy::unnecessary_wraps,
+        reason = "None on the systems without real-time signals"
+    )
+)]
 fn realtime_range() -> Option<(i32, i32)> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
@@ -133,16 +140,12 @@ fn signal_by_name(name: &[u8]) -> Option<i32> {
     }
     let (min, max) = realtime_range()?;
     if let Some(rest) = name.strip_prefix(b"RTMIN") {
-        let offset = strtol_whole(rest)?;
-        return (0..=i64::from(max - min))
-            .contains(&offset)
-            .then(|| min + offset as i32);
+        let offset = i32::try_from(strtol_whole(rest)?).ok()?;
+        return (0..=max - min).contains(&offset).then(|| min + offset);
     }
     if let Some(rest) = name.strip_prefix(b"RTMAX") {
-        let offset = strtol_whole(rest)?;
-        return (i64::from(min - max)..=0)
-            .contains(&offset)
-            .then(|| max + offset as i32);
+        let offset = i32::try_from(strtol_whole(rest)?).ok()?;
+        return (min - max..=0).contains(&offset).then(|| max + offset);
     }
     None
 }

@@ -17,6 +17,10 @@ use grouptimeout::GroupChild;
 
 /// The tool's side of job control: who holds the terminal, and what to do when the command stops or the tool is
 /// continued.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent facts of the job, each set at its own point"
+)]
 pub struct JobControl {
     /// `None`: inactive (no terminal, or a process group shared with others).
     terminal: Option<Terminal>,
