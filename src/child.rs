@@ -19,6 +19,8 @@ mod contained;
 #[cfg(feature = "guard")]
 mod guarded;
 mod life;
+#[cfg(feature = "capture")]
+mod output;
 
 /// A command running as the leader of its own process group; see
 /// [`GroupCommandExt::spawn_group`](crate::GroupCommandExt::spawn_group).
@@ -64,9 +66,9 @@ pub struct GroupChild {
     watch: ExitWatch,
     grace: Option<(i32, Duration)>,
     kill_leftovers: bool,
-    /// The most bytes of each output stream kept by the capturing waits, if set (see `capture/`).
+    /// What the capturing waits are told (see `capture/`).
     #[cfg(feature = "capture")]
-    pub(crate) output_limit: Option<usize>,
+    pub(crate) capture: output::Settings,
     /// Set once the leader was reaped; from then on its id is never signalled.
     outcome: Option<Outcome>,
     /// The guard of [`die_with_parent`](GroupChild::die_with_parent), ended after the job's end.

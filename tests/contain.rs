@@ -441,6 +441,103 @@ mod linux {
     }
     both_modes!(drops, cgroup_drop_ends_the_job, lineage_drop_ends_the_job);
 
+    /// `in_job` answers the same in every mode (issue 22.3): false for a killed member that is a zombie (its parent,
+    /// the leader's `sleep`, never reaps it), for the guard of `die_with_parent` (ours, not the job's), and, once the
+    /// leader was reaped, for a kept member that only the group tells (plain group; lineage still has its mark).
+    /// Before, lineage and the plain group said true for the zombie and the guard, and the group for the member.
+    fn in_job_the_same(mode: Containment) {
+        // `None` for a plain group.
+        let how = if mode == Containment::Group {
+            None
+        } else {
+            let Some(how) = contain("in_job", mode) else {
+                return;
+            };
+            Some(how)
+        };
+        let spawn = |script: &str| {
+            let Some(how) = &how else {
+                let mut child = Command::new("sh")
+                    .args(["-c", script])
+                    .stdout(Stdio::piped())
+                    .spawn_group()
+                    .unwrap();
+                let pid = read_pid(child.stdout.take().unwrap());
+                return (child, vec![pid.to_string()]);
+            };
+            start(how, mode, script, 1)
+        };
+        let (mut child, lines) = spawn("sleep 30 & echo $!; exec sleep 30");
+        let member = pids(&lines);
+        let _cleanup = KillOnDrop(member.clone());
+        child.die_with_parent().unwrap();
+        let guard = child.guard_id().expect("the guard's pid");
+        assert!(child.in_job(member[0]), "{mode:?}: a live member");
+        assert!(!child.in_job(guard), "{mode:?}: the guard");
+        kill_pids(&member);
+        assert!(eventually(Duration::from_secs(10), || {
+            state_and_group(member[0]).is_some_and(|(state, _)| state == 'Z')
+        }));
+        assert!(!child.in_job(member[0]), "{mode:?}: a zombie member");
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        // A member kept past the leader's reap: only a mark tells it then.
+        let (mut child, lines) = spawn("sleep 30 & echo $!; exit 0");
+        let kept = pids(&lines);
+        let _cleanup = KillOnDrop(kept.clone());
+        child.set_kill_leftovers(false);
+        child.wait().unwrap();
+        assert!(!is_dead(kept[0]));
+        // Lineage: the mark; cgroup: moved back out of the job's folder; group: its id may be another's now.
+        assert_eq!(
+            child.in_job(kept[0]),
+            mode == Containment::Lineage,
+            "{mode:?}: a kept member after the reap"
+        );
+    }
+
+    #[test]
+    fn cgroup_in_job_says_no_to_zombies_guards_and_reused_groups() {
+        in_job_the_same(Containment::Cgroup);
+    }
+
+    #[test]
+    fn lineage_in_job_says_no_to_zombies_guards_and_reused_groups() {
+        in_job_the_same(Containment::Lineage);
+    }
+
+    #[test]
+    fn group_in_job_says_no_to_zombies_guards_and_reused_groups() {
+        in_job_the_same(Containment::Group);
+    }
+
+    /// A process started with no environment (`env -i`) is told from the job's at once: `in_job` read an empty
+    /// environment again for 20 ms per call, so the tool's sweep spent that much per such orphan, in every round.
+    /// 100 of them, each asked about 10 times: about 20 s the old way, bounded here at 5 s.
+    #[test]
+    fn lineage_in_job_tells_an_empty_environment_at_once() {
+        let test = "lineage_in_job_tells_an_empty_environment_at_once";
+        let Some(how) = contain(test, Containment::Lineage) else {
+            return;
+        };
+        let script = "i=0; while [ $i -lt 100 ]; do env -i setsid sleep 30 & echo $!; i=$((i+1)); done; \
+                      while [ \"$(cat /proc/$!/comm)\" != sleep ]; do sleep .01; done; exec sleep 30";
+        let (child, lines) = start(&how, Containment::Lineage, script, 100);
+        let all = pids(&lines);
+        let _cleanup = KillOnDrop(all.clone());
+        assert!(eventually(Duration::from_secs(10), || all.iter().all(
+            |p| { fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c == "sleep\n") }
+        )));
+        let started = std::time::Instant::now();
+        for _ in 0..10 {
+            assert!(all.iter().all(|&p| !child.in_job(p)));
+        }
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(5), "1,000 calls took {took:?}");
+        drop(child);
+    }
+
     /// Issue 23 point 3: a job that makes `sub/` and `sub/deeper/` in its own cgroup folder and puts a process in
     /// each. The deadline's kill reaches both (`cgroup.kill` covers the sub-cgroups), and the end of the job removes
     /// the three folders, deepest first, within the usual bound; so does the drop of a running job, and a wait with

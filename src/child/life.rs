@@ -59,7 +59,7 @@ impl GroupChild {
             grace: None,
             kill_leftovers: true,
             #[cfg(feature = "capture")]
-            output_limit: None,
+            capture: super::output::Settings::default(),
             outcome: None,
             guard: None,
             reaped: OnceLock::new(),

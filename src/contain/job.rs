@@ -171,9 +171,16 @@ impl Job {
         }
     }
 
-    /// Whether process `pid` belongs to the job whose leader is `leader`, as far as `/proc` tells now.
-    pub(crate) fn contains(&self, leader: u32, pid: u32) -> bool {
-        let in_group = || crate::sys::group_of(pid).is_ok_and(|pgid| pgid == leader);
+    /// Whether process `pid` belongs to the job whose leader is `leader`, as far as `/proc` tells now: never a
+    /// process that has exited (a zombie; on Linux), and never by its group alone once the leader was reaped
+    /// (`leader_unreaped` false: the group id may name someone else's group by then).
+    pub(crate) fn contains(&self, leader: u32, pid: u32, leader_unreaped: bool) -> bool {
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if super::proc::Stat::read(pid).is_none_or(|s| s.dead()) {
+            return false;
+        }
+        let in_group =
+            || leader_unreaped && crate::sys::group_of(pid).is_ok_and(|pgid| pgid == leader);
         let Some(inner) = &self.0 else {
             return in_group();
         };
