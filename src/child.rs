@@ -71,7 +71,7 @@ pub struct GroupChild {
     pub(crate) capture: output::Settings,
     /// Set once the leader was reaped; from then on its id is never signalled.
     outcome: Option<Outcome>,
-    /// The guard of [`die_with_parent`](GroupChild::die_with_parent), ended before the leader is reaped.
+    /// The guard of [`die_with_parent`](GroupChild::die_with_parent), ended after the job's end.
     pub(crate) guard: Option<Guard>,
     /// Shared with the [`GroupHandle`]s, made by the first call of [`handle`](GroupChild::handle).
     reaped: OnceLock<Arc<Reaped>>,
@@ -328,9 +328,9 @@ impl GroupChild {
         GroupHandle::new(self.id(), Arc::clone(reaped), self.job.clone())
     }
 
-    /// Ends the guard, then reaps the leader, with the handles locked out: none signals after the reap.
+    /// Reaps the leader, with the handles locked out: none signals after the reap. The guard is ended by the caller,
+    /// after the job's end.
     fn reap(&mut self) -> io::Result<ExitStatus> {
-        self.guard = None;
         let status = match self.reaped.get() {
             None => self.child.wait(),
             Some(reaped) => {
@@ -443,6 +443,8 @@ impl GroupChild {
                 self.outcome = Some(outcome);
                 self.take_reached();
                 let ended = self.job.end(!kill_group);
+                // Only now: until the job's cgroup is gone, this process's death still ends it and removes it.
+                self.guard = None;
                 killed.and(ended).map(|()| outcome)
             }
         }

@@ -495,9 +495,17 @@ fn a_killed_tool_takes_the_command_group_along() {
     let mut running = Running::start(BIN, &["30", "sh", "-c", &script]);
     let (background, leader) = (s.pid("pid"), s.pid("leader"));
     // The leader, its background sleep and the tool's guard, which joins the group by itself after the tool's
-    // die_with_parent_forked returned: wait (bounded) for it.
-    let members = common::wait_for_members(leader, 3);
-    assert_eq!(members.len(), 3, "{members:?}");
+    // die_with_parent_forked returned: wait (bounded) for it. A job with a cgroup of its own has a guard that leads a
+    // group of its own (out of reach of the job's group signals, which must not end it before the folder is gone).
+    let in_cgroup = common::job_folder(leader).is_some_and(|f| {
+        f.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("grouptimeout-"))
+    });
+    let members = common::wait_for_members(leader, if in_cgroup { 2 } else { 3 });
+    assert_eq!(members.len(), if in_cgroup { 2 } else { 3 }, "{members:?}");
+    if in_cgroup {
+        common::wait_for_guard(running.child.id());
+    }
     running.signal(libc::SIGKILL);
     let r = running.finish();
     assert_eq!(r.status.signal(), Some(libc::SIGKILL));
@@ -957,13 +965,14 @@ fn a_killed_tool_takes_the_cgroup_along() {
             "no cgroup could be made for the job (root and cgroup v2 needed)",
         );
     };
-    // The escapee leaves the group (setsid), and the guard joins it by itself after the tool's die_with_parent_forked
-    // returned: wait (bounded) for both, so that the group is the leader and the guard.
+    // The escapee leaves the group (setsid), and the guard leads a group of its own (a cgroup job's guard is out of
+    // reach of the job's group signals) after the tool's die_with_parent_forked returned: wait (bounded) for both.
     assert!(common::eventually(Duration::from_secs(10), || {
         common::state_and_group(escapee).is_some_and(|(_, group)| group == escapee)
     }));
-    let members = common::wait_for_members(leader, 2);
-    assert_eq!(members.len(), 2, "{members:?}");
+    let guard = common::wait_for_guard(running.child.id());
+    assert_eq!(common::live_members(leader), [leader]);
+    assert_eq!(common::state_and_group(guard).map(|(_, g)| g), Some(guard));
     running.signal(libc::SIGKILL);
     let r = running.finish();
     assert_eq!(r.status.signal(), Some(libc::SIGKILL));
@@ -971,6 +980,124 @@ fn a_killed_tool_takes_the_cgroup_along() {
     assert_dies(leader, "command of a killed tool");
     assert!(
         common::eventually(Duration::from_secs(10), || !folder.exists()),
+        "{folder:?} left behind"
+    );
+}
+
+/// The job folders that process `pid` is in, outermost first (the `grouptimeout-*` folders on its cgroup's path).
+fn job_folders_around(pid: u32) -> Vec<PathBuf> {
+    let Ok(cgroups) = fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
+        return Vec::new();
+    };
+    let Some(rel) = cgroups.lines().find_map(|l| l.strip_prefix("0::")) else {
+        return Vec::new();
+    };
+    let mut path = String::new();
+    let mut folders = Vec::new();
+    for part in rel.split('/').filter(|p| !p.is_empty()) {
+        path = format!("{path}/{part}");
+        if part.starts_with("grouptimeout-") {
+            folders.extend(common::cgroup_folder(&path));
+        }
+    }
+    folders
+}
+
+/// Issue 23 point 3: three nested tools (each job's cgroup inside the one around it) ended by the outer tool's
+/// `-s KILL` at its deadline, and by a `kill -9` of the outer tool: every level's folder goes (the outer tool's end,
+/// or its guard, removes the sub-cgroups deepest first; the inner tools die by `SIGKILL` and remove nothing). Before,
+/// every level stayed (the outer `rmdir` failed with `EBUSY` on its sub-cgroups).
+#[test]
+fn nested_tools_ended_by_sigkill_leave_no_folder() {
+    let test = "nested_tools_ended_by_sigkill_leave_no_folder";
+    if common::linux_only(test, "a cgroup of the job's own") {
+        return;
+    }
+    for how in ["-s KILL", "kill -9"] {
+        let s = Scratch::new();
+        let script = format!("echo $$ > {}; exec sleep 30", s.file("leader"));
+        let mut args = if how == "-s KILL" {
+            vec!["-s", "KILL", "1"]
+        } else {
+            vec!["30"]
+        };
+        args.extend([BIN, "30", BIN, "30", "sh", "-c", &script]);
+        let mut running = Running::start(BIN, &args);
+        let leader = s.pid("leader");
+        let _cleanup = common::KillOnDrop(vec![leader]);
+        let folders = job_folders_around(leader);
+        if folders.len() != 3 {
+            running.signal(libc::SIGKILL);
+            running.finish();
+            return common::skip_or_fail(
+                test,
+                &format!("no cgroup of their own for the nested jobs (root and cgroup v2 needed): {folders:?}"),
+            );
+        }
+        if how == "kill -9" {
+            common::wait_for_guard(running.child.id());
+            running.signal(libc::SIGKILL);
+        }
+        let r = running.finish();
+        if how == "kill -9" {
+            assert_eq!(r.status.signal(), Some(libc::SIGKILL), "{how}");
+        } else {
+            assert_eq!(code(&r), 137, "{how}: {}", r.stderr);
+            assert!(r.elapsed < Duration::from_secs(8), "{how}: {:?}", r.elapsed);
+            assert_eq!(r.stderr, "", "{how}");
+            // The tool removed them before it exited.
+            let left: Vec<_> = folders.iter().filter(|f| f.exists()).collect();
+            assert!(left.is_empty(), "{how}: {left:?} left behind");
+        }
+        assert_dies(leader, "the innermost command");
+        assert!(
+            common::eventually(Duration::from_secs(15), || folders
+                .iter()
+                .all(|f| !f.exists())),
+            "{how}: {folders:?} left behind"
+        );
+    }
+}
+
+/// Issue 23 point 3: a `kill -9` of the tool just after its deadline's `SIGKILL`, while the killed job (about 1 GiB,
+/// which takes a while to free) is still dying: the tool's guard, which leads a group of its own, outlives the group
+/// kill, and removes the folder once the job is gone. Before, the group kill ended the guard too, and the folder
+/// stayed whenever the tool died before its own removal.
+#[test]
+fn a_tool_killed_while_its_killed_job_dies_leaves_no_folder() {
+    let test = "a_tool_killed_while_its_killed_job_dies_leaves_no_folder";
+    if common::linux_only(test, "a cgroup of the job's own") {
+        return;
+    }
+    let s = Scratch::new();
+    let script = format!(
+        "echo $$ > {}; exec dd if=/dev/zero of=/dev/null bs=1G count=1000000 2>/dev/null",
+        s.file("leader")
+    );
+    let mut running = Running::start(BIN, &["-v", "-s", "KILL", "2", "sh", "-c", &script]);
+    let leader = s.pid("leader");
+    let _cleanup = common::KillOnDrop(vec![leader]);
+    let Some(folder) = job_folders_around(leader).pop() else {
+        running.signal(libc::SIGKILL);
+        running.finish();
+        return common::skip_or_fail(
+            test,
+            "no cgroup could be made for the job (root and cgroup v2 needed)",
+        );
+    };
+    common::wait_for_guard(running.child.id());
+    let stderr = running.scratch.path("stderr");
+    assert!(
+        common::eventually(Duration::from_secs(20), || fs::read_to_string(&stderr)
+            .is_ok_and(|e| e.contains("sending signal KILL"))),
+        "no deadline"
+    );
+    running.signal(libc::SIGKILL);
+    let r = running.finish();
+    assert_eq!(r.status.signal(), Some(libc::SIGKILL));
+    assert_dies(leader, "the killed command");
+    assert!(
+        common::eventually(Duration::from_secs(15), || !folder.exists()),
         "{folder:?} left behind"
     );
 }

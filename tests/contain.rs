@@ -963,6 +963,18 @@ mod linux {
         );
     }
 
+    /// As above, with a job that made a sub-cgroup in its folder and put a process in it: the (shell) guard kills it
+    /// too, and removes the sub-cgroup before the folder (before, its `rmdir` of the folder failed until it gave up).
+    #[test]
+    fn cgroup_die_with_parent_removes_the_sub_cgroups_of_the_job() {
+        supervisor_killed(
+            "cgroup_die_with_parent_removes_the_sub_cgroups_of_the_job",
+            "d=\"$CG$(sed -n 's/^0:://p' /proc/self/cgroup)\"; mkdir \"$d/sub\" && \
+             sh -c 'echo 0 > \"$1/cgroup.procs\" && exec sleep 30' sh \"$d/sub\" & exec sleep 30",
+            false,
+        );
+    }
+
     /// Runs test `test` as a supervisor (this test binary, re-run) that spawns, in cgroup mode with
     /// `die_with_parent`, a job with a `setsid` escapee whose leader then runs `leader`; kills the supervisor with
     /// `SIGKILL` (after the leader holds 2 GB and 3 busy loops started, with `heavy`), and checks that the escapee
@@ -992,6 +1004,7 @@ mod linux {
         let mut supervisor = Command::new(std::env::current_exe().unwrap())
             .args(["--exact", &format!("linux::{test}"), "--nocapture"])
             .env("GROUPTIMEOUT_TEST_SUPERVISOR", "1")
+            .env("CG", cgroup_folder("").unwrap_or_default())
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();

@@ -25,8 +25,9 @@ impl GroupChild {
     /// signals, so a member's `kill 0`, or a grace signal, cannot disarm it; it cost +0.28 ms per command in
     /// `BENCHMARKS.md`'s run (row 8; more under load), most of it the shell's start. Calling it again does nothing.
     ///
-    /// Whatever ends the group ends the guard too, before the leader is reaped: every wait and [`Drop`] send it
-    /// `SIGKILL` and reap it, so no process, pipe or zombie is left behind. That reap waits at most about a second (a
+    /// Every wait and [`Drop`] end the guard (`SIGKILL` and a reap) once the job has ended: after the leader's reap
+    /// and, for a job in a cgroup of its own, after its folder was removed; so no process, pipe or zombie is left
+    /// behind. That reap waits at most about a second (a
     /// guard that does not die by then, stuck in uninterruptible sleep or held by a stopped tracer, is left to become
     /// a zombie of this process). On Linux (5.4 and later) the guard is held by a pidfd opened while it was our
     /// unreaped child: if other code reaps it (a `waitpid(-1)`, a subreaper's sweep), nothing is ever sent to, nor
@@ -36,6 +37,16 @@ impl GroupChild {
     /// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers) keeps its leftovers, the guard alone is ended
     /// and the leftovers are left as they were (no longer guarded). While the guard runs it is one more member of
     /// the group (its pid is not the leader's), and it holds the group's id even after all other members are gone.
+    ///
+    /// # A job in a cgroup of its own
+    ///
+    /// For a job that [`spawn_contained`](crate::GroupCommandExt::spawn_contained) gave a cgroup
+    /// ([`Containment::Cgroup`](crate::Containment::Cgroup)), the guard leads a process group of its own instead, so
+    /// that no signal to the job's group (the deadline's `SIGKILL` included) ends it before the job's folder is gone.
+    /// When this process dies, it ends the cgroup (`cgroup.kill`, which reaches every process of the job, its group
+    /// included, and those in sub-cgroups the job made), removes the folder with those sub-cgroups (deepest first)
+    /// once they are empty, trying for about 10 s, and exits. So a `SIGKILL` of this process at any moment of a wait,
+    /// after the deadline's kill or the leader's reap too, leaves neither the job nor its folder.
     ///
     /// # What is not reached
     ///
