@@ -392,18 +392,19 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
         match &mut subreaper {
             None => {}
             Some(Ok(subreaper)) => {
-                // Orphans the tool cannot tell (their environment, with the job's mark, cannot be read).
-                let mut unknown = vec![];
+                // The orphans the sweep spares; those still running after it (children of ours, not reaped: the pid
+                // is theirs) whose environment, with the job's mark, cannot be read are named.
+                let mut spared = vec![];
                 let sweep = subreaper.sweep_matching(&owned, SWEEP_LIMIT, |pid| {
                     let owns = leader.owns_orphan(pid);
-                    if !owns && !unknown.contains(&pid) && environment_unreadable(pid) {
-                        unknown.push(pid);
+                    if !owns && !spared.contains(&pid) {
+                        spared.push(pid);
                     }
                     owns
                 });
-                // Those still running (and so still children of ours, not reaped: the pid is theirs).
-                let unknown: Vec<(u32, String)> = unknown
+                let unknown: Vec<(u32, String)> = spared
                     .into_iter()
+                    .filter(|&pid| running_name(pid).is_some() && environment_unreadable(pid))
                     .filter_map(|pid| Some((pid, running_name(pid)?)))
                     .collect();
                 if !unknown.is_empty() {
@@ -461,15 +462,19 @@ fn environment_unreadable(pid: u32) -> bool {
         .is_err_and(|e| e.kind() == io::ErrorKind::PermissionDenied)
 }
 
-/// The name of process `pid` if it still runs (not a zombie) as a child of the tool (an adopted orphan: then the pid
-/// is still its own), from `/proc/PID/stat`.
+/// The name of process `pid` if it still runs (not a zombie, not exiting: an exiting process's `/proc` files are
+/// root's) as a child of the tool (an adopted orphan: then the pid is still its own), from `/proc/PID/stat`.
 fn running_name(pid: u32) -> Option<String> {
+    /// The kernel's flag of a process that is exiting (include/linux/sched.h).
+    const PF_EXITING: u64 = 0x4;
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let (name, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
-    let mut fields = rest.split(' ');
-    let running = !matches!(fields.next()?, "Z" | "X" | "x");
-    let ours = fields.next()? == std::process::id().to_string();
-    (running && ours).then(|| name.to_owned())
+    let fields: Vec<&str> = rest.split(' ').collect();
+    // After the name: state (3), ppid (4), ..., flags (9).
+    let running = !matches!(*fields.first()?, "Z" | "X" | "x");
+    let ours = *fields.get(1)? == std::process::id().to_string();
+    let exiting = fields.get(6)?.parse::<u64>().ok()? & PF_EXITING != 0;
+    (running && ours && !exiting).then(|| name.to_owned())
 }
 
 /// Waits for the command, passing on signals and firing the timeouts, until it is reaped; `None` when it could not be
