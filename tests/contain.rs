@@ -538,6 +538,41 @@ mod linux {
         drop(child);
     }
 
+    /// The same for processes without an environment that run (busy loops): such a process is never asleep, so its
+    /// empty environment block might be that of an `execve` in progress, unless its image is loaded whole (its
+    /// `end_code` is set). 4 of them, each asked 50 times: at least 20 ms a call (4.2 s) before, bounded at 2 s here.
+    #[test]
+    fn lineage_in_job_tells_a_running_empty_environment_soon() {
+        let test = "lineage_in_job_tells_a_running_empty_environment_soon";
+        let Some(how) = contain(test, Containment::Lineage) else {
+            return;
+        };
+        let script =
+            "i=0; while [ $i -lt 4 ]; do env -i setsid sh -c 'while :; do :; done' & echo $!; \
+                      i=$((i+1)); done; exec sleep 30";
+        let (child, lines) = start(&how, Containment::Lineage, script, 4);
+        let busy = pids(&lines);
+        let _cleanup = KillOnDrop(busy.clone());
+        // Each runs its loop: `sh` again (the forked shell before `env` is `sh` too, with the mark), with no
+        // environment.
+        assert!(eventually(Duration::from_secs(10), || busy.iter().all(
+            |p| {
+                fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c == "sh\n")
+                    && fs::read(format!("/proc/{p}/environ")).is_ok_and(|e| e.is_empty())
+                    && fs::read_to_string(format!("/proc/{p}/cmdline"))
+                        .is_ok_and(|c| c.contains("while"))
+            }
+        )));
+        let started = std::time::Instant::now();
+        for _ in 0..50 {
+            assert!(busy.iter().all(|&p| !child.in_job(p)));
+        }
+        let took = started.elapsed();
+        kill_pids(&busy);
+        assert!(took < Duration::from_secs(2), "200 calls took {took:?}");
+        drop(child);
+    }
+
     /// Issue 23 point 3: a job that makes `sub/` and `sub/deeper/` in its own cgroup folder and puts a process in
     /// each. The deadline's kill reaches both (`cgroup.kill` covers the sub-cgroups), and the end of the job removes
     /// the three folders, deepest first, within the usual bound; so does the drop of a running job, and a wait with

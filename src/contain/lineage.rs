@@ -322,11 +322,12 @@ impl Mark {
 }
 
 /// Whether process `pid`, whose environment read empty, has none for good: it is gone, a zombie or a kernel thread,
-/// or `/proc/PID/stat` shows an empty environment block in a process that is not running (asleep or stopped: a
-/// process started with no environment, `env -i`, such as a daemon). In the middle of `execve` the new image has no
-/// block yet (its end reads 0), and then, while `execve` copies the environment in (running, or waiting for a page:
-/// state `R` or `D`), an empty one for a moment (seen: 1 call of `in_job` in 2,000 on a process that execs in a
-/// loop, without the state's test): `false` then, so that the caller reads the environment again.
+/// or `/proc/PID/stat` shows an empty environment block (a process started with no environment, `env -i`) in an
+/// image that is loaded whole, or in a process that is not running (asleep or stopped). In the middle of `execve`
+/// the new image has no block yet (its end reads 0), and then, while `execve` copies the environment in (running, or
+/// waiting for a page: state `R` or `D`), an empty one for a moment; the new image's `end_code` is set only after
+/// that copy (Linux's `load_elf_binary`), and is 0 until then. `false` in those cases, so that the caller reads the
+/// environment again.
 fn empty_for_good(pid: u32) -> bool {
     let Some(stat) = Stat::read(pid) else {
         return true;
@@ -334,7 +335,9 @@ fn empty_for_good(pid: u32) -> bool {
     let (env_start, env_end) = stat.env;
     stat.dead()
         || stat.flags & PF_KTHREAD != 0
-        || (env_end != 0 && env_start == env_end && !matches!(stat.state, 'R' | 'D'))
+        || (env_end != 0
+            && env_start == env_end
+            && (stat.loaded || !matches!(stat.state, 'R' | 'D')))
 }
 
 /// How many pidfds of killed processes one kill holds (a process may have 1,024 descriptors).

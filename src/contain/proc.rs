@@ -39,6 +39,9 @@ pub(super) struct Stat {
     /// process, a kernel thread, Linux before 3.5), and an end of 0 in the middle of `execve` (the new image has no
     /// block yet). Equal and not 0: it has no environment at all (`env -i`).
     pub(super) env: (u64, u64),
+    /// Whether its image is loaded whole: the end of its code is known (`end_code`, field 27, which `execve` sets
+    /// after it has filled in the new environment block; 0 before, and where it cannot be read).
+    pub(super) loaded: bool,
 }
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
@@ -71,7 +74,8 @@ impl Stat {
         let pgid = number(fields.nth(1))?;
         let flags = number(fields.nth(3))?;
         let start = number(fields.nth(12))?;
-        let env_start = number(fields.nth(27)).unwrap_or(0);
+        let end_code = number(fields.nth(4)).unwrap_or(0);
+        let env_start = number(fields.nth(22)).unwrap_or(0);
         let env_end = number(fields.next()).unwrap_or(0);
         let exit_code = number(fields.next());
         let dead = matches!(state, 'Z' | 'X' | 'x');
@@ -84,6 +88,7 @@ impl Stat {
             killed: dead
                 && exit_code.is_some_and(|c| c & 0x7f == u64::from(libc::SIGKILL.unsigned_abs())),
             env: (env_start, env_end),
+            loaded: end_code != 0,
         };
         Some((text.get(open + 1..close)?, parsed))
     }
