@@ -889,6 +889,53 @@ fn the_sweep_tells_empty_environments_at_once() {
     }
 }
 
+/// Issue 22.3: as nobody (lineage), an escapee that became root through a setuid program can be neither read (its
+/// environment, with the job's mark, is root's) nor killed: the tool names it as left running and possibly the
+/// command's, instead of saying nothing. The setuid program is a root-owned setuid copy of `setpriv` that makes
+/// itself root for good (`--reuid=0`), in a folder of the test's own.
+#[test]
+fn an_escapee_that_became_root_is_named() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let test = "an_escapee_that_became_root_is_named";
+    if !User::available(test).contains(&User::Nobody) {
+        return;
+    }
+    let s = Scratch::new();
+    let dir = s.path("bin");
+    fs::create_dir(&dir).unwrap();
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+    let rootpriv = dir.join("rootpriv");
+    let setpriv = Command::new("sh")
+        .args(["-c", "command -v setpriv"])
+        .output()
+        .unwrap();
+    fs::copy(String::from_utf8(setpriv.stdout).unwrap().trim(), &rootpriv).unwrap();
+    fs::set_permissions(&rootpriv, fs::Permissions::from_mode(0o4755)).unwrap();
+    let script = format!(
+        "setsid {} --reuid=0 --regid=0 --clear-groups sleep 30 & echo $! > {}; \
+         while [ \"$(cat /proc/$!/comm)\" != sleep ]; do sleep .01; done",
+        rootpriv.display(),
+        s.file("p")
+    );
+    let r = User::Nobody.run(&s, &["10", "sh", "-c", &script]);
+    let escapee = s.pid("p");
+    let alive = !is_dead(escapee);
+    kill_pids(&[escapee]);
+    assert_eq!(code(&r), 0, "{}", r.stderr);
+    assert!(
+        alive,
+        "the root escapee was killed: a test that cannot tell"
+    );
+    let me = User::Nobody.name();
+    assert_eq!(
+        r.stderr,
+        format!(
+            "{me}: left running {escapee} (sleep), which may be the command's: cannot read its environment \
+             (setuid or non-dumpable)\n"
+        )
+    );
+}
+
 /// Issue 17.3 for the tool: its forked guard ends the job's cgroup when the tool is killed with `SIGKILL`, so a
 /// `setsid` escapee dies too, and the folder is removed.
 #[test]
