@@ -2,7 +2,7 @@
 """Watches the cgroup folder WHERE for new job folders (`grouptimeout-PID-*`) while a test run goes on, and writes one
 line per new folder to standard output: its name, whether this run made it, and who made it.
 
-    job_folders.py WHERE ROOT
+    job_folders.py WHERE ROOT [TREE]
 
 Who made it: the command line of PID (the process named in the folder's name), of its parent and grandparent, the
 names of their threads (libtest names each test's thread after the test, cut to 15 bytes), and the first processes
@@ -10,7 +10,8 @@ found inside the folder with their parents. PID is the maker's pid in its own PI
 private one it names some other process here, and the processes inside (seen here with their real pids) tell more.
 
 Whether this run made it: `ours` when PID or a process inside the folder descends from process ROOT (the script
-that runs the tests), `other` when neither does (another run on the same machine, in the same cgroup), `unknown`
+that runs the tests) or from a process that runs a program from the folder TREE (the checkout under test: tests
+start the tool through tmux, whose server is no descendant), `other` when neither does (another run on the same machine, in the same cgroup), `unknown`
 when that could not be told (the maker and the processes inside were gone before it looked; counted as ours).
 A folder is looked at again every few milliseconds until it is told, for at most 5 s.
 
@@ -40,11 +41,21 @@ def parent(pid):
         return None
 
 
-def descends(pid, root):
+def ours(pid, root, tree):
+    """Whether `pid` is process `root`, or runs a program from the folder `tree` (the checkout under test)."""
+    if pid == root:
+        return True
+    try:
+        return bool(tree) and os.readlink(f"/proc/{pid}/exe").startswith(tree + "/")
+    except OSError:
+        return False
+
+
+def descends(pid, root, tree):
     """True or False when `pid`'s ancestry could be read, None when `pid` is gone."""
     seen = 0
     while pid and seen < 64:
-        if pid == root:
+        if ours(pid, root, tree):
             return True
         up = parent(pid)
         if up is None:
@@ -81,6 +92,7 @@ def describe(pid, procs):
 
 def main():
     where, root = sys.argv[1], int(sys.argv[2])
+    tree = os.path.realpath(sys.argv[3]) if len(sys.argv) > 3 else ""
     # Every folder there is new to it: the script may have made one before this process started to look.
     seen = set()
     pending = {}  # name -> (first seen, maker pid, description)
@@ -105,10 +117,10 @@ def main():
             procs = [int(p) for p in (read(os.path.join(where, name, "cgroup.procs"), 4096) or "").split()]
             if said is None:
                 said = describe(pid, procs)
-            verdicts = [descends(p, root) for p in procs]
+            verdicts = [descends(p, root, tree) for p in procs]
             # The name's pid is the maker's only in our PID namespace: trust it when it has no process inside yet
             # only if the folder's processes do not say otherwise.
-            verdicts.append(descends(pid, root))
+            verdicts.append(descends(pid, root, tree))
             if True in verdicts:
                 verdict = "ours"
             elif procs and all(v is False for v in verdicts[:-1]) and verdicts[-1] is not True:

@@ -19,6 +19,8 @@ mod contained;
 #[cfg(feature = "guard")]
 mod guarded;
 mod life;
+#[cfg(feature = "capture")]
+mod output;
 
 /// A command running as the leader of its own process group; see
 /// [`GroupCommandExt::spawn_group`](crate::GroupCommandExt::spawn_group).
@@ -64,12 +66,12 @@ pub struct GroupChild {
     watch: ExitWatch,
     grace: Option<(i32, Duration)>,
     kill_leftovers: bool,
-    /// The most bytes of each output stream kept by the capturing waits, if set (see `capture/`).
+    /// What the capturing waits are told (see `capture/`).
     #[cfg(feature = "capture")]
-    pub(crate) output_limit: Option<usize>,
+    pub(crate) capture: output::Settings,
     /// Set once the leader was reaped; from then on its id is never signalled.
     outcome: Option<Outcome>,
-    /// The guard of [`die_with_parent`](GroupChild::die_with_parent), ended before the leader is reaped.
+    /// The guard of [`die_with_parent`](GroupChild::die_with_parent), ended after the job's end.
     pub(crate) guard: Option<Guard>,
     /// Shared with the [`GroupHandle`]s, made by the first call of [`handle`](GroupChild::handle).
     reaped: OnceLock<Arc<Reaped>>,
@@ -331,9 +333,9 @@ impl GroupChild {
         GroupHandle::new(self.id(), Arc::clone(reaped), self.job.clone())
     }
 
-    /// Ends the guard, then reaps the leader, with the handles locked out: none signals after the reap.
+    /// Reaps the leader, with the handles locked out: none signals after the reap. The guard is ended by the caller,
+    /// after the job's end. A kept job's keeper is told first to end the job (`kill`) or to keep what it left.
     fn reap(&mut self, kill: bool) -> io::Result<ExitStatus> {
-        self.guard = None;
         self.job.judge(self.id(), kill);
         let status = match self.reaped.get() {
             None => self.child.wait(),
@@ -398,15 +400,13 @@ impl GroupChild {
         deadline: Option<Instant>,
         pause: impl FnMut(&ExitWatch, Option<Duration>) -> io::Result<()>,
     ) -> io::Result<bool> {
-        let pid = self.id();
-        let job = &self.job;
-        self.watch
-            .wait_for(deadline, || job.leader_exited(pid), pause)
+        let (pid, job) = (self.id(), &self.job);
+        self.watch.wait_for(deadline, || job.exited(pid), pause)
     }
 
     /// Whether the leader (for a kept job: the command) has exited, not reaped; `ECHILD` as for `has_exited`.
     pub(crate) fn leader_exited(&self) -> io::Result<bool> {
-        self.job.leader_exited(self.id())
+        self.job.exited(self.id())
     }
 
     /// Signals the group first (or at once with the whole job), then the job's processes outside it (see
@@ -451,6 +451,8 @@ impl GroupChild {
                 self.outcome = Some(outcome);
                 self.take_reached();
                 let ended = self.job.end(!kill_group);
+                // Only now: until the job's cgroup is gone, this process's death still ends it and removes it.
+                self.guard = None;
                 killed.and(ended).map(|()| outcome)
             }
         }

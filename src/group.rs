@@ -22,12 +22,8 @@ pub(crate) fn is_stop_signal(signal: i32) -> bool {
 /// the caller makes sure the leader is not reaped yet. A failed `kill(2)` is returned as the OS error it is
 /// (`EPERM`, `EINVAL`).
 pub(crate) fn signal_group(pgid: u32, signal: i32, job: &Job) -> io::Result<()> {
-    #[cfg(all(feature = "contain", target_os = "linux", not(grouptimeout_portable)))]
-    if job.kept() {
-        return sys::signal_kept_group(pgid, signal);
-    }
-    let _ = job;
-    match sys::signal_group(pgid, signal) {
+    let kept = job.signal_kept(pgid, signal);
+    match kept.unwrap_or_else(|| sys::signal_group(pgid, signal)) {
         // macOS answers EPERM for a group of zombies: once the leader has exited, that means "gone".
         Err(e) if e.raw_os_error() == Some(libc::EPERM) && leader_exited(pgid)? => Ok(()),
         other => other,

@@ -41,7 +41,7 @@
 //! let captured = child.wait_with_output_timeout(Duration::from_secs(10))?;
 //! assert_eq!(captured.stdout, b"out\n");
 //! assert_eq!(captured.stderr, b"err\n");
-//! assert!(!captured.outcome.timed_out() && !captured.stdout_truncated && captured.pipes_closed);
+//! assert!(!captured.outcome.timed_out() && captured.stdout_omitted == 0 && captured.pipes_closed);
 //! # Ok(())
 //! # }
 //! ```

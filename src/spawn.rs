@@ -118,6 +118,39 @@ pub trait GroupCommandExt: sealed::Sealed {
     /// included).
     #[cfg(feature = "contain")]
     fn spawn_contained(&mut self) -> io::Result<GroupChild>;
+
+    /// [`spawn_group`](GroupCommandExt::spawn_group) with standard output and standard error piped, then
+    /// [`wait_with_output_timeout`](GroupChild::wait_with_output_timeout): the group's counterpart of
+    /// [`Command::output`], which returns at the deadline.
+    ///
+    /// Needs the `capture` feature (on by default).
+    ///
+    /// Both streams are piped whatever the `Command` said (std's `Command` does not tell what was set), and the
+    /// setting stays on it, as [`process_group(0)`](std::os::unix::process::CommandExt::process_group) does. Standard
+    /// input is left as set, inherited by default (`output` gives `/dev/null` unless set): give a command that must
+    /// not read the terminal [`Stdio::null()`](std::process::Stdio::null). The output limit is the default (16 MiB
+    /// per stream); to set it, or to write input, spawn with `spawn_group` and wait as this does.
+    ///
+    /// # Errors
+    ///
+    /// As for [`spawn_group`](GroupCommandExt::spawn_group), then as for
+    /// [`wait_with_output_deadline`](GroupChild::wait_with_output_deadline).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::process::Command;
+    /// use std::time::Duration;
+    /// use grouptimeout::GroupCommandExt;
+    ///
+    /// # fn main() -> std::io::Result<()> {
+    /// let out = Command::new("sh").args(["-c", "echo out; echo err >&2"]).output_timeout(Duration::from_secs(10))?;
+    /// assert_eq!((&out.stdout[..], &out.stderr[..]), (&b"out\n"[..], &b"err\n"[..]));
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "capture")]
+    fn output_timeout(&mut self, timeout: std::time::Duration) -> io::Result<crate::Captured>;
 }
 
 /// The supertrait that seals [`GroupCommandExt`]: public in a private module, so no other crate can name it.
@@ -135,5 +168,10 @@ impl GroupCommandExt for Command {
     #[cfg(feature = "contain")]
     fn spawn_contained(&mut self) -> io::Result<GroupChild> {
         crate::Contain::new().spawn(self)
+    }
+
+    #[cfg(feature = "capture")]
+    fn output_timeout(&mut self, timeout: std::time::Duration) -> io::Result<crate::Captured> {
+        crate::capture::output(self, timeout)
     }
 }

@@ -181,11 +181,15 @@ fn big_output_keeps_head_marker_and_tail() {
     );
     let mut child = piped(marked.sh(&script)).spawn_group().unwrap();
     child.set_output_limit(LIMIT);
+    child.set_omission_marker(true);
     let captured = child
         .wait_with_output_timeout(Duration::from_secs(120))
         .unwrap();
     assert!(exited_ok(&captured), "{:?}", captured.outcome);
-    assert!(captured.stdout_truncated && !captured.stderr_truncated);
+    assert_eq!(
+        (captured.stdout_omitted, captured.stderr_omitted),
+        ((TOTAL - LIMIT) as u64, 0)
+    );
     assert!(captured.pipes_closed);
 
     let head = LIMIT / 2;
@@ -212,13 +216,14 @@ fn output_exactly_at_the_limit_is_not_truncated() {
         .spawn_group()
         .unwrap();
     child.set_output_limit(100_000);
+    child.set_omission_marker(true);
     let captured = child
         .wait_with_output_timeout(Duration::from_secs(60))
         .unwrap();
     assert!(exited_ok(&captured));
     assert_eq!(captured.stdout, vec![0; 100_000]);
-    assert!(!captured.stdout_truncated);
-    assert!(captured.stderr_truncated);
+    assert_eq!(captured.stdout_omitted, 0);
+    assert_eq!(captured.stderr_omitted, 1);
     let omitted_line = b"\n[grouptimeout: 1 bytes omitted]\n";
     assert_eq!(captured.stderr.len(), 100_000 + omitted_line.len());
     assert_eq!(
@@ -240,7 +245,7 @@ fn both_streams_at_once_do_not_deadlock() {
     assert_eq!(captured.stderr.len(), 5_000_000);
     assert!(captured.stdout.starts_with(b"out\nout\n"));
     assert!(captured.stderr.starts_with(b"err\nerr\n"));
-    assert!(!captured.stdout_truncated && !captured.stderr_truncated);
+    assert_eq!((captured.stdout_omitted, captured.stderr_omitted), (0, 0));
     assert!(captured.pipes_closed);
 }
 
@@ -260,7 +265,7 @@ fn a_flooded_pipe_starves_neither_the_other_nor_the_deadline() {
         took >= Duration::from_secs(1) && took < Duration::from_secs(15),
         "took {took:?}"
     );
-    assert!(captured.stdout_truncated);
+    assert!(captured.stdout_omitted > 0);
     let ticks = captured
         .stderr
         .split(|&b| b == b'\n')
@@ -418,6 +423,164 @@ fn deadline_variant_and_grace_period_keep_reading() {
     assert!(captured.outcome.timed_out());
     assert_eq!(captured.stdout, b"ready\ngot-term\n");
     assert_eq!(captured.outcome.status().code(), Some(7));
+    let left = marked.wait_all_dead(Duration::from_secs(10));
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// Issue 24.3: a cut stream keeps the command's own bytes (head, then tail, no marker unless asked for), and the count
+/// of bytes left out is beside the data.
+#[test]
+fn truncation_is_reported_beside_the_data_without_a_marker() {
+    let marked = Marked::new("omitted");
+    let mut child =
+        piped(marked.sh("head -c 1000 /dev/zero; printf END; head -c 10 /dev/zero >&2"))
+            .spawn_group()
+            .unwrap();
+    child.set_output_limit(100);
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    assert!(exited_ok(&captured), "{captured:?}");
+    let mut want = vec![0; 50 + 47];
+    want.extend_from_slice(b"END");
+    assert_eq!(captured.stdout, want);
+    assert_eq!(captured.stdout_omitted, 1003 - 100);
+    assert_eq!(captured.stderr, vec![0; 10]);
+    assert_eq!(captured.stderr_omitted, 0);
+}
+
+/// Issue 24.3: `output_timeout` pipes both streams itself, as `Command::output` does (a capturing wait of a child
+/// whose streams were not piped gets nothing: the bytes went to this process's own stdout and stderr).
+#[test]
+fn output_timeout_pipes_both_streams_itself() {
+    let marked = Marked::new("output");
+    let captured = marked
+        .sh("echo out; echo err >&2; exit 4")
+        .output_timeout(Duration::from_secs(60))
+        .unwrap();
+    assert_eq!(captured.outcome.status().code(), Some(4));
+    assert_eq!(captured.stdout, b"out\n");
+    assert_eq!(captured.stderr, b"err\n");
+    assert!(captured.pipes_closed);
+}
+
+/// Issue 24.3: input written while capturing, read back by `cat`.
+#[test]
+fn input_is_written_while_the_output_is_read() {
+    let marked = Marked::new("input");
+    let mut cmd = piped(marked.sh("cat; echo done >&2"));
+    cmd.stdin(Stdio::piped());
+    let mut child = cmd.spawn_group().unwrap();
+    child.set_input(&b"hello\n"[..]).unwrap();
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    assert!(exited_ok(&captured), "{captured:?}");
+    assert_eq!(captured.stdout, b"hello\n");
+    assert_eq!(captured.stderr, b"done\n");
+    assert_eq!(captured.input_written, 6);
+}
+
+/// Issue 24.3: a command that writes more than a pipe holds before it reads its input (3 MB out, then 3 MB in):
+/// neither side waits for the other.
+#[test]
+fn input_to_a_command_that_fills_its_output_first() {
+    const BYTES: usize = 3_000_000;
+    let marked = Marked::new("input-full");
+    let mut cmd = piped(marked.sh(&format!("head -c {BYTES} /dev/zero; wc -c")));
+    cmd.stdin(Stdio::piped());
+    let mut child = cmd.spawn_group().unwrap();
+    child.set_input(vec![b'x'; BYTES]).unwrap();
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    assert!(exited_ok(&captured), "{:?}", captured.outcome);
+    assert_eq!(captured.input_written, BYTES);
+    assert_eq!(captured.stdout.len(), BYTES + format!("{BYTES}\n").len());
+    assert_eq!(
+        String::from_utf8_lossy(&captured.stdout[BYTES..]).trim(),
+        BYTES.to_string()
+    );
+}
+
+/// Issue 24.3: a command that never reads its input: the wait ends when the command exits (the input left in the
+/// pipe dropped), or at the deadline, not blocked on the write.
+#[test]
+fn input_to_a_command_that_never_reads_it() {
+    let marked = Marked::new("input-unread");
+    let mut cmd = piped(marked.sh("echo started; sleep 0.2; echo done"));
+    cmd.stdin(Stdio::piped());
+    let mut child = cmd.spawn_group().unwrap();
+    child.set_input(vec![b'x'; 1 << 20]).unwrap();
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    assert!(exited_ok(&captured), "{:?}", captured.outcome);
+    assert_eq!(captured.stdout, b"started\ndone\n");
+    assert!(
+        captured.input_written < 1 << 20,
+        "{}",
+        captured.input_written
+    );
+
+    let mut cmd = piped(marked.sh("echo started; sleep 30"));
+    cmd.stdin(Stdio::piped());
+    let mut child = cmd.spawn_group().unwrap();
+    child.set_input(vec![b'x'; 1 << 20]).unwrap();
+    let started = Instant::now();
+    let captured = child
+        .wait_with_output_timeout(Duration::from_millis(300))
+        .unwrap();
+    assert!(captured.outcome.timed_out());
+    assert_eq!(captured.stdout, b"started\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the wait waited for the command"
+    );
+    let left = marked.wait_all_dead(Duration::from_secs(10));
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// Issue 24.3: input needs a piped standard input; asking for it otherwise fails at once, and nothing is killed.
+#[test]
+fn input_needs_a_piped_stdin() {
+    let marked = Marked::new("input-unpiped");
+    let mut child = piped(marked.sh("echo ok")).spawn_group().unwrap();
+    let e = child.set_input(&b"x"[..]).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    assert!(exited_ok(&captured));
+    assert_eq!(captured.stdout, b"ok\n");
+}
+
+/// Issue 24.3: a captured job's boundary and what its kills reached are kept in `Captured` (the wait consumes the
+/// handle that had them).
+#[cfg(all(feature = "contain", target_os = "linux", not(grouptimeout_portable)))]
+#[test]
+fn a_captured_job_keeps_its_containment_and_leftovers() {
+    use grouptimeout::Containment;
+    let marked = Marked::new("leftovers");
+    let child = piped(marked.sh("setsid sleep 30 & echo $!"))
+        .spawn_contained()
+        .unwrap();
+    let containment = child.containment();
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    assert!(exited_ok(&captured), "{:?}", captured.outcome);
+    let pid: u32 = String::from_utf8_lossy(&captured.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(captured.containment, containment);
+    assert_ne!(captured.containment, Containment::Group);
+    assert!(
+        captured.leftovers.iter().any(|l| l.pid == pid),
+        "{pid} not in {:?}",
+        captured.leftovers
+    );
     let left = marked.wait_all_dead(Duration::from_secs(10));
     assert!(left.is_empty(), "{left:?}");
 }

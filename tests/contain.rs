@@ -451,6 +451,138 @@ mod linux {
     }
     both_modes!(drops, cgroup_drop_ends_the_job, lineage_drop_ends_the_job);
 
+    /// `in_job` answers the same in every mode (issue 22.3): false for a killed member that is a zombie (its parent,
+    /// the leader's `sleep`, never reaps it), for the guard of `die_with_parent` (ours, not the job's), and, once the
+    /// leader was reaped, for a kept member that only the group tells (plain group; lineage still has its mark).
+    /// Before, lineage and the plain group said true for the zombie and the guard, and the group for the member.
+    fn in_job_the_same(mode: Containment) {
+        // `None` for a plain group.
+        let how = if mode == Containment::Group {
+            None
+        } else {
+            let Some(how) = contain("in_job", mode) else {
+                return;
+            };
+            Some(how)
+        };
+        let spawn = |script: &str| {
+            let Some(how) = &how else {
+                let mut child = Command::new("sh")
+                    .args(["-c", script])
+                    .stdout(Stdio::piped())
+                    .spawn_group()
+                    .unwrap();
+                let pid = read_pid(child.stdout.take().unwrap());
+                return (child, vec![pid.to_string()]);
+            };
+            start(how, mode, script, 1)
+        };
+        let (mut child, lines) = spawn("sleep 30 & echo $!; exec sleep 30");
+        let member = pids(&lines);
+        let _cleanup = KillOnDrop(member.clone());
+        child.die_with_parent().unwrap();
+        let guard = child.guard_id().expect("the guard's pid");
+        assert!(child.in_job(member[0]), "{mode:?}: a live member");
+        assert!(!child.in_job(guard), "{mode:?}: the guard");
+        kill_pids(&member);
+        assert!(eventually(Duration::from_secs(10), || {
+            state_and_group(member[0]).is_some_and(|(state, _)| state == 'Z')
+        }));
+        assert!(!child.in_job(member[0]), "{mode:?}: a zombie member");
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        // A member kept past the leader's reap: only a mark tells it then.
+        let (mut child, lines) = spawn("sleep 30 & echo $!; exit 0");
+        let kept = pids(&lines);
+        let _cleanup = KillOnDrop(kept.clone());
+        child.set_kill_leftovers(false);
+        child.wait().unwrap();
+        assert!(!is_dead(kept[0]));
+        // Lineage: the mark; cgroup: moved back out of the job's folder; group: its id may be another's now.
+        assert_eq!(
+            child.in_job(kept[0]),
+            mode == Containment::Lineage,
+            "{mode:?}: a kept member after the reap"
+        );
+    }
+
+    #[test]
+    fn cgroup_in_job_says_no_to_zombies_guards_and_reused_groups() {
+        in_job_the_same(Containment::Cgroup);
+    }
+
+    #[test]
+    fn lineage_in_job_says_no_to_zombies_guards_and_reused_groups() {
+        in_job_the_same(Containment::Lineage);
+    }
+
+    #[test]
+    fn group_in_job_says_no_to_zombies_guards_and_reused_groups() {
+        in_job_the_same(Containment::Group);
+    }
+
+    /// A process started with no environment (`env -i`) is told from the job's at once: `in_job` read an empty
+    /// environment again for 20 ms per call, so the tool's sweep spent that much per such orphan, in every round.
+    /// 100 of them, each asked about 10 times: about 20 s the old way, bounded here at 5 s.
+    #[test]
+    fn lineage_in_job_tells_an_empty_environment_at_once() {
+        let test = "lineage_in_job_tells_an_empty_environment_at_once";
+        let Some(how) = contain(test, Containment::Lineage) else {
+            return;
+        };
+        let script = "i=0; while [ $i -lt 100 ]; do env -i setsid sleep 30 & echo $!; i=$((i+1)); done; \
+                      while [ \"$(cat /proc/$!/comm)\" != sleep ]; do sleep .01; done; exec sleep 30";
+        let (child, lines) = start(&how, Containment::Lineage, script, 100);
+        let all = pids(&lines);
+        let _cleanup = KillOnDrop(all.clone());
+        assert!(eventually(Duration::from_secs(10), || all.iter().all(
+            |p| { fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c == "sleep\n") }
+        )));
+        let started = std::time::Instant::now();
+        for _ in 0..10 {
+            assert!(all.iter().all(|&p| !child.in_job(p)));
+        }
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(5), "1,000 calls took {took:?}");
+        drop(child);
+    }
+
+    /// The same for processes without an environment that run (busy loops): such a process is never asleep, so its
+    /// empty environment block might be that of an `execve` in progress, unless its image is loaded whole (its
+    /// `end_code` is set). 4 of them, each asked 50 times: at least 20 ms a call (4.2 s) before, bounded at 2 s here.
+    #[test]
+    fn lineage_in_job_tells_a_running_empty_environment_soon() {
+        let test = "lineage_in_job_tells_a_running_empty_environment_soon";
+        let Some(how) = contain(test, Containment::Lineage) else {
+            return;
+        };
+        let script =
+            "i=0; while [ $i -lt 4 ]; do env -i setsid sh -c 'while :; do :; done' & echo $!; \
+                      i=$((i+1)); done; exec sleep 30";
+        let (child, lines) = start(&how, Containment::Lineage, script, 4);
+        let busy = pids(&lines);
+        let _cleanup = KillOnDrop(busy.clone());
+        // Each runs its loop: `sh` again (the forked shell before `env` is `sh` too, with the mark), with no
+        // environment.
+        assert!(eventually(Duration::from_secs(10), || busy.iter().all(
+            |p| {
+                fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c == "sh\n")
+                    && fs::read(format!("/proc/{p}/environ")).is_ok_and(|e| e.is_empty())
+                    && fs::read_to_string(format!("/proc/{p}/cmdline"))
+                        .is_ok_and(|c| c.contains("while"))
+            }
+        )));
+        let started = std::time::Instant::now();
+        for _ in 0..50 {
+            assert!(busy.iter().all(|&p| !child.in_job(p)));
+        }
+        let took = started.elapsed();
+        kill_pids(&busy);
+        assert!(took < Duration::from_secs(2), "200 calls took {took:?}");
+        drop(child);
+    }
+
     /// Issue 23 point 3: a job that makes `sub/` and `sub/deeper/` in its own cgroup folder and puts a process in
     /// each. The deadline's kill reaches both (`cgroup.kill` covers the sub-cgroups), and the end of the job removes
     /// the three folders, deepest first, within the usual bound; so does the drop of a running job, and a wait with
@@ -966,6 +1098,18 @@ mod linux {
         );
     }
 
+    /// As above, with a job that made a sub-cgroup in its folder and put a process in it: the (shell) guard kills it
+    /// too, and removes the sub-cgroup before the folder (before, its `rmdir` of the folder failed until it gave up).
+    #[test]
+    fn cgroup_die_with_parent_removes_the_sub_cgroups_of_the_job() {
+        supervisor_killed(
+            "cgroup_die_with_parent_removes_the_sub_cgroups_of_the_job",
+            "d=\"$CG$(sed -n 's/^0:://p' /proc/self/cgroup)\"; mkdir \"$d/sub\" && \
+             sh -c 'echo 0 > \"$1/cgroup.procs\" && exec sleep 30' sh \"$d/sub\" & exec sleep 30",
+            false,
+        );
+    }
+
     /// Runs test `test` as a supervisor (this test binary, re-run) that spawns, in cgroup mode with
     /// `die_with_parent`, a job with a `setsid` escapee whose leader then runs `leader`; kills the supervisor with
     /// `SIGKILL` (after the leader holds 2 GB and 3 busy loops started, with `heavy`), and checks that the escapee
@@ -995,6 +1139,7 @@ mod linux {
         let mut supervisor = Command::new(std::env::current_exe().unwrap())
             .args(["--exact", &format!("linux::{test}"), "--nocapture"])
             .env("GROUPTIMEOUT_TEST_SUPERVISOR", "1")
+            .env("CG", cgroup_folder("").unwrap_or_default())
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();

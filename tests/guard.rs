@@ -251,7 +251,7 @@ fn namespaces_or_skip(test: &str) -> bool {
 }
 
 /// Inside a private PID namespace (so that the kill by name reaches only this test's processes): runs the tool on a
-/// command, waits (bounded) for its guard to join the command's group, runs `kill_by_name`, and says whether the
+/// command, waits (bounded) for its guard to leave the tool's group, runs `kill_by_name`, and says whether the
 /// command died then (`dead`) or not (`alive`), read from the namespace's `/proc/PID/stat`. After a death it waits
 /// (bounded) for the guard to end too, and panics if the command's cgroup (as root the tool makes one) is left.
 fn killed_by_name(kill_by_name: &str) -> String {
@@ -260,8 +260,11 @@ fn killed_by_name(kill_by_name: &str) -> String {
         grep -q guard-name-test /proc/1/cmdline || { echo "not in a private PID namespace"; exit 99; }
         dir=$(mktemp -d)
         "$1" 60 sh -c 'echo $$ > "$1"; exec sleep 60' sh "$dir/pid" &
+        tool=$!
         i=0
-        until [ -s "$dir/pid" ] && [ "$(pgrep -g "$(cat "$dir/pid")" | wc -l)" -ge 2 ] || [ $i -ge 200 ]; do
+        # The guard renamed itself (group-guard) and left the tool's group: a kill by the tool's name misses it.
+        until [ -s "$dir/pid" ] && [ -n "$(pgrep -x group-guard)" ] \
+            && [ "$(ps -o pgid= -p "$(pgrep -x group-guard)" | tr -d ' ')" != "$tool" ] || [ $i -ge 200 ]; do
             sleep 0.05; i=$((i + 1))
         done
         pid=$(cat "$dir/pid"); rm -r "$dir"

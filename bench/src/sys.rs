@@ -14,7 +14,7 @@ pub struct Usage {
 pub fn rusage(who: libc::c_int) -> Usage {
     let mut r: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `r` is a valid, writable rusage.
-    let rc = unsafe { libc::getrusage(who, &mut r) };
+    let rc = unsafe { libc::getrusage(who, &raw mut r) };
     assert_eq!(rc, 0, "getrusage: {}", io::Error::last_os_error());
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
     Usage {
@@ -32,7 +32,7 @@ pub fn thread_cpu() -> f64 {
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a valid, writable timespec.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut ts) };
     assert_eq!(rc, 0, "clock_gettime: {}", io::Error::last_os_error());
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
@@ -60,12 +60,12 @@ pub fn kill_group(pgid: u32, sig: libc::c_int) -> io::Result<()> {
 
 pub fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
     // SAFETY: plain syscall with integer arguments.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::pid_t::try_from(pid).unwrap(), 0) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: a fresh descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    Ok(unsafe { OwnedFd::from_raw_fd(i32::try_from(fd).unwrap()) })
 }
 
 /// Blocks until `fd` is readable (a pidfd: the process exited).
@@ -77,7 +77,7 @@ pub fn poll_in(fd: &OwnedFd) {
     };
     loop {
         // SAFETY: one valid pollfd.
-        let rc = unsafe { libc::poll(&mut p, 1, -1) };
+        let rc = unsafe { libc::poll(&raw mut p, 1, -1) };
         if rc > 0 {
             return;
         }
@@ -94,11 +94,11 @@ pub fn ppoll_in(fd: &OwnedFd, timeout: std::time::Duration) {
         revents: 0,
     };
     let ts = libc::timespec {
-        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        tv_sec: libc::time_t::try_from(timeout.as_secs().min(0x7fff_ffff)).unwrap(),
+        tv_nsec: libc::c_long::from(timeout.subsec_nanos()),
     };
     // SAFETY: one valid pollfd and a valid timespec; no signal mask change (null sigmask).
-    let rc = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+    let rc = unsafe { libc::ppoll(&raw mut p, 1, &raw const ts, std::ptr::null()) };
     if rc < 0 {
         let e = io::Error::last_os_error();
         assert_eq!(e.kind(), io::ErrorKind::Interrupted, "ppoll: {e}");
@@ -123,12 +123,12 @@ pub fn group_members(pgid: u32) -> Vec<u32> {
         return v;
     };
     for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+        let Some(member) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
-        if let Some((state, pgrp)) = stat(pid) {
+        if let Some((state, pgrp)) = stat(member) {
             if pgrp == pgid && state != 'Z' && state != 'X' {
-                v.push(pid);
+                v.push(member);
             }
         }
     }

@@ -1,5 +1,5 @@
 //! The bytes kept from one captured stream, in bounded memory: everything up to the limit; past it, the head and a
-//! ring buffer with the tail, joined by a marker that says how much was left out.
+//! ring buffer with the tail, joined (on request) by a marker that says how much was left out.
 
 /// Bytes asked for by one `read(2)`, at least. A pipe holds 64 KiB unless resized, so one read usually empties it.
 pub(super) const READ_SIZE: usize = 64 << 10;
@@ -80,18 +80,21 @@ impl Kept {
         self.pos = (self.pos + bytes.len()) % size;
     }
 
-    /// The kept bytes, and whether the stream was cut; see [which bytes are kept](crate::Captured#which-bytes-are-kept).
-    pub(super) fn finish(mut self) -> (Vec<u8>, bool) {
+    /// The kept bytes, and how many were left out (0: none); with `marker`, a cut stream has the marker line between
+    /// head and tail. See [which bytes are kept](crate::Captured#which-bytes-are-kept).
+    pub(super) fn finish(mut self, marker: bool) -> (Vec<u8>, u64) {
         if !self.is_cut() {
             self.data.shrink_to_fit();
-            return (self.data, false);
+            return (self.data, 0);
         }
         let omitted = self.total - self.limit as u64;
         self.tail.rotate_left(self.pos);
-        let marker = format!("\n[grouptimeout: {omitted} bytes omitted]\n");
-        self.data.extend_from_slice(marker.as_bytes());
+        if marker {
+            let marker = format!("\n[grouptimeout: {omitted} bytes omitted]\n");
+            self.data.extend_from_slice(marker.as_bytes());
+        }
         self.data.extend_from_slice(&self.tail);
-        (self.data, true)
+        (self.data, omitted)
     }
 }
 
@@ -99,8 +102,26 @@ impl Kept {
 mod tests {
     use super::*;
 
-    /// Feeds `chunks` the way `read_ready` does and returns the result.
+    /// Feeds `chunks` the way `read_ready` does and returns the result, with the marker (and checks that without it
+    /// the bytes are the same but for the marker).
     fn keep(limit: usize, chunks: &[&[u8]]) -> (Vec<u8>, bool) {
+        let (with_marker, omitted) = keep_with(limit, chunks, true);
+        let (plain, omitted_too) = keep_with(limit, chunks, false);
+        assert_eq!(omitted, omitted_too);
+        if omitted == 0 {
+            assert_eq!(with_marker, plain);
+        } else {
+            let line = format!("\n[grouptimeout: {omitted} bytes omitted]\n");
+            let head = limit / 2;
+            assert_eq!(&with_marker[..head], &plain[..head]);
+            assert_eq!(&with_marker[head..head + line.len()], line.as_bytes());
+            assert_eq!(&with_marker[head + line.len()..], &plain[head..]);
+            assert_eq!(plain.len(), limit);
+        }
+        (with_marker, omitted > 0)
+    }
+
+    fn keep_with(limit: usize, chunks: &[&[u8]], marker: bool) -> (Vec<u8>, u64) {
         let mut kept = Kept::new(limit);
         for chunk in chunks {
             if kept.is_cut() {
@@ -111,7 +132,7 @@ mod tests {
                 kept.appended(chunk.len());
             }
         }
-        kept.finish()
+        kept.finish(marker)
     }
 
     #[test]

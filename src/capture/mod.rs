@@ -10,13 +10,17 @@
 //! likely exiting), and the deadline is handled by the very same code.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Write as _};
 use std::os::fd::{AsFd, AsRawFd as _, BorrowedFd, OwnedFd};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod kept;
 
 use crate::child::GroupChild;
+use crate::contain::Job;
+#[cfg(feature = "contain")]
+use crate::contain::{Containment, Leftover};
 use crate::outcome::Outcome;
 use crate::sys;
 use crate::wait::{poll_step, sleep_pause, ExitWatch};
@@ -43,24 +47,33 @@ const BYTES_PER_ROUND: usize = 1 << 20;
 /// ... and at most this many reads, for a writer that trickles a few bytes per `write(2)`: about as long.
 const READS_PER_ROUND: usize = 256;
 
-/// What [`GroupChild::wait_with_output_timeout`] returns: how the wait ended and what the command wrote.
+/// What [`GroupChild::wait_with_output_timeout`] returns: how the wait ended, what the command wrote, and what
+/// became of its job.
 ///
 /// Needs the `capture` feature (on by default).
 ///
 /// # Which bytes are kept
 ///
 /// At most the [output limit](GroupChild::set_output_limit) `L` of each stream is kept. A stream of at most `L`
-/// bytes is returned whole. A longer one is returned as its first `L / 2` bytes (rounded down), then the marker
-/// line `"\n[grouptimeout: N bytes omitted]\n"` where `N` is the number of bytes left out, then its last
-/// `L - L / 2` bytes; the `*_truncated` flag is set. So the result has exactly `L` bytes of output plus the marker.
+/// bytes is returned whole, and its `*_omitted` count is 0. A longer one is returned as its first `L / 2` bytes
+/// (rounded down), then its last `L - L / 2` bytes, exactly `L` bytes in all; `stdout_omitted` / `stderr_omitted`
+/// says how many bytes were left out between the two, beside the data, so binary or structured output (JSON) stays
+/// as the command wrote it on either side of the cut. With
+/// [`set_omission_marker(true)`](GroupChild::set_omission_marker) the line `"\n[grouptimeout: N bytes omitted]\n"`
+/// (`N` the count) is written between head and tail as well, for a log that a person reads.
 ///
 /// The head says what the command was doing (its banner, its arguments, often the first error), the tail how it
 /// ended (the last error, a panic, a summary); the middle of a runaway log is what a reader of a failed job needs
-/// least. The marker shows where the cut is and how much is missing, so nobody reads the tail as following the head.
-/// The cut counts bytes: it may split a UTF-8 sequence or a line (use [`String::from_utf8_lossy`] to display).
+/// least. The cut counts bytes: it may split a UTF-8 sequence or a line (use [`String::from_utf8_lossy`] to display).
 ///
-/// A stream that was not piped ([`std::process::Stdio::piped`]), or that the caller took out of the
-/// [`GroupChild`] before the wait, is returned empty and not truncated.
+/// # Streams that were not piped
+///
+/// A capturing wait of a [`GroupChild`] reads the streams that were piped at the spawn
+/// ([`std::process::Stdio::piped`]), as [`std::process::Child::wait_with_output`] does: a stream that was not (it
+/// went to the terminal, a file, `/dev/null`), or that the caller took out of the [`GroupChild`] before the wait,
+/// cannot be piped any more once the command runs, and is returned empty, with nothing omitted. To have both
+/// streams piped for you, as [`std::process::Command::output`] does, use
+/// [`GroupCommandExt::output_timeout`](crate::GroupCommandExt::output_timeout).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Captured {
@@ -70,10 +83,14 @@ pub struct Captured {
     pub stdout: Vec<u8>,
     /// What the command wrote to its standard error (see [which bytes are kept](Captured#which-bytes-are-kept)).
     pub stderr: Vec<u8>,
-    /// Whether `stdout` was cut at the output limit.
-    pub stdout_truncated: bool,
-    /// Whether `stderr` was cut at the output limit.
-    pub stderr_truncated: bool,
+    /// How many bytes of standard output were left out between the head and the tail kept in `stdout` (0: none,
+    /// `stdout` is all the command wrote).
+    pub stdout_omitted: u64,
+    /// How many bytes of standard error were left out between the head and the tail kept in `stderr` (0: none).
+    pub stderr_omitted: u64,
+    /// How many bytes of the [input](GroupChild::set_input) were written to the command's standard input (all of
+    /// them, unless the command closed it or ended first, or the deadline came first); 0 without input.
+    pub input_written: usize,
     /// Whether every captured pipe reached end of file, that is, no process held it open any more.
     ///
     /// `true` means nothing is missing from `stdout` and `stderr` (beyond what truncation cut). `false` means a
@@ -81,6 +98,17 @@ pub struct Captured {
     /// a daemon), a leftover kept by [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers), or, rarely, a
     /// killed member slow to die (it writes nothing more). Whatever such a process writes later is not captured.
     pub pipes_closed: bool,
+    /// The job's boundary, as [`GroupChild::containment`] said before the wait consumed the handle.
+    ///
+    /// Needs the `contain` feature (on by default).
+    #[cfg(feature = "contain")]
+    pub containment: Containment,
+    /// What the job's kills reached besides the leader, as [`GroupChild::leftovers`] says after a wait (complete:
+    /// the wait has returned).
+    ///
+    /// Needs the `contain` feature (on by default).
+    #[cfg(feature = "contain")]
+    pub leftovers: Vec<Leftover>,
 }
 
 impl GroupChild {
@@ -126,7 +154,9 @@ impl GroupChild {
     /// Needs the `capture` feature (on by default).
     ///
     /// - Standard input, if piped, is closed first (as [`std::process::Child::wait_with_output`] does), so a
-    ///   command reading it sees end of file.
+    ///   command reading it sees end of file; or, with [`set_input`](GroupChild::set_input), the input is written
+    ///   to it while the output is read (in the same `poll`, under the same deadline), and it is closed after the
+    ///   last byte.
     /// - Both pipes are read together in the calling thread with `poll(2)`, whose timeout is the wait's pause
     ///   between checks of the leader, and the command never blocks on a full pipe. On Linux the same `poll` watches
     ///   the leader's pidfd, so the exit ends it at once and nothing wakes up in between (see the crate's "How it
@@ -148,7 +178,9 @@ impl GroupChild {
     ///
     /// # Errors
     ///
-    /// As for [`wait_deadline`](GroupChild::wait_deadline); or a pipe could not be set non-blocking, polled or read.
+    /// As for [`wait_deadline`](GroupChild::wait_deadline); or a pipe could not be set non-blocking, polled, read or
+    /// written (a command that closed its standard input, or ended, before it read all the input is no error:
+    /// [`Captured::input_written`] says how much it got).
     /// The handle is consumed, so on any error it is dropped before this returns: the group is killed and the leader
     /// reaped (see [`GroupChild`]'s `Drop`) unless the wait already did, and the output read so far is lost.
     pub fn wait_with_output_deadline(self, deadline: Instant) -> io::Result<Captured> {
@@ -165,36 +197,125 @@ impl GroupChild {
     /// limit per stream, plus a 64 KiB read buffer. `usize::MAX` keeps everything, as
     /// [`std::process::Child::wait_with_output`] does.
     pub fn set_output_limit(&mut self, bytes: usize) {
-        self.output_limit = Some(bytes);
+        self.capture.limit = Some(bytes);
+    }
+
+    /// Whether a stream cut at the [output limit](GroupChild::set_output_limit) gets the line
+    /// `"\n[grouptimeout: N bytes omitted]\n"` between its head and its tail (default `false`: the kept bytes are
+    /// the command's own, and [`Captured::stdout_omitted`] / [`stderr_omitted`](Captured::stderr_omitted) say how
+    /// many were left out).
+    ///
+    /// Needs the `capture` feature (on by default).
+    pub fn set_omission_marker(&mut self, on: bool) {
+        self.capture.marker = on;
+    }
+
+    /// Bytes that the capturing waits write to the command's standard input while they read its output, as
+    /// `communicate` does in Python's `subprocess`; the pipe is closed after the last byte.
+    ///
+    /// Needs the `capture` feature (on by default).
+    ///
+    /// The input is written as the command reads it, in the same `poll(2)` as the output pipes (non-blocking), so
+    /// neither side waits for the other: a command that fills its output before it reads, or one that never reads
+    /// (the input then waits in the pipe until the wait ends), cannot deadlock the wait, which ends at its deadline
+    /// as ever. What the command did not read by the end of the wait is dropped: [`Captured::input_written`] says
+    /// how much was written. A write to a pipe whose reader is gone raises `SIGPIPE` in this process, which every
+    /// Rust program ignores (std sets it so before `main`); a program that restored its default would be killed by
+    /// it, so such a program should not use this.
+    ///
+    /// # Errors
+    ///
+    /// The command's standard input was not piped ([`Stdio::piped`](std::process::Stdio::piped)) or was taken out of
+    /// [`stdin`](GroupChild::stdin): `InvalidInput`, and nothing is set.
+    pub fn set_input(&mut self, input: impl Into<Vec<u8>>) -> io::Result<()> {
+        if self.stdin.is_none() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the command's standard input is not piped, so no input can be written to it",
+            ));
+        }
+        self.capture.input = Some(input.into());
+        Ok(())
     }
 
     fn capture(mut self, deadline: Option<Instant>) -> io::Result<Captured> {
-        drop(self.stdin.take());
-        let limit = self.output_limit.unwrap_or(DEFAULT_OUTPUT_LIMIT);
+        let settings = std::mem::take(&mut self.capture);
+        let input = match (self.stdin.take(), settings.input) {
+            (Some(stdin), Some(data)) => Some((OwnedFd::from(stdin), data)),
+            _ => None,
+        };
+        let limit = settings.limit.unwrap_or(DEFAULT_OUTPUT_LIMIT);
         let mut pipes = Pipes::new(
             [
                 self.stdout.take().map(OwnedFd::from),
                 self.stderr.take().map(OwnedFd::from),
             ],
             limit,
+            input,
         )?;
         let outcome = self.wait_until_with(deadline, |watch, pause| pipes.pause(watch, pause))?;
         let pipes_closed = pipes.drain_until(Instant::now().checked_add(DRAIN_LIMIT))?;
-        let [(stdout, stdout_truncated), (stderr, stderr_truncated)] = pipes.finish();
+        let input_written = pipes.input.as_ref().map_or(0, |input| input.written);
+        let [(stdout, stdout_omitted), (stderr, stderr_omitted)] = pipes.finish(settings.marker);
         Ok(Captured {
             outcome,
             stdout,
             stderr,
-            stdout_truncated,
-            stderr_truncated,
+            stdout_omitted,
+            stderr_omitted,
+            input_written,
             pipes_closed,
+            #[cfg(feature = "contain")]
+            containment: self.containment(),
+            #[cfg(feature = "contain")]
+            leftovers: self.leftovers().to_vec(),
         })
     }
 }
 
-/// The output pipes being read, and the bytes kept from each.
+/// [`GroupCommandExt::output_timeout`](crate::GroupCommandExt::output_timeout): both output streams piped, a plain
+/// group's spawn, then the capturing wait.
+pub(crate) fn output(command: &mut Command, timeout: Duration) -> io::Result<Captured> {
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    GroupChild::spawn(command, Job::default())?.wait_with_output_timeout(timeout)
+}
+
+/// The input being written to the command's standard input.
+struct Input {
+    /// `None` once every byte was written, or the command's end of the pipe was closed: the pipe is closed then.
+    pipe: Option<File>,
+    data: Vec<u8>,
+    written: usize,
+}
+
+impl Input {
+    /// Writes what the pipe takes now (non-blocking); closes it after the last byte, or when the reader is gone.
+    fn write_ready(&mut self) -> io::Result<()> {
+        while let Some(pipe) = self.pipe.as_mut() {
+            if self.written == self.data.len() {
+                self.pipe = None;
+                break;
+            }
+            match pipe.write(&self.data[self.written..]) {
+                Ok(n) => self.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => self.pipe = None,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn pending(&self) -> bool {
+        self.pipe.is_some()
+    }
+}
+
+/// The output pipes being read, and the bytes kept from each; and the input being written.
 struct Pipes {
     streams: [Option<Stream>; 2],
+    input: Option<Input>,
     /// The read buffer for streams past their limit, reused for every read.
     scratch: Vec<u8>,
     /// When [`Pipes::pause`] first found every pipe at end of file.
@@ -208,7 +329,11 @@ struct Stream {
 }
 
 impl Pipes {
-    fn new(fds: [Option<OwnedFd>; 2], limit: usize) -> io::Result<Pipes> {
+    fn new(
+        fds: [Option<OwnedFd>; 2],
+        limit: usize,
+        input: Option<(OwnedFd, Vec<u8>)>,
+    ) -> io::Result<Pipes> {
         let mut streams = [None, None];
         for (slot, fd) in streams.iter_mut().zip(fds) {
             if let Some(fd) = fd {
@@ -220,11 +345,30 @@ impl Pipes {
                 });
             }
         }
+        let input = match input {
+            Some((fd, data)) => {
+                sys::set_nonblocking(fd.as_fd())?;
+                let mut input = Input {
+                    pipe: Some(File::from(fd)),
+                    data,
+                    written: 0,
+                };
+                // Empty input closes the pipe at once; a small one usually fits the pipe now.
+                input.write_ready()?;
+                Some(input)
+            }
+            None => None,
+        };
         Ok(Pipes {
             streams,
+            input,
             scratch: Vec::new(),
             closed: None,
         })
+    }
+
+    fn input_pending(&self) -> bool {
+        self.input.as_ref().is_some_and(Input::pending)
     }
 
     fn open_count(&self) -> usize {
@@ -238,7 +382,7 @@ impl Pipes {
     fn pause(&mut self, watch: &ExitWatch, pause: Option<Duration>) -> io::Result<()> {
         let open = self.open_count();
         let exit = watch.pidfd();
-        if open == 0 {
+        if open == 0 && !self.input_pending() {
             if exit.is_some() || self.streams.iter().all(Option::is_none) {
                 return watch.sleep(pause);
             }
@@ -302,7 +446,7 @@ impl Pipes {
             fd: -1,
             events: libc::POLLIN,
             revents: 0,
-        }; 3];
+        }; 4];
         let mut n = 0;
         let mut which = [0; 2];
         for (i, stream) in self.streams.iter().enumerate() {
@@ -313,12 +457,31 @@ impl Pipes {
             }
         }
         let pipes = n;
+        let input = self
+            .input
+            .as_ref()
+            .and_then(|i| i.pipe.as_ref())
+            .map(|pipe| {
+                fds[n] = libc::pollfd {
+                    fd: pipe.as_raw_fd(),
+                    events: libc::POLLOUT,
+                    revents: 0,
+                };
+                n += 1;
+                n - 1
+            });
+        let at_exit = n;
         if let Some(exit) = exit {
             fds[n].fd = exit.as_raw_fd();
             n += 1;
         }
         if sys::poll(&mut fds[..n], timeout)? == 0 {
             return Ok(false);
+        }
+        if input.is_some_and(|i| fds[i].revents != 0) {
+            if let Some(input) = self.input.as_mut() {
+                input.write_ready()?;
+            }
         }
         for (fd, &i) in fds[..pipes].iter().zip(&which) {
             if fd.revents != 0 {
@@ -327,12 +490,12 @@ impl Pipes {
                 }
             }
         }
-        Ok(n > pipes && fds[pipes].revents != 0)
+        Ok(n > at_exit && fds[at_exit].revents != 0)
     }
 
-    fn finish(self) -> [(Vec<u8>, bool); 2] {
+    fn finish(self, marker: bool) -> [(Vec<u8>, u64); 2] {
         self.streams
-            .map(|s| s.map_or((Vec::new(), false), |s| s.kept.finish()))
+            .map(|s| s.map_or((Vec::new(), 0), |s| s.kept.finish(marker)))
     }
 }
 

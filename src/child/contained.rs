@@ -38,10 +38,30 @@ impl GroupChild {
     /// the call: the caller keeps the pid from being reused (an unreaped child of its own, such as an adopted
     /// orphan, is).
     ///
+    /// The same in every mode, `false` for:
+    /// - a process that has exited (a zombie, a killed member not reaped yet: it runs no more code; on Linux, where
+    ///   `/proc` tells);
+    /// - the guard of [`die_with_parent`][die-with-parent], a member of the group (and not of the job's cgroup):
+    ///   it is this process's, not the job's;
+    /// - a process that is in the leader's group only, once the leader was reaped: the group id may name someone
+    ///   else's group by then (a lineage mark or the job's cgroup still count).
+    ///
+    /// It reads `/proc/PID/stat` and, in lineage mode, `/proc/PID/environ` (which reads empty for a moment while
+    /// the process is in the middle of `execve`: that is read again for up to 20 ms; a process started with no
+    /// environment, `env -i`, is told at once).
+    ///
     #[cfg_attr(feature = "host", doc = "[host-subreaper]: crate::host::Subreaper")]
     #[cfg_attr(not(feature = "host"), doc = "[host-subreaper]: crate#features")]
+    #[cfg_attr(
+        feature = "guard",
+        doc = "[die-with-parent]: GroupChild::die_with_parent"
+    )]
+    #[cfg_attr(not(feature = "guard"), doc = "[die-with-parent]: crate#features")]
     #[must_use]
     pub fn in_job(&self, pid: u32) -> bool {
-        self.job.contains(self.id(), pid)
+        if self.guard.as_ref().is_some_and(|guard| guard.id() == pid) {
+            return false;
+        }
+        self.job.contains(self.id(), pid, self.outcome.is_none())
     }
 }

@@ -25,8 +25,9 @@ impl GroupChild {
     /// signals, so a member's `kill 0`, or a grace signal, cannot disarm it; it cost +0.28 ms per command in
     /// `BENCHMARKS.md`'s run (row 8; more under load), most of it the shell's start. Calling it again does nothing.
     ///
-    /// Whatever ends the group ends the guard too, before the leader is reaped: every wait and [`Drop`] send it
-    /// `SIGKILL` and reap it, so no process, pipe or zombie is left behind. That reap waits at most about a second (a
+    /// Every wait and [`Drop`] end the guard (`SIGKILL` and a reap) once the job has ended: after the leader's reap
+    /// and, for a job in a cgroup of its own, after its folder was removed; so no process, pipe or zombie is left
+    /// behind. That reap waits at most about a second (a
     /// guard that does not die by then, stuck in uninterruptible sleep or held by a stopped tracer, is left to become
     /// a zombie of this process). On Linux (5.4 and later) the guard is held by a pidfd opened while it was our
     /// unreaped child: if other code reaps it (a `waitpid(-1)`, a subreaper's sweep), nothing is ever sent to, nor
@@ -84,7 +85,11 @@ impl GroupChild {
     /// [`die_with_parent`](GroupChild::die_with_parent) with the guard started by `how`.
     pub(crate) fn arrange_guard(&mut self, how: Start) -> io::Result<()> {
         // A kept job's keeper is its guard already (see `Contain`).
-        if !self.leader_unreaped() || self.guard.is_some() || self.job.kept() {
+        #[cfg(feature = "contain")]
+        let kept = self.job.kept();
+        #[cfg(not(feature = "contain"))]
+        let kept = false;
+        if !self.leader_unreaped() || self.guard.is_some() || kept {
             return Ok(());
         }
         self.leader_exited()?;

@@ -59,7 +59,7 @@ impl GroupChild {
             grace: None,
             kill_leftovers: true,
             #[cfg(feature = "capture")]
-            output_limit: None,
+            capture: super::output::Settings::default(),
             outcome: None,
             guard: None,
             reaped: OnceLock::new(),
@@ -77,9 +77,9 @@ impl GroupChild {
 impl Drop for GroupChild {
     fn drop(&mut self) {
         if self.outcome.is_some() || self.leader_exited().is_err() {
-            self.guard = None;
             self.mark_reaped();
             let _ = self.job.end(false);
+            self.guard = None;
             return;
         }
         let _ = self.signal_group(crate::signal::SIGKILL);
@@ -90,9 +90,10 @@ impl Drop for GroupChild {
         if matches!(reapable, Ok(true)) {
             let _ = self.reap(true);
         } else {
-            self.guard = None;
             self.mark_reaped();
         }
         let _ = self.job.end(false);
+        // The guard last, as in a wait's end.
+        self.guard = None;
     }
 }

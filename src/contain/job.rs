@@ -115,7 +115,7 @@ impl Job {
         not(all(target_os = "linux", not(grouptimeout_portable))),
         allow(clippy::unused_self, reason = "no keeper outside Linux")
     )]
-    pub(crate) fn leader_exited(&self, id: u32) -> io::Result<bool> {
+    pub(crate) fn exited(&self, id: u32) -> io::Result<bool> {
         if crate::sys::has_exited(id)? {
             return Ok(true);
         }
@@ -124,6 +124,21 @@ impl Job {
             return Ok(keeper.command_exited());
         }
         Ok(false)
+    }
+
+    /// For a kept job, sends `signal` to its group `pgid` (`signal_kept_group`, see `sys/keeper.rs`): `None` for a
+    /// job without a keeper, whose caller signals the group as usual.
+    #[cfg_attr(
+        not(all(target_os = "linux", not(grouptimeout_portable))),
+        allow(clippy::unused_self, reason = "no keeper outside Linux")
+    )]
+    pub(crate) fn signal_kept(&self, pgid: u32, signal: i32) -> Option<io::Result<()>> {
+        let _ = (pgid, signal);
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if self.kept() {
+            return Some(crate::sys::signal_kept_group(pgid, signal));
+        }
+        None
     }
 
     /// Just before the reap of `id`: tells a kept job's keeper to end the job (`kill`) or to keep what the command
@@ -244,9 +259,16 @@ impl Job {
         }
     }
 
-    /// Whether process `pid` belongs to the job whose leader is `leader`, as far as `/proc` tells now.
-    pub(crate) fn contains(&self, leader: u32, pid: u32) -> bool {
-        let in_group = || crate::sys::group_of(pid).is_ok_and(|pgid| pgid == leader);
+    /// Whether process `pid` belongs to the job whose leader is `leader`, as far as `/proc` tells now: never a
+    /// process that has exited (a zombie; on Linux), and never by its group alone once the leader was reaped
+    /// (`leader_unreaped` false: the group id may name someone else's group by then).
+    pub(crate) fn contains(&self, leader: u32, pid: u32, leader_unreaped: bool) -> bool {
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if super::proc::Stat::read(pid).is_none_or(|s| s.dead()) {
+            return false;
+        }
+        let in_group =
+            || leader_unreaped && crate::sys::group_of(pid).is_ok_and(|pgid| pgid == leader);
         let Some(inner) = &self.0 else {
             return in_group();
         };

@@ -19,6 +19,9 @@ const KILL_LIMIT: Duration = Duration::from_secs(1);
 const EXEC_LIMIT: Duration = Duration::from_millis(20);
 /// The pause between two reads of an empty environment.
 const EXEC_STEP: Duration = Duration::from_millis(1);
+/// How many times an empty environment is read at least, however long that takes: on a loaded machine a pause of
+/// `EXEC_STEP` may last past `EXEC_LIMIT`, and a process that execs in a loop may be in the middle of `execve` twice.
+const EXEC_LOOKS: u32 = 5;
 /// `/proc/PID/stat`'s flag of a kernel thread (include/linux/sched.h).
 const PF_KTHREAD: u32 = 0x0020_0000;
 
@@ -81,27 +84,27 @@ impl Mark {
     }
 
     /// Whether `pid`'s environment (as it started) carries the mark. A process in the middle of `execve` shows an
-    /// empty environment for a moment (measured: 1 read in 40 of a process that execs in a loop), so an empty one is
-    /// read again for up to `EXEC_LIMIT` (see [`carries`](Self::carries)).
+    /// empty environment for a moment (measured: 1 read in 40 of a process that execs in a loop), so an empty one that
+    /// is not empty for good is read again for up to `EXEC_LIMIT`, and at least `EXEC_LOOKS` times (see
+    /// [`carries`](Self::carries)).
     pub(super) fn carried_by(&self, pid: u32) -> bool {
         let deadline = Instant::now() + EXEC_LIMIT;
+        let mut looks = 0;
         loop {
+            looks += 1;
             match self.carries(pid) {
                 Some(found) => return found,
-                None if Instant::now() >= deadline => return false,
+                None if looks >= EXEC_LOOKS && Instant::now() >= deadline => return false,
                 None => std::thread::sleep(EXEC_STEP),
             }
         }
     }
 
     /// Whether `pid`'s environment carries the mark, or `None` when that cannot be told yet: the environment reads
-    /// empty and the process is alive and no kernel thread (it may be in the middle of `execve`; a process started
-    /// with no environment at all looks the same for good).
+    /// empty, and it is not empty for good (see [`empty_for_good`]).
     fn carries(&self, pid: u32) -> Option<bool> {
         match self.environ_has_mark(pid) {
-            None if Stat::read(pid).is_none_or(|s| s.dead() || s.flags & PF_KTHREAD != 0) => {
-                Some(false)
-            }
+            None => empty_for_good(pid).then_some(false),
             found => found,
         }
     }
@@ -204,7 +207,9 @@ impl Mark {
                 }
             }
             let until = Instant::now() + EXEC_LIMIT;
-            while !unsure.is_empty() && Instant::now() < until {
+            let mut looks = 1;
+            while !unsure.is_empty() && (looks < EXEC_LOOKS || Instant::now() < until) {
+                looks += 1;
                 std::thread::sleep(EXEC_STEP);
                 for (pid, name) in std::mem::take(&mut unsure) {
                     let mut empty = false;
@@ -314,6 +319,25 @@ impl Mark {
         }
         Ok(found)
     }
+}
+
+/// Whether process `pid`, whose environment read empty, has none for good: it is gone, a zombie or a kernel thread,
+/// or `/proc/PID/stat` shows an empty environment block (a process started with no environment, `env -i`) in an
+/// image that is loaded whole, or in a process that is not running (asleep or stopped). In the middle of `execve`
+/// the new image has no block yet (its end reads 0), and then, while `execve` copies the environment in (running, or
+/// waiting for a page: state `R` or `D`), an empty one for a moment; the new image's `end_code` is set only after
+/// that copy (Linux's `load_elf_binary`), and is 0 until then. `false` in those cases, so that the caller reads the
+/// environment again.
+fn empty_for_good(pid: u32) -> bool {
+    let Some(stat) = Stat::read(pid) else {
+        return true;
+    };
+    let (env_start, env_end) = stat.env;
+    stat.dead()
+        || stat.flags & PF_KTHREAD != 0
+        || (env_end != 0
+            && env_start == env_end
+            && (stat.loaded || !matches!(stat.state, 'R' | 'D')))
 }
 
 /// How many pidfds of killed processes one kill holds (a process may have 1,024 descriptors).

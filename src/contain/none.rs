@@ -25,20 +25,19 @@ impl Job {
         group()
     }
 
-    #[cfg(feature = "guard")]
-    pub(crate) fn kept(&self) -> bool {
-        false
-    }
-
     pub(crate) fn watched(&self, id: u32) -> u32 {
         id
     }
 
-    pub(crate) fn leader_exited(&self, id: u32) -> io::Result<bool> {
+    pub(crate) fn exited(&self, id: u32) -> io::Result<bool> {
         crate::sys::has_exited(id)
     }
 
     pub(crate) fn judge(&self, _id: u32, _kill: bool) {}
+
+    pub(crate) fn signal_kept(&self, _pgid: u32, _signal: i32) -> Option<io::Result<()>> {
+        None
+    }
 
     pub(crate) fn take_reached(&self, _leftovers: &mut Leftovers, _guard: Option<u32>) {}
 

@@ -35,6 +35,13 @@ pub(super) struct Stat {
     pub(super) flags: u32,
     /// Whether it has exited, killed by `SIGKILL` (its exit status says so: Linux 3.5 or later).
     pub(super) killed: bool,
+    /// Where its environment block starts and ends in its memory; `(0, 0)` where that cannot be read (another user's
+    /// process, a kernel thread, Linux before 3.5), and an end of 0 in the middle of `execve` (the new image has no
+    /// block yet). Equal and not 0: it has no environment at all (`env -i`).
+    pub(super) env: (u64, u64),
+    /// Whether its image is loaded whole: the end of its code is known (`end_code`, field 27, which `execve` sets
+    /// after it has filled in the new environment block; 0 before, and where it cannot be read).
+    pub(super) loaded: bool,
 }
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
@@ -54,19 +61,23 @@ impl Stat {
         let open = text.iter().position(|&b| b == b'(')?;
         let close = text.iter().rposition(|&b| b == b')')?;
         // After the name: state (3), ppid (4), pgrp (5), session, tty, tpgid, flags (9), ... starttime (22), ...
-        // exit_code (52, the status as `waitpid` gives it).
+        // env_start (50), env_end (51), exit_code (52, the status as `waitpid` gives it); the last four since Linux
+        // 3.5, and the addresses only where we may read the process's memory (else 0).
         let mut fields = text.get(close + 2..)?.split(|&b| b == b' ');
-        let number = |field: Option<&[u8]>| std::str::from_utf8(field?).ok()?.parse().ok();
+        let number = |field: Option<&[u8]>| {
+            std::str::from_utf8(field?.trim_ascii_end())
+                .ok()?
+                .parse::<u64>()
+                .ok()
+        };
         let state = char::from(*fields.next()?.first()?);
         let pgid = number(fields.nth(1))?;
         let flags = number(fields.nth(3))?;
         let start = number(fields.nth(12))?;
-        let exit_code = fields.nth(29).and_then(|f| {
-            std::str::from_utf8(f.trim_ascii_end())
-                .ok()?
-                .parse::<i64>()
-                .ok()
-        });
+        let end_code = number(fields.nth(4)).unwrap_or(0);
+        let env_start = number(fields.nth(22)).unwrap_or(0);
+        let env_end = number(fields.next()).unwrap_or(0);
+        let exit_code = number(fields.next());
         let dead = matches!(state, 'Z' | 'X' | 'x');
         let parsed = Stat {
             name: String::new(),
@@ -74,7 +85,10 @@ impl Stat {
             pgid: u32::try_from(pgid).ok()?,
             start,
             flags: u32::try_from(flags).ok()?,
-            killed: dead && exit_code.is_some_and(|c| c & 0x7f == i64::from(libc::SIGKILL)),
+            killed: dead
+                && exit_code.is_some_and(|c| c & 0x7f == u64::from(libc::SIGKILL.unsigned_abs())),
+            env: (env_start, env_end),
+            loaded: end_code != 0,
         };
         Some((text.get(open + 1..close)?, parsed))
     }

@@ -4,7 +4,8 @@
 //! The guard's standard input is the read end of a close-on-exec pipe whose write end only this process holds. When
 //! this process dies, for any reason, the kernel closes the write end, the guard reads end of file and sends
 //! `SIGKILL` to its own group (`kill(0, SIGKILL)`). That is safe: a live member keeps the group id from being
-//! reused. The guard ignores every catchable signal before it joins the group (a command's `kill 0` or a grace
+//! reused (for a job in a cgroup of its own the guard leads a group of its own, ends the cgroup and removes its
+//! folder). The guard ignores every catchable signal before it joins the group (a command's `kill 0` or a grace
 //! signal cannot disarm it). The forked guard closes every other descriptor (but a contained job's `cgroup.kill`); the shell guard keeps, besides its
 //! pipe, only what every child of this process inherits (descriptors that are not close-on-exec), as the command
 //! does.
@@ -26,11 +27,13 @@ use crate::wait::{ExitWatch, DROP_REAP_LIMIT};
 
 /// The shell guard: ignore every catchable signal, say so on standard output and close it, then wait for end of
 /// file on standard input. `read` fails on end of file (and on a read error), which sends `SIGKILL` to the group;
-/// a line makes it exit quietly. With `JOB_CGROUP` set (the folder of the job's cgroup, see `crate::contain`) it
-/// first ends the cgroup (`cgroup.kill`) and removes the folder once it is empty: `rmdir` fails until then, so it
-/// tries again every 20 ms (an external `sleep`; one that takes whole seconds only counts for 50 tries), 100 times,
-/// about 2 s plus the forks: dying processes that free much memory on a loaded machine take a few hundred ms, and a
-/// busybox `rmdir` built into the shell takes no time between tries. Signals by name where the numbers differ; EMT
+/// a line makes it exit quietly. With `JOB_CGROUP` set (the folder of the job's cgroup, see `crate::contain`; the
+/// guard then leads a process group of its own, out of reach of the job group's signals) it first ends the cgroup
+/// (`cgroup.kill`) and removes the folder once it is empty, with the sub-cgroups the job made in it (`find -depth`,
+/// deepest first): `rmdir` fails until then, so it tries again every 20 ms (an external `sleep`; one that takes whole
+/// seconds only counts for 50 tries), 500 times, about 10 s plus the forks: dying processes that free much memory
+/// on a loaded machine take a few hundred ms, and a busybox `rmdir` built into the shell takes no time between tries.
+/// Nobody waits for it: its supervisor is dead. Signals by name where the numbers differ; EMT
 /// and INFO (BSD and macOS) come last, since dash stops at the first name it does not know (Linux has neither:
 /// `--cfg grouptimeout_portable`).
 #[cfg(all(
@@ -40,7 +43,8 @@ use crate::wait::{ExitWatch, DROP_REAP_LIMIT};
 const SCRIPT: &str = "trap '' 1 2 3 4 5 6 7 8 10 11 12 13 14 15 16 17 18 20 21 22 23 24 25 26 27 28 29 30 31 34 35 \
                       36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64; \
                       echo; exec >&-; read x || { [ -z \"$JOB_CGROUP\" ] || ! echo 1 >\"$JOB_CGROUP/cgroup.kill\" || { i=0; \
-                      while ! rmdir \"$JOB_CGROUP\" && [ $i -lt 100 ]; do \
+                      while [ -d \"$JOB_CGROUP\" ] && ! rmdir \"$JOB_CGROUP\" && [ $i -lt 500 ]; do \
+                      find \"$JOB_CGROUP\" -mindepth 1 -depth -type d -exec rmdir {} \\; ; \
                       if sleep .02; then i=$((i+1)); else sleep 1; i=$((i+50)); fi; done; }; kill -KILL 0; }";
 #[cfg(not(all(
     any(target_os = "linux", target_os = "android"),
@@ -50,7 +54,8 @@ const SCRIPT: &str =
     "trap '' HUP INT QUIT ILL TRAP ABRT FPE BUS SEGV SYS PIPE ALRM TERM URG TSTP CONT CHLD \
                       TTIN TTOU IO XCPU XFSZ VTALRM PROF WINCH USR1 USR2 EMT INFO 2>/dev/null; \
                       echo; exec >&-; read x || { [ -z \"$JOB_CGROUP\" ] || ! echo 1 >\"$JOB_CGROUP/cgroup.kill\" || { i=0; \
-                      while ! rmdir \"$JOB_CGROUP\" && [ $i -lt 100 ]; do \
+                      while [ -d \"$JOB_CGROUP\" ] && ! rmdir \"$JOB_CGROUP\" && [ $i -lt 500 ]; do \
+                      find \"$JOB_CGROUP\" -mindepth 1 -depth -type d -exec rmdir {} \\; ; \
                       if sleep .02; then i=$((i+1)); else sleep 1; i=$((i+50)); fi; done; }; kill -KILL 0; }";
 
 /// How often a guard that died before it was armed (a member signalled the group meanwhile) is started again.
@@ -137,7 +142,12 @@ impl Guard {
             .stdin(read)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
-            .process_group(sys::checked_pid(pgid)?)
+            // A cgroup job's guard leads a group of its own (`cgroup.kill` reaches the job's group).
+            .process_group(if cgroup.is_some() {
+                0
+            } else {
+                sys::checked_pid(pgid)?
+            })
             .spawn()
             .map_err(|e| {
                 context(

@@ -16,8 +16,10 @@ use crate::GroupChild;
 /// that is unsafe in a forked child (libc's `fork` runs them; the C library's own are safe): it ignores every catchable signal, only then joins the command's group, closes every
 /// descriptor but its pipe (on Linux with `close_range`; elsewhere those below the `RLIMIT_NOFILE` soft limit, at
 /// most 65,536), and waits. For a job in a cgroup of its own ([`spawn_contained`](crate::GroupCommandExt::spawn_contained))
-/// it also keeps the job's `cgroup.kill` open, and ends the cgroup as the shell guard does: `cgroup.kill`, then the
-/// folder's removal once it is empty (tried for about a second), then the group. Since a signal cannot disarm it before it joins the group, this returns right after the
+/// it also keeps the job's `cgroup.kill` open, leads a process group of its own instead of joining the command's
+/// (see [`die_with_parent`](crate::GroupChild::die_with_parent)), and ends the cgroup as the shell guard does:
+/// `cgroup.kill`, then the removal of the folder and of the sub-cgroups the job made in it, deepest first, once
+/// they are empty (tried for about 10 s). Since a signal cannot disarm it before it joins its group, this returns right after the
 /// fork, without waiting for the guard to run; if the group has no process left to join by then, the guard exits
 /// quietly (there is nothing to guard).
 ///

@@ -20,9 +20,11 @@ use crate::contain::{Containment, Job};
 ///
 /// | Mode | Where | What it reaches | What it cannot catch |
 /// |------|-------|-----------------|----------------------|
-/// | [`Cgroup`](Containment::Cgroup) | Linux 5.14+, cgroup v2, where this process may make a cgroup | every process started by the command, at once (`cgroup.kill`) | nothing the command starts; a process moved to another cgroup by someone allowed to |
-/// | [`Lineage`](Containment::Lineage) | Linux, `/proc` of our PID namespace, pidfds (5.3+) | the group and every process that still carries the job's mark | a process that cleared or overwrote its environment (`env -i`, `execve` with a new one), or runs as a user we may not inspect or signal |
+/// | [`Cgroup`](Containment::Cgroup) | Linux 5.14+, cgroup v2, where this process may make a cgroup | every process started by the command, at once (`cgroup.kill`), setuid and non-dumpable ones included | a process moved to another cgroup by someone allowed to, the job itself included when it has this process's rights (as root, its pid written to a parent's `cgroup.procs`): that process and what it starts survive |
+/// | [`Lineage`](Containment::Lineage) | Linux, `/proc` of our PID namespace, pidfds (5.3+) | the group and every process that still carries the job's mark | a process whose environment does not show the mark: cleared or replaced (`env -i`, `execve` with a new one), or overwritten by a new process title (perl's `$0`, `setproctitle`); a non-dumpable process (`ssh-agent`, `gpg-agent`, setuid programs: reading its environment needs root with `CAP_SYS_PTRACE`); a process of a user we may not signal (named in the error) |
 /// | [`Group`](Containment::Group) | everywhere | the process group (as `spawn_group`) | a process that left the group (`setsid`, `setpgid`) |
+///
+/// The README's "The whole job" lists what survived each mode in a measured run.
 ///
 /// By default the cgroup is tried first, then lineage, then the group: each fallback is silent, and
 /// [`GroupChild::containment`] says which mode the job got; [`require`](Contain::require) turns a fallback below a

@@ -31,9 +31,15 @@ const LAST_SIGNAL: libc::c_int = 128;
 ))]
 const GUARD_NAME: &[u8; 12] = b"group-guard\0";
 
-/// How many times the forked guard tries to remove the job's cgroup folder, 10 ms apart (it is removable once the
-/// killed processes have exited).
-const RMDIR_TRIES: usize = 100;
+/// How many times the forked guard tries to remove the job's cgroup folder, 10 ms apart, about 10 s in all (it is
+/// removable once the killed processes have exited: a few hundred ms for a job that frees much memory on a loaded
+/// machine). Nobody waits for it: its supervisor is dead.
+const RMDIR_TRIES: usize = 1000;
+
+/// How deep below the job's cgroup folder the forked guard looks for sub-cgroups to remove (nested tools make one
+/// per level).
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+const SUB_CGROUP_DEPTH: usize = 16;
 
 /// The job's cgroup, for the forked guard to end: its `cgroup.kill`, open for writing, and its folder's path.
 pub(crate) struct GuardCgroup<'a> {
@@ -45,17 +51,19 @@ pub(crate) struct GuardCgroup<'a> {
 /// open, and then reads it: one byte makes it exit quietly; end of file or an error makes it send `SIGKILL` to its
 /// own group. Returns its pid at once, without waiting for the guard to join the group.
 ///
-/// With `cgroup`, the guard also keeps the job's `cgroup.kill` open (as its standard output), and at end of file
-/// first writes `1` to it (every process of the job's cgroup is killed), then removes the folder once it is empty
-/// (`rmdir` until it succeeds, at most [`RMDIR_TRIES`] times 10 ms apart), and only then kills its group (itself
-/// included).
+/// With `cgroup`, the guard leads a process group of its own instead (so that no signal to the job's group, the
+/// supervisor's `SIGKILL` at a deadline included, ends it before the job's folder is gone), keeps the job's
+/// `cgroup.kill` open (as its standard output), and at end of file writes `1` to it (every process of the job's
+/// cgroup is killed, those of its sub-cgroups too), then removes the folder, with the sub-cgroups the job made in it
+/// (deepest first), once they are empty (tried at most [`RMDIR_TRIES`] times 10 ms apart), and then exits (the kill of
+/// its own group reaches itself only).
 ///
 /// On Linux the child first renames itself [`GUARD_NAME`] (`prctl(PR_SET_NAME)`, a system call). Elsewhere it keeps
 /// this process's name: no async-signal-safe call renames a process there.
 ///
 /// The forked child calls only async-signal-safe functions (`prctl`, `sigaction`, `sigprocmask`, `fcntl`, `setpgid`,
-/// `dup2`, `close`, `read`, `write`, `rmdir`, `nanosleep`, `kill`, `_exit`, and `close_range` or
-/// `getrlimit`), so this is sound in a multi-threaded process. It joins the group only after it ignores
+/// `dup2`, `close`, `read`, `write`, `open`, `openat`, `getdents64`, `unlinkat`, `rmdir`, `nanosleep`, `kill`, `_exit`,
+/// and `close_range` or `getrlimit`), and allocates nothing, so this is sound in a multi-threaded process. It joins the group only after it ignores
 /// every signal, so a signal sent to the group never finds it unprotected, and this process need not wait for it:
 /// if this process dies meanwhile, the guard still joins, then reads end of file. If it cannot join (the group has no
 /// process left), it exits at once without signalling anything, since it is still in this process's group then.
@@ -136,7 +144,7 @@ fn guard_main(
     let armed = unsafe {
         let kill = cgroup.map_or(0, |(kill, _)| libc::fcntl(kill, libc::F_DUPFD, 3));
         kill != -1
-            && libc::setpgid(0, pgid) == 0
+            && libc::setpgid(0, if cgroup.is_some() { 0 } else { pgid }) == 0
             && libc::dup2(read, 0) == 0
             && (cgroup.is_none() || libc::dup2(kill, 1) == 1)
     };
@@ -168,19 +176,91 @@ fn guard_main(
             tv_nsec: 10_000_000,
         };
         for _ in 0..RMDIR_TRIES {
-            // SAFETY: `folder` is a NUL-terminated string made before the fork; rmdir only reads it.
-            if unsafe { libc::rmdir(folder.as_ptr()) } == 0 {
+            if remove_tree(folder) {
                 break;
             }
             // SAFETY: nanosleep reads a live timespec; the remainder is not wanted.
             unsafe { libc::nanosleep(&raw const pause, std::ptr::null_mut()) };
         }
     }
-    // We are a member of the group, which keeps its id from being reused.
-    // SAFETY: kill with pid 0 signals this process's own group, which setpgid made the command's.
+    // We are a member of the group, which keeps its id from being reused (with a cgroup: our own group).
+    // SAFETY: kill with pid 0 signals this process's own group, which setpgid made the command's (or our own).
     unsafe {
         libc::kill(0, libc::SIGKILL);
         libc::_exit(1)
+    }
+}
+
+/// Removes the job's cgroup folder `folder` with the sub-cgroups below it, deepest first: whether it is gone (removed,
+/// or not there). A folder that still holds a process (`EBUSY`) stays for the next try. Allocates nothing (it runs in
+/// the forked guard).
+fn remove_tree(folder: &CStr) -> bool {
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    {
+        // SAFETY: open reads the NUL-terminated path made before the fork; the descriptor is closed below.
+        let dir = unsafe {
+            libc::open(
+                folder.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        if dir >= 0 {
+            remove_below(dir, SUB_CGROUP_DEPTH);
+            // SAFETY: closes the descriptor opened above.
+            unsafe { libc::close(dir) };
+        }
+    }
+    // SAFETY: `folder` is a NUL-terminated string made before the fork; rmdir only reads it.
+    let removed = unsafe { libc::rmdir(folder.as_ptr()) } == 0;
+    removed || io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT)
+}
+
+/// Removes the sub-cgroups (folders) of the cgroup folder open as `dir`, each after the ones below it, at most `depth`
+/// levels down; those that cannot be removed yet are left. Reads the folder with `getdents64` into a buffer on the
+/// stack (no allocation, no `opendir`).
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+fn remove_below(dir: libc::c_int, depth: usize) {
+    if depth == 0 {
+        return;
+    }
+    let mut buf = [0u8; 2048];
+    loop {
+        // SAFETY: getdents64 writes at most `buf.len()` bytes of directory records into `buf`, which we own.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, dir, buf.as_mut_ptr(), buf.len()) };
+        let Ok(n) = usize::try_from(n) else { return };
+        if n == 0 {
+            return;
+        }
+        let mut at = 0;
+        // A record: d_ino (8 bytes), d_off (8), d_reclen (2), d_type (1), then the NUL-terminated name.
+        while let (Some(&[r0, r1]), Some(&kind), Some(name)) = (
+            buf.get(at + 16..at + 18),
+            buf.get(at + 18),
+            buf.get(at + 19..n),
+        ) {
+            let len = usize::from(u16::from_ne_bytes([r0, r1]));
+            if len == 0 {
+                return;
+            }
+            at += len;
+            if kind != libc::DT_DIR || name.starts_with(b".\0") || name.starts_with(b"..\0") {
+                continue;
+            }
+            // SAFETY: `name` points into `buf`, at a name the kernel ended with a NUL inside the record; openat and
+            // unlinkat only read it, and the descriptor opened is closed before the next record.
+            unsafe {
+                let sub = libc::openat(
+                    dir,
+                    name.as_ptr().cast(),
+                    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                );
+                if sub >= 0 {
+                    remove_below(sub, depth - 1);
+                    libc::close(sub);
+                }
+                libc::unlinkat(dir, name.as_ptr().cast(), libc::AT_REMOVEDIR);
+            }
+        }
     }
 }
 

@@ -548,10 +548,67 @@ fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, tries: u32) {
             return;
         }
         if !populated(folder_fd) {
-            return; // empty, but it holds sub-cgroups of the job's: left to the supervisor's end of the job
+            // Empty, but it holds sub-cgroups of the job's: those go first, deepest first.
+            remove_below(folder_fd, 0);
         }
         // SAFETY: nanosleep reads `pause`; a null remainder is allowed.
         unsafe { libc::nanosleep(&raw const pause, std::ptr::null_mut()) };
+    }
+}
+
+/// Removes the (empty) sub-folders of the folder `dir`, deepest first, to 32 levels.
+fn remove_below(dir: RawFd, depth: u32) {
+    if depth > 32 {
+        return;
+    }
+    let mut buf = [0u64; 512]; // 4 KiB, 8-byte aligned, as getdents64 wants
+                               // SAFETY: lseek on our own descriptor.
+    unsafe { libc::lseek(dir, 0, libc::SEEK_SET) };
+    loop {
+        // SAFETY: getdents64 writes at most the buffer's length into it.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_getdents64,
+                dir,
+                buf.as_mut_ptr(),
+                std::mem::size_of_val(&buf),
+            )
+        };
+        let len = usize::try_from(n).unwrap_or(0);
+        if len == 0 {
+            return;
+        }
+        // SAFETY: the first `len` bytes of `buf` were written by getdents64.
+        let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), len) };
+        let mut at = 0;
+        // Each record: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name (NUL-terminated).
+        while at + 19 < len {
+            let reclen = usize::from(u16::from_ne_bytes([bytes[at + 16], bytes[at + 17]]));
+            if reclen == 0 {
+                return;
+            }
+            let name = &bytes[at + 19..(at + reclen).min(len)];
+            let is_dir = bytes[at + 18] == libc::DT_DIR;
+            let dot = name.first() == Some(&b'.') && matches!(name.get(1), Some(0 | b'.'));
+            if is_dir && !dot && name.contains(&0) {
+                let name = name.as_ptr().cast::<libc::c_char>();
+                // SAFETY: `name` is NUL-terminated inside `buf`, which lives across the calls; openat, close and
+                // unlinkat are async-signal-safe system calls.
+                unsafe {
+                    let sub = libc::openat(
+                        dir,
+                        name,
+                        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                    );
+                    if sub >= 0 {
+                        remove_below(sub, depth + 1);
+                        libc::close(sub);
+                    }
+                    libc::unlinkat(dir, name, libc::AT_REMOVEDIR);
+                }
+            }
+            at += reclen;
+        }
     }
 }
 

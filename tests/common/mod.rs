@@ -386,3 +386,26 @@ pub fn reaps_and_kills(trace: &str) -> Vec<Traced> {
     }
     events
 }
+
+/// Waits (bounded) until the forked guard of the tool `tool` (its child named `group-guard`), or the keeper of its
+/// contained job (`group-keeper`, the job's guard), has left the tool's
+/// group: it ignores signals then, and has joined the command's group (or, for a job with a cgroup of its own, leads
+/// a group of its own). Returns its pid.
+pub fn wait_for_guard(tool: u32) -> u32 {
+    let mut guard = None;
+    let found = eventually(Duration::from_secs(20), || {
+        guard = fs::read_dir("/proc")
+            .expect("/proc is readable")
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .find(|&pid| {
+                parent_of(pid) == Some(tool)
+                    && fs::read_to_string(format!("/proc/{pid}/comm"))
+                        .is_ok_and(|c| matches!(c.trim(), "group-guard" | "group-keeper"))
+                    && state_and_group(pid).is_some_and(|(_, group)| group != tool)
+            });
+        guard.is_some()
+    });
+    assert!(found, "the tool {tool} started no guard");
+    guard.unwrap()
+}

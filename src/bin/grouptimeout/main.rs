@@ -392,7 +392,29 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
         match &mut subreaper {
             None => {}
             Some(Ok(subreaper)) => {
-                match subreaper.sweep_matching(&owned, SWEEP_LIMIT, |pid| leader.owns_orphan(pid)) {
+                // The orphans the sweep spares; those still running after it (children of ours, not reaped: the pid
+                // is theirs) whose environment, with the job's mark, cannot be read are named.
+                let mut spared = vec![];
+                let sweep = subreaper.sweep_matching(&owned, SWEEP_LIMIT, |pid| {
+                    let owns = leader.owns_orphan(pid);
+                    if !owns && !spared.contains(&pid) {
+                        spared.push(pid);
+                    }
+                    owns
+                });
+                let unknown: Vec<(u32, String)> = spared
+                    .into_iter()
+                    .filter(|&pid| running_name(pid).is_some() && environment_unreadable(pid))
+                    .filter_map(|pid| Some((pid, running_name(pid)?)))
+                    .collect();
+                if !unknown.is_empty() {
+                    let named: Vec<(u32, &str)> = unknown
+                        .iter()
+                        .map(|(pid, name)| (*pid, name.as_str()))
+                        .collect();
+                    say!("{}", messages::unknown_leftovers(&named));
+                }
+                match sweep {
                     Ok(done) => {
                         if !done.left.is_empty() {
                             say!("could not kill processes {:?}", done.left);
@@ -431,6 +453,28 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
         }
     };
     exit_code(opts, &state, status)
+}
+
+/// Whether process `pid`'s environment cannot be read for lack of permission (a setuid or non-dumpable program): the
+/// tool cannot see the job's mark there.
+fn environment_unreadable(pid: u32) -> bool {
+    std::fs::File::open(format!("/proc/{pid}/environ"))
+        .is_err_and(|e| e.kind() == io::ErrorKind::PermissionDenied)
+}
+
+/// The name of process `pid` if it still runs (not a zombie, not exiting: an exiting process's `/proc` files are
+/// root's) as a child of the tool (an adopted orphan: then the pid is still its own), from `/proc/PID/stat`.
+fn running_name(pid: u32) -> Option<String> {
+    /// The kernel's flag of a process that is exiting (include/linux/sched.h).
+    const PF_EXITING: u64 = 0x4;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (name, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+    let fields: Vec<&str> = rest.split(' ').collect();
+    // After the name: state (3), ppid (4), ..., flags (9).
+    let running = !matches!(*fields.first()?, "Z" | "X" | "x");
+    let ours = *fields.get(1)? == std::process::id().to_string();
+    let exiting = fields.get(6)?.parse::<u64>().ok()? & PF_EXITING != 0;
+    (running && ours && !exiting).then(|| name.to_owned())
 }
 
 /// Waits for the command, passing on signals and firing the timeouts, until it is reaped; `None` when it could not be

@@ -110,7 +110,32 @@ const NAMED_LEFTOVERS: usize = 10;
 /// behind: 1234 (sleep), 1240 (sh)`. One line of bounded length: at most [`NAMED_LEFTOVERS`] are named (`, and 5 more`), and a name's
 /// control characters are shown as `?` (a name has at most 15 bytes, from `/proc/PID/comm`).
 pub fn killed_leftovers(killed: &[(u32, &str)]) -> String {
-    let named: Vec<String> = killed
+    let noun = if killed.len() == 1 {
+        "process"
+    } else {
+        "processes"
+    };
+    format!(
+        "killed {} {noun} left behind: {}",
+        killed.len(),
+        name_list(killed)
+    )
+}
+
+/// The line about adopted orphans left running because the tool could not tell whether they are the command's:
+/// their environment, which carries the job's mark, cannot be read (a setuid or non-dumpable program, such as
+/// `ssh-agent`, run by an unprivileged tool). Named as in [`killed_leftovers`].
+pub fn unknown_leftovers(left: &[(u32, &str)]) -> String {
+    format!(
+        "left running {}, which may be the command's: cannot read {} environment (setuid or non-dumpable)",
+        name_list(left),
+        if left.len() == 1 { "its" } else { "their" }
+    )
+}
+
+/// `1234 (sleep), 1240 (sh)`: at most [`NAMED_LEFTOVERS`] named, then `, and 5 more`.
+fn name_list(processes: &[(u32, &str)]) -> String {
+    let named: Vec<String> = processes
         .iter()
         .take(NAMED_LEFTOVERS)
         .map(|&(pid, name)| {
@@ -127,20 +152,11 @@ pub fn killed_leftovers(killed: &[(u32, &str)]) -> String {
             }
         })
         .collect();
-    let more = match killed.len().saturating_sub(NAMED_LEFTOVERS) {
+    let more = match processes.len().saturating_sub(NAMED_LEFTOVERS) {
         0 => String::new(),
         n => format!(", and {n} more"),
     };
-    let noun = if killed.len() == 1 {
-        "process"
-    } else {
-        "processes"
-    };
-    format!(
-        "killed {} {noun} left behind: {}{more}",
-        killed.len(),
-        named.join(", ")
-    )
+    format!("{}{more}", named.join(", "))
 }
 
 #[cfg(test)]
