@@ -481,7 +481,13 @@ mod linux {
         let member = pids(&lines);
         let _cleanup = KillOnDrop(member.clone());
         child.die_with_parent().unwrap();
-        let guard = child.guard_id().expect("the guard's pid");
+        // A kept job (cgroup) has no guard: its keeper (the spawned process) is the guard.
+        let guard = if mode == Containment::Cgroup {
+            assert_eq!(child.guard_id(), None);
+            child.id()
+        } else {
+            child.guard_id().expect("the guard's pid")
+        };
         assert!(child.in_job(member[0]), "{mode:?}: a live member");
         assert!(!child.in_job(guard), "{mode:?}: the guard");
         kill_pids(&member);
@@ -1128,7 +1134,7 @@ mod linux {
                 "escapee {} folder {} leader {}",
                 lines[0],
                 folder_of(&child).unwrap().display(),
-                child.id()
+                command_of(child.id())
             );
             std::thread::sleep(LONG);
             return;
