@@ -204,7 +204,13 @@ impl Tmux {
     fn start_job(&self, line: &str) -> (u32, KillOnDrop) {
         self.type_line(line);
         let pid = self.wait_for_pid();
-        let tool = common::parent_of(pid).expect("the leader's parent");
+        let mut tool = common::parent_of(pid).expect("the leader's parent");
+        // A contained job's keeper (between the tool and the command) is not the tool.
+        if fs::read_to_string(format!("/proc/{tool}/comm"))
+            .is_ok_and(|c| c.trim() == "group-keeper")
+        {
+            tool = common::parent_of(tool).expect("the keeper's parent");
+        }
         (pid, KillOnDrop(vec![pid, tool]))
     }
 
@@ -453,10 +459,11 @@ fn a_leader_that_left_its_group_is_not_continued_again_and_again() {
     let Some(tmux) = Tmux::start("left_group") else {
         return;
     };
-    // The leader joins the shell's group (which ignores SIGTTIN) and reads: each read stops it again, alone, while
+    // The leader joins the shell's group (which ignores SIGTTIN; above the tool, and above a contained job's keeper)
+    // and reads: each read stops it again, alone, while
     // its own group holds the terminal.
     let (pid, procs) = tmux.start_job(&format!(
-        "{BIN} 4 perl -e 'open F, \"/proc/\".getppid().\"/stat\"; @f = split / /, <F>; setpgrp(0, getpgrp($f[3])); $|=1; print \"pid:$$\\n\"; sysread(STDIN, $x, 1)'"
+        "{BIN} 4 perl -e 'open F, \"/proc/\".getppid().\"/stat\"; @f = split / /, <F>; if ($f[1] eq \"(group-keeper)\") {{ open F, \"/proc/$f[3]/stat\"; @f = split / /, <F> }} setpgrp(0, getpgrp($f[3])); $|=1; print \"pid:$$\\n\"; sysread(STDIN, $x, 1)'"
     ));
     let tool = procs.0[1];
     assert!(eventually(LIMIT, || is_stopped(pid)));

@@ -141,6 +141,21 @@ impl Job {
         None
     }
 
+    /// For a kept job, the signal that stopped its command since the last call (`None`: not stopped; a job without
+    /// a keeper has its leader's own stops, see `kept`).
+    #[cfg(feature = "host")]
+    #[cfg_attr(
+        not(all(target_os = "linux", not(grouptimeout_portable))),
+        allow(clippy::unused_self, reason = "no keeper outside Linux")
+    )]
+    pub(crate) fn take_stop(&self) -> Option<i32> {
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if let Some(keeper) = self.keeper() {
+            return keeper.take_stop();
+        }
+        None
+    }
+
     /// Just before the reap of `id`: tells a kept job's keeper to end the job (`kill`) or to keep what the command
     /// left; it then reaps the command and exits as it did.
     #[cfg_attr(

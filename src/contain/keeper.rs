@@ -46,6 +46,11 @@ impl Keeper {
         self.page.command_exited()
     }
 
+    /// The signal that stopped the command since the last call (see `SharedPage::take_stop`).
+    pub(crate) fn take_stop(&self) -> Option<i32> {
+        self.page.take_stop()
+    }
+
     /// Tells the keeper `keeper` (our unreaped child) what to do once the command exited: end the job or keep it.
     /// Once only.
     pub(crate) fn judge(&self, keeper: u32, kill: bool) {

@@ -174,6 +174,10 @@ pub fn take_stop(child: &GroupChild) -> io::Result<Option<i32>> {
     if !child.leader_unreaped() {
         return Ok(None);
     }
+    // A contained job's keeper reports its command's stops (it does not stop itself).
+    if child.job.kept() {
+        return Ok(child.job.take_stop());
+    }
     sys::take_stop(child.id())
 }
 

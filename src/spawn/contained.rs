@@ -86,8 +86,8 @@ use crate::contain::{Containment, Job};
 ///   it unreaped until a wait reaps the job: the wait then tells the keeper to end the job (or, with
 ///   `set_kill_leftovers(false)`, to leave it), and the keeper does so, reaps the command and exits as it did: the
 ///   same exit code, or the same signal (without a core dump), so [`Outcome`](crate::Outcome) is what `spawn_group`
-///   gives. A command that stops stops its keeper too (a supervisor that watches stops, such as the tool, sees it),
-///   and the crate's `SIGCONT` continues both.
+///   gives. A command that stops is reported by its keeper instead (`host::take_stop` says so, and
+///   the keeper sends this process `SIGCHLD`, as the command's own stop would); the keeper itself never stops.
 /// - A command that fails its `exec` fails the spawn with std's error (`NotFound` for a missing program), and the
 ///   keeper exits at once.
 /// - A signal sent to the keeper's pid is passed on to the command, as it reached the leader without a keeper; but

@@ -8,10 +8,11 @@
 //! - `L` starts in `M`'s process group `G` (whose id is `M`'s pid, the `GroupChild`'s id); `M` then leaves `G` for a
 //!   group of its own, so that the crate's group signals (and a terminal's) reach the command and not `M`.
 //! - `M` closes every descriptor but the cgroup folder's (std's error pipe and the command's stdio included, so
-//!   that the spawn returns when `L` execs), then waits for signals: `L` stopped (it stops itself the same way, so
+//!   that the spawn returns when `L` execs), then waits for signals: `L` stopped (reported to this process, so
 //!   that a supervisor sees the stop), `L` exited (it waits for this process's verdict: kill the job, or keep it),
 //!   or this process died (`getppid()` changed: it ends the job and removes the folder). Then it reaps `L` and exits
-//!   as `L` did: the same exit code, or the same signal (core dumps off).
+//!   as `L` did: the same exit code, or the same signal (core dumps off). A stop of `L` is reported through the
+//!   shared page and a `SIGCHLD` (the keeper never stops itself).
 //!
 //! Everything `M` and `L` run before `exec` is async-signal-safe: raw system calls on memory copied by the fork (or
 //! shared with this process through one anonymous page), no allocation, no lock. This process talks to `M` only
@@ -81,6 +82,9 @@ struct Shared {
     /// Set by the keeper once the command exited (it then waits for the verdict): this process needs no descriptor
     /// and no `/proc` to know it.
     exited: AtomicU32,
+    /// The signal that last stopped the command, set by the keeper (which then sends this process `SIGCHLD`, as a
+    /// stop of its child would), taken by this process.
+    stopped: AtomicU32,
 }
 
 /// One anonymous page mapped `MAP_SHARED` before the spawn: the keeper (a fork) shares it with this process; the
@@ -123,6 +127,12 @@ impl SharedPage {
     /// The command's pid, once the keeper made it (set before the spawn returns).
     pub(crate) fn command(&self) -> Option<u32> {
         Some(self.shared().command.load(Ordering::Acquire)).filter(|&pid| pid > 1)
+    }
+
+    /// The signal that stopped the command since the last call, if it stopped (the keeper's report, taken).
+    pub(crate) fn take_stop(&self) -> Option<i32> {
+        let signal = self.shared().stopped.swap(0, Ordering::AcqRel);
+        i32::try_from(signal).ok().filter(|&s| s > 0)
     }
 
     /// Whether the keeper saw the command exit (and now waits for the verdict).
@@ -425,7 +435,12 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t) -> ! {
             exit_as(reap(command));
         }
         if let Some(signal) = stopped(command) {
-            stop_as(signal);
+            // The supervisor hears of the stop as it would of its child's own: a report and a SIGCHLD.
+            shared(plan)
+                .stopped
+                .store(signal.unsigned_abs(), Ordering::Release);
+            // SAFETY: kill with integer arguments; the parent is the supervisor (checked above).
+            unsafe { libc::kill(plan.supervisor, libc::SIGCHLD) };
             continue;
         }
         if exited(command) {
@@ -631,30 +646,6 @@ fn populated(folder_fd: RawFd) -> bool {
     };
     let text = &buf[..usize::try_from(n).unwrap_or(0)];
     !text.windows(11).any(|w| w == b"populated 0")
-}
-
-/// Stops this process with `signal` (the one that stopped the command), so that whoever waits for it sees the
-/// stop; blocks it again once continued.
-fn stop_as(signal: libc::c_int) {
-    let signal = if matches!(signal, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) {
-        signal
-    } else {
-        libc::SIGSTOP
-    };
-    let mut only = MaybeUninit::<libc::sigset_t>::zeroed();
-    // SAFETY: sigemptyset/sigaddset initialise the set, which lives across the calls; signal and kill are
-    // async-signal-safe system calls on integers.
-    unsafe {
-        libc::sigemptyset(only.as_mut_ptr());
-        libc::sigaddset(only.as_mut_ptr(), signal);
-        libc::signal(signal, libc::SIG_DFL);
-    }
-    // SAFETY: initialised above.
-    let only = unsafe { only.assume_init() };
-    set_mask(libc::SIG_UNBLOCK, &only, None);
-    // SAFETY: as above.
-    unsafe { libc::kill(libc::getpid(), signal) };
-    set_mask(libc::SIG_BLOCK, &only, None);
 }
 
 /// Exits as the command did: its exit code, or death by its signal (no core dump). Without a report (cannot
