@@ -47,6 +47,7 @@ impl Keeper {
     }
 
     /// The signal that stopped the command since the last call (see `SharedPage::take_stop`).
+    #[cfg(feature = "host")]
     pub(crate) fn take_stop(&self) -> Option<i32> {
         self.page.take_stop()
     }

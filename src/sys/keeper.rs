@@ -130,6 +130,7 @@ impl SharedPage {
     }
 
     /// The signal that stopped the command since the last call, if it stopped (the keeper's report, taken).
+    #[cfg(feature = "host")]
     pub(crate) fn take_stop(&self) -> Option<i32> {
         let signal = self.shared().stopped.swap(0, Ordering::AcqRel);
         i32::try_from(signal).ok().filter(|&s| s > 0)
