@@ -1407,7 +1407,7 @@ fn row10(o: &Opts, tab: &mut Table) {
             name,
             t(m),
             t(pct(&times[k], 0.99)),
-            "".into(),
+            String::new(),
             format!(
                 "n={n}; {:+.3} ms vs `spawn_group`{}",
                 (m - base) * 1e3,
