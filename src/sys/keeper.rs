@@ -283,6 +283,11 @@ fn start(plan: &Plan) -> io::Result<()> {
     if unsafe { libc::getppid() } != plan.supervisor {
         return Err(failed(libc::ESRCH));
     }
+    // Named before the command exists (the command's process inherits the name only until its `exec`), so that no
+    // process of the command ever sees its parent under the supervisor's name, and a kill by the supervisor's name
+    // never finds the keeper.
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes, which KEEPER_NAME is.
+    unsafe { libc::prctl(libc::PR_SET_NAME, KEEPER_NAME.as_ptr()) };
     let folder_fd = make_folder(plan)?;
     let args = CloneArgs {
         flags: CLONE_INTO_CGROUP,
@@ -313,8 +318,6 @@ fn start(plan: &Plan) -> io::Result<()> {
     shared(plan)
         .command
         .store(command.unsigned_abs(), Ordering::Release);
-    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes, which KEEPER_NAME is.
-    unsafe { libc::prctl(libc::PR_SET_NAME, KEEPER_NAME.as_ptr()) };
     if let Err(e) = leave_group() {
         // SAFETY: our child, unreaped; kill and waitpid are async-signal-safe.
         unsafe {
