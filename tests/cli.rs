@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use grouptimeout::{GroupChild, GroupCommandExt, Outcome};
 
 mod common;
-use common::{is_dead, kill_pids, survivors_after};
+use common::{is_dead, kill_pids, survivors_after, with_cmdline};
 
 const BIN: &str = env!("CARGO_BIN_EXE_grouptimeout");
 /// No single run of the tool may take longer than this: a regression fails instead of hanging.
@@ -1648,21 +1648,6 @@ fn messages_and_statuses_match_gnu() {
         "differs from GNU:\n{}",
         mismatches.join("\n")
     );
-}
-
-/// The processes (not zombies) whose command line holds `needle`.
-fn with_cmdline(needle: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
-            continue;
-        };
-        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if String::from_utf8_lossy(&cmdline).contains(needle) && !is_dead(pid) {
-            found.push(pid);
-        }
-    }
-    found
 }
 
 /// `kill -9` of the tool at 21 points from 0 to 30 ms after its start (the spawn, the keeper's start, the command's

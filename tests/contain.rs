@@ -708,21 +708,6 @@ mod linux {
         lineage_a_process_in_execve_is_in_the_job
     );
 
-    /// Processes whose command line holds `needle`.
-    fn with_cmdline(needle: &str) -> Vec<u32> {
-        let mut found = Vec::new();
-        for entry in fs::read_dir("/proc").unwrap().flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
-                continue;
-            };
-            let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            if String::from_utf8_lossy(&cmdline).contains(needle) && !is_dead(pid) {
-                found.push(pid);
-            }
-        }
-        found
-    }
-
     /// A command that forks at once, into a session of its own and with no environment, never escapes the cgroup: the
     /// leader is inside before it runs one instruction.
     #[test]

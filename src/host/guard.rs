@@ -13,7 +13,8 @@ use crate::GroupChild;
 /// tables, so it costs more the more memory this process maps (milliseconds at hundreds of MiB), which is why the
 /// library's default is the shell. The forked child calls only async-signal-safe functions, so this is sound in a
 /// multi-threaded process, provided that no library of this process registered a `pthread_atfork` child handler
-/// that is unsafe in a forked child (libc's `fork` runs them; the C library's own are safe): it ignores every catchable signal, only then joins the command's group, closes every
+/// that is not async-signal-safe (libc's `fork` runs them; the C library's own are fine). The child ignores every
+/// catchable signal, only then joins the command's group, closes every
 /// descriptor but its pipe (on Linux with `close_range`; elsewhere those below the `RLIMIT_NOFILE` soft limit, at
 /// most 65,536), and waits. For a job in a cgroup of its own ([`spawn_contained`](crate::GroupCommandExt::spawn_contained))
 /// it also keeps the job's `cgroup.kill` open, leads a process group of its own instead of joining the command's

@@ -34,6 +34,21 @@ pub fn is_dead(pid: u32) -> bool {
     !matches!(state_and_group(pid), Some((state, _)) if state != 'Z' && state != 'X')
 }
 
+/// The processes (not dead ones) whose command line holds `needle`.
+pub fn with_cmdline(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(needle) && !is_dead(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
 /// Waits until `pred` holds, checking every 10 ms for at most `limit`; returns whether it held.
 pub fn eventually(limit: Duration, mut pred: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + limit;
