@@ -115,6 +115,7 @@ use crate::contain::{Containment, Job};
 pub struct Contain {
     parent: Option<PathBuf>,
     cgroup: bool,
+    reaper: bool,
     lineage: bool,
     require: Containment,
 }
@@ -126,12 +127,14 @@ impl Default for Contain {
 }
 
 impl Contain {
-    /// A cgroup if one can be made in this process's own cgroup, else lineage, else the group.
+    /// A cgroup if one can be made in this process's own cgroup, else the job's own reaper, else lineage, else the
+    /// group.
     #[must_use]
     pub fn new() -> Contain {
         Contain {
             parent: None,
             cgroup: true,
+            reaper: true,
             lineage: true,
             require: Containment::Group,
         }
@@ -151,7 +154,13 @@ impl Contain {
         self
     }
 
-    /// Whether lineage is tried when no cgroup is had (default `true`).
+    /// Whether the job's own reaper ([`Containment::Reaper`], Linux) is tried when no cgroup is had (default `true`).
+    pub fn reaper(&mut self, try_it: bool) -> &mut Contain {
+        self.reaper = try_it;
+        self
+    }
+
+    /// Whether lineage is tried when neither a cgroup nor the reaper is had (default `true`).
     pub fn lineage(&mut self, try_it: bool) -> &mut Contain {
         self.lineage = try_it;
         self
@@ -188,7 +197,16 @@ impl Contain {
         {
             if self.cgroup {
                 match cgroup::Cgroup::make(self.parent.as_deref()) {
-                    Ok(cgroup) => match spawn_in_cgroup(cgroup, command)? {
+                    Ok(cgroup) => match spawn_kept(Bound::Cgroup(cgroup), command)? {
+                        Ok(child) => return Ok(child),
+                        Err(not_had) => why.push(not_had),
+                    },
+                    Err(e) => why.push(e),
+                }
+            }
+            if self.reaper && self.require.rank() <= Containment::Reaper.rank() {
+                match reaper_mark() {
+                    Ok(mark) => match spawn_kept(Bound::Reaper(mark), command)? {
                         Ok(child) => return Ok(child),
                         Err(not_had) => why.push(not_had),
                     },
@@ -231,36 +249,64 @@ impl Contain {
     }
 }
 
-/// Spawns `command` through a keeper (see `contain/keeper.rs`) whose child, the command, is born inside `cgroup`.
-/// The inner `Err` says that the cgroup could not be had for it, and why (the kind kept): the keeper could not make
+/// What reaper mode needs: lineage's (the `/proc` of this PID namespace, pidfds, room for a kill point's descriptors:
+/// its mark is the backup for a job that killed its keeper), and `/proc/PID/task/TID/children` (`CONFIG_PROC_CHILDREN`),
+/// through which the job's processes are found.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+fn reaper_mark() -> io::Result<lineage::Mark> {
+    let mark = lineage::Mark::new()?;
+    std::fs::metadata("/proc/thread-self/children").map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "the job's reaper needs /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN): {e}"
+            ),
+        )
+    })?;
+    Ok(mark)
+}
+
+/// Spawns `command` through a keeper (see `contain/keeper.rs`): for a cgroup `bound`, the command is born inside the
+/// cgroup; for a reaper `bound`, the keeper is the job's child subreaper, and the command carries the backup mark
+/// (taken off `command` again after the spawn).
+/// The inner `Err` says that the mode could not be had for it, and why (the kind kept): the keeper could not make
 /// the folder or start the command in it (its `mkdir` or `clone3` failed, with the folder and the OS error named),
 /// or the spawn ran out of descriptors (std's pipe of a forked spawn, beyond a plain spawn's). Nothing of the command
 /// ran then, and the folder is removed, so the caller may spawn it again another way.
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-fn spawn_in_cgroup(
-    cgroup: cgroup::Cgroup,
-    command: &mut Command,
-) -> io::Result<io::Result<GroupChild>> {
-    let folder = cgroup.folder().to_path_buf();
+fn spawn_kept(bound: Bound, command: &mut Command) -> io::Result<io::Result<GroupChild>> {
+    let (folder, mark) = match bound {
+        Bound::Cgroup(ref cgroup) => (Some(cgroup.folder().to_path_buf()), None),
+        Bound::Reaper(ref mark) | Bound::Lineage(ref mark) => (None, Some(mark.name().to_owned())),
+    };
+    let place = folder.as_ref().map_or_else(
+        || "under the job's reaper".to_owned(),
+        |folder| format!("in the job's cgroup {}", folder.display()),
+    );
     let too_few = |e: io::Error| {
         io::Error::new(
             e.kind(),
             format!(
-                "too few descriptors to spawn in the job's cgroup {} (such a spawn forks with a pipe of std's instead \
-                 of using posix_spawn): {e}",
-                folder.display()
+                "too few descriptors to spawn {place} (such a spawn forks with a pipe of std's instead of using \
+                 posix_spawn): {e}"
             ),
         )
     };
     let keeper = Keeper::new()?;
     let hook = match room_for_a_fork()
-        .and_then(|()| crate::sys::arm_keeper(command, &folder, keeper.page()))
+        .and_then(|()| crate::sys::arm_keeper(command, folder.as_deref(), keeper.page()))
     {
         Ok(hook) => hook,
         Err(e) => return Ok(Err(too_few(e))),
     };
-    let job = Job::new(Bound::Cgroup(cgroup), Some(keeper));
+    if let Some(name) = &mark {
+        command.env(name, "1");
+    }
+    let job = Job::new(bound, Some(keeper));
     let spawned = GroupChild::spawn(command, job.clone());
+    if let Some(name) = &mark {
+        command.env_remove(name);
+    }
     let not_started = spawned.as_ref().err().and_then(|e| hook.keeper_error(e));
     match spawned {
         Ok(child) => {
@@ -270,13 +316,14 @@ fn spawn_in_cgroup(
         Err(e) => {
             let _ = job.end(false);
             if let Some(start) = not_started {
+                let how = if folder.is_some() {
+                    "the keeper could not make it or clone3 into it"
+                } else {
+                    "the keeper could not become a child subreaper or make it"
+                };
                 return Ok(Err(io::Error::new(
                     start.kind(),
-                    format!(
-                        "the command's first process could not start in the job's cgroup {} (the keeper could not \
-                         make it or clone3 into it): {start}",
-                        folder.display()
-                    ),
+                    format!("the command's first process could not start {place} ({how}): {start}"),
                 )));
             }
             if !out_of_descriptors(&e) {

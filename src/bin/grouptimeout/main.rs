@@ -342,11 +342,15 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
                 say!("warning: {e}");
             }
         }
-        // A cgroup holds every process the command starts, and the library ends it whole: no subreaper (a
-        // process-wide, irreversible role). Otherwise the tool adopts the orphans, to kill the job's among them and
-        // reap the rest. After the spawn and the guard: both are children the sweep must leave alone (an orphan that
-        // left the job before this point is still found by its lineage mark).
-        if child.containment() != Containment::Cgroup {
+        // A cgroup holds every process the command starts, and the job's own reaper adopts every orphan of the job:
+        // the library ends either whole, so no subreaper here (a process-wide, irreversible role). Otherwise the tool
+        // adopts the orphans, to kill the job's among them and reap the rest. After the spawn and the guard: both are
+        // children the sweep must leave alone (an orphan that left the job before this point is still found by its
+        // lineage mark).
+        if !matches!(
+            child.containment(),
+            Containment::Cgroup | Containment::Reaper
+        ) {
             subreaper = become_subreaper();
         }
     }
