@@ -387,7 +387,7 @@ mod linux {
     fn nothing_outside_the_job_is_touched() {
         let mut other_child = Command::new("sleep").arg("305").spawn().unwrap();
         let beside = Command::new("setsid")
-            .args(["sh", "-c", "sleep 306 >/dev/null & echo $!"])
+            .args(["sh", "-c", "sleep 306 >/dev/null 2>&1 & echo $!"])
             .output()
             .unwrap();
         let beside_pid = read_pid(&beside.stdout[..]);
@@ -466,5 +466,31 @@ mod linux {
         child.wait().unwrap();
         assert!(!child.in_job(escapee));
         assert!(!child.in_job(command));
+    }
+
+    /// The supervisor killed (`kill -9` on the tool, as nobody, so that the job has its reaper): the keeper notices
+    /// (a parent-death signal) and ends the whole job, escapees that cleared their environment included.
+    #[test]
+    fn a_killed_supervisor_takes_the_job_along() {
+        let test = "a_killed_supervisor_takes_the_job_along";
+        let tool = PathBuf::from(env!("CARGO_BIN_EXE_grouptimeout"));
+        let script = "env -i setsid sleep 320 & echo $!; (setsid sleep 321 & echo $!); echo $$; echo ready; \
+                      exec sleep 322";
+        let Some(mut cmd) = command_as(test, As::Nobody, &tool, &["60", "sh", "-c", script]) else {
+            return;
+        };
+        let mut tool = cmd.stdout(Stdio::piped()).spawn().unwrap();
+        let pids = pids_until_ready(
+            tool.stdout.take().unwrap(),
+            std::path::Path::new("/nonexistent"),
+        );
+        let _cleanup = KillOnDrop(pids.clone());
+        assert_eq!(pids.len(), 3, "{pids:?}");
+        tool.kill().unwrap();
+        tool.wait().unwrap();
+        assert_eq!(
+            survivors_after(Duration::from_secs(10), &pids),
+            [] as [u32; 0]
+        );
     }
 }

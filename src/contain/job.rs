@@ -32,7 +32,8 @@ pub enum Containment {
     /// job is ended by killing the keeper's descendants until none is left. Needs no privilege.
     Reaper,
     /// The job's processes are those that carry its mark, a random variable in the environment that every
-    /// descendant inherits (Linux, where no cgroup can be made), and the members of its process group.
+    /// descendant inherits (Linux, where neither a cgroup nor the reaper can be had, or with
+    /// [`Contain::reaper(false)`](crate::Contain::reaper)), and the members of its process group.
     Lineage,
     /// The process group only, as [`spawn_group`](crate::GroupCommandExt::spawn_group) gives.
     Group,
