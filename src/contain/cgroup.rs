@@ -116,15 +116,21 @@ impl Cgroup {
     ) -> io::Result<()> {
         if signal == libc::SIGKILL {
             // One read of the list before the kill (a process leaves it as it dies); the kill goes on if it cannot be
-            // read (no descriptor left). The names are read after the kill, for `leftovers()`.
-            let pids = self.pids().unwrap_or_default();
+            // read (no descriptor left). The names are read before the kill, for `leftovers()`: a killed orphan may be
+            // reaped at once by whoever adopted it (PID 1), and then its name is gone.
+            let before: Vec<(u32, Stat)> = self
+                .pids()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|&pid| pid != command)
+                .filter_map(|pid| Some((pid, Stat::read(pid)?))) // (not one gone before the kill)
+                .collect();
             let killed = self.kill_all();
             let sent = group();
-            for pid in pids.into_iter().filter(|&pid| pid != command) {
-                match Stat::read(pid) {
-                    Some(stat) if stat.reached_by_kill() => record(reached, pid, stat.name),
-                    Some(_) => {} // it had exited before the kill
-                    None => record(reached, pid, String::new()), // reaped at once: no name to read
+            for (pid, stat) in before {
+                // Still there: reached unless it had exited before the kill; reaped at once: as it was before.
+                if Stat::read(pid).as_ref().unwrap_or(&stat).reached_by_kill() {
+                    record(reached, pid, stat.name);
                 }
             }
             return sent.and(killed);
