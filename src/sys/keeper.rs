@@ -289,22 +289,7 @@ fn start(plan: &Plan) -> io::Result<()> {
     // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes, which KEEPER_NAME is.
     unsafe { libc::prctl(libc::PR_SET_NAME, KEEPER_NAME.as_ptr()) };
     let folder_fd = make_folder(plan)?;
-    // The keeper's group-to-be, made before the command: after the command's process exists, nothing can fail.
-    let group = match make_group() {
-        Ok(group) => group,
-        Err(e) => {
-            remove_folder(plan, folder_fd);
-            return Err(failed(e));
-        }
-    };
-    let made = make_command(&Ctx {
-        plan,
-        folder_fd,
-        group,
-    });
-    if let Err(e) = made {
-        // SAFETY: waitpid on our child (the group's helper, exited) with a null status pointer.
-        unsafe { libc::waitpid(group, std::ptr::null_mut(), 0) };
+    if let Err(e) = make_command(plan, folder_fd) {
         remove_folder(plan, folder_fd);
         return Err(failed(e));
     }
@@ -318,7 +303,8 @@ fn start(plan: &Plan) -> io::Result<()> {
 struct Ctx<'a> {
     plan: &'a Plan,
     folder_fd: RawFd,
-    /// The helper whose group the keeper joins (see `make_group`).
+    /// The helper whose group the keeper joins (see `make_group`), made before the command: once the command exists,
+    /// nothing can fail.
     group: libc::pid_t,
 }
 
@@ -329,9 +315,24 @@ fn kept(ctx: &Ctx<'_>, command: libc::pid_t) -> ! {
     shared(plan)
         .command
         .store(command.unsigned_abs(), Ordering::Release);
-    // SAFETY: setpgid and waitpid with integer arguments and a null status pointer; async-signal-safe.
-    let joined = unsafe { libc::setpgid(0, ctx.group) };
-    // SAFETY: as above.
+    // SAFETY: setpgid with integer arguments; async-signal-safe.
+    let mut joined = unsafe { libc::setpgid(0, ctx.group) };
+    if joined != 0 {
+        // The helper, which runs beside us, has not made its group yet: once it exited (its zombie keeps the group
+        // until reaped), it has.
+        let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+        // SAFETY: waitid on our child with a siginfo_t that lives across the call; setpgid with integer arguments.
+        joined = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                ctx.group.unsigned_abs(),
+                info.as_mut_ptr(),
+                libc::WEXITED | libc::WNOWAIT,
+            );
+            libc::setpgid(0, ctx.group)
+        };
+    }
+    // SAFETY: waitpid with integer arguments and a null status pointer.
     unsafe { libc::waitpid(ctx.group, std::ptr::null_mut(), 0) };
     if joined != 0 {
         // Cannot happen (the helper's group is in our session, kept by its zombie until the reap just above). The
@@ -352,10 +353,12 @@ fn kept(ctx: &Ctx<'_>, command: libc::pid_t) -> ! {
 /// the command's `exec`. The child returns on this stack, into std's code, so this process goes on on a stack of its
 /// own. Elsewhere the child is a copy (as a fork).
 #[cfg(target_arch = "x86_64")]
-fn make_command(ctx: &Ctx<'_>) -> Result<(), i32> {
+fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
     /// The keeper's stack from the command's start on (it runs `keep`: at most 33 levels of `remove_below` of 4 KiB
-    /// each), above one guard page; mapped lazily, never unmapped (the keeper ends in `_exit`).
+    /// each), above the group helper's stack and one guard page; mapped lazily, never unmapped (the keeper ends in
+    /// `_exit`).
     const STACK: usize = 256 * 1024;
+    const HELPER_STACK: usize = 4 * PAGE;
     extern "C" fn entry(pid: libc::c_long, ctx: *const Ctx<'_>) -> ! {
         // SAFETY: `ctx` points to the copy at the top of the keeper's own stack (below), which lives as long as the
         // keeper, and no one else writes it.
@@ -366,7 +369,7 @@ fn make_command(ctx: &Ctx<'_>) -> Result<(), i32> {
     let base = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
-            STACK + PAGE,
+            STACK + HELPER_STACK + PAGE,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
             -1,
@@ -378,23 +381,25 @@ fn make_command(ctx: &Ctx<'_>) -> Result<(), i32> {
     }
     // SAFETY: the first page of the mapping just made.
     unsafe { libc::mprotect(base, PAGE, libc::PROT_NONE) };
-    let end = base as usize + STACK + PAGE;
+    // The helper runs beside us (no CLONE_VFORK: it makes its group while the command starts), on a stack of its own.
+    let group = make_group(Some(base as usize + PAGE + HELPER_STACK))?;
+    let end = base as usize + STACK + HELPER_STACK + PAGE;
     // The context at the top, the stack below it (16-byte aligned, as the ABI wants at a call).
     let at = (end - std::mem::size_of::<Ctx<'_>>()) & !15;
     let copy = at as *mut Ctx<'_>;
     // SAFETY: `copy` is inside the mapping, aligned (16 bytes), and nothing else uses that memory.
     unsafe {
         copy.write(Ctx {
-            plan: ctx.plan,
-            folder_fd: ctx.folder_fd,
-            group: ctx.group,
+            plan,
+            folder_fd,
+            group,
         });
     }
     let top = at & !15;
     let args = CloneArgs {
         flags: CLONE_INTO_CGROUP | (libc::CLONE_VM | libc::CLONE_VFORK) as u64,
         exit_signal: libc::SIGCHLD as u64,
-        cgroup: u64::try_from(ctx.folder_fd).unwrap_or(0),
+        cgroup: u64::try_from(folder_fd).unwrap_or(0),
         ..CloneArgs::default()
     };
     let keeper: extern "C" fn(libc::c_long, *const Ctx<'_>) -> ! = entry;
@@ -428,19 +433,28 @@ fn make_command(ctx: &Ctx<'_>) -> Result<(), i32> {
         );
     }
     if ret < 0 {
-        // SAFETY: the mapping made above, unused.
-        unsafe { libc::munmap(base, STACK + PAGE) };
+        // SAFETY: waitpid on our child (the helper) with a null status pointer; then the mapping made above, unused
+        // once the helper exited.
+        unsafe {
+            libc::waitpid(group, std::ptr::null_mut(), 0);
+            libc::munmap(base, STACK + HELPER_STACK + PAGE);
+        }
         return Err(i32::try_from(-ret).unwrap_or(libc::EIO));
     }
     Ok(())
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn make_command(ctx: &Ctx<'_>) -> Result<(), i32> {
+fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
+    let ctx = Ctx {
+        plan,
+        folder_fd,
+        group: make_group(None)?,
+    };
     let args = CloneArgs {
         flags: CLONE_INTO_CGROUP,
         exit_signal: libc::SIGCHLD as u64,
-        cgroup: u64::try_from(ctx.folder_fd).unwrap_or(0),
+        cgroup: u64::try_from(folder_fd).unwrap_or(0),
         ..CloneArgs::default()
     };
     // SAFETY: clone3 without CLONE_VM: the child gets a copy of this address space and returns 0 here, like fork;
@@ -454,8 +468,13 @@ fn make_command(ctx: &Ctx<'_>) -> Result<(), i32> {
     };
     match pid {
         0 => Ok(()),
-        pid if pid < 0 => Err(errno()),
-        pid => kept(ctx, libc::pid_t::try_from(pid).unwrap_or(0)),
+        pid if pid < 0 => {
+            let e = errno();
+            // SAFETY: waitpid on our child (the helper, exited) with a null status pointer.
+            unsafe { libc::waitpid(ctx.group, std::ptr::null_mut(), 0) };
+            Err(e)
+        }
+        pid => kept(&ctx, libc::pid_t::try_from(pid).unwrap_or(0)),
     }
 }
 
@@ -498,22 +517,22 @@ extern "C" fn own_group(_: *mut libc::c_void) -> libc::c_int {
 }
 
 /// A group for this process (the leader of the command's group-to-be) to move to once the command exists: a child
-/// made with `CLONE_VM | CLONE_VFORK` (no copy of the address space) makes a new group and exits; its zombie, until
-/// reaped, keeps the group (its id is the child's pid).
-fn make_group() -> Result<libc::pid_t, i32> {
-    let mut stack = [0u64; 512];
-    // SAFETY: one past the end of `stack`, which outlives the child (CLONE_VFORK suspends us until it exits).
-    let top = unsafe { stack.as_mut_ptr().add(stack.len()) };
-    // SAFETY: the child runs `own_group` on `stack` (the wrapper aligns it), sharing our memory while we are
-    // suspended, and touches nothing else but errno; clone's wrapper is async-signal-safe.
-    let child = unsafe {
-        libc::clone(
-            own_group,
-            top.cast(),
+/// made with `CLONE_VM` (no copy of the address space) makes a new group and exits; its zombie, until reaped, keeps the
+/// group (its id is the child's pid). On `stack` (the top of a stack for it that outlives it) it runs beside this
+/// process; without one, on a stack here while this process waits (`CLONE_VFORK`).
+fn make_group(stack: Option<usize>) -> Result<libc::pid_t, i32> {
+    let mut own = [0u64; 512];
+    let (top, flags) = match stack {
+        Some(top) => (top as *mut libc::c_void, libc::CLONE_VM | libc::SIGCHLD),
+        // SAFETY: one past the end of `own`, which outlives the child (CLONE_VFORK suspends us until it exits).
+        None => (
+            unsafe { own.as_mut_ptr().add(own.len()) }.cast(),
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            std::ptr::null_mut(),
-        )
+        ),
     };
+    // SAFETY: the child runs `own_group` on the stack below `top` (the wrapper aligns it), sharing our memory, and
+    // touches nothing else but errno; clone's wrapper is async-signal-safe.
+    let child = unsafe { libc::clone(own_group, top, flags, std::ptr::null_mut()) };
     if child < 0 {
         return Err(errno());
     }
