@@ -4,9 +4,13 @@
 //! - `M` blocks every signal, asks for `SIGCONT` when this process (the thread that forked it) dies
 //!   (`PR_SET_PDEATHSIG`), and makes `L` with `clone3`: with `CLONE_INTO_CGROUP` the command is born inside the
 //!   job's cgroup, so it never migrates (a migration waits for an RCU grace period: 5-19 ms measured). `L` returns
-//!   from the hook with the caller's signal mask, and std applies the rest of the `Command` and execs it.
+//!   from the hook with the caller's signal mask, and std applies the rest of the `Command` and execs it. On x86-64
+//!   `L` shares `M`'s memory until it execs, while `M` sleeps (`CLONE_VM | CLONE_VFORK`, as `posix_spawn` does: no
+//!   copy of the address space is made, and none is torn down at the exec); `M` then goes on on a stack of its own,
+//!   since `L` returned on `M`'s. Elsewhere `L` is a copy, as after a fork.
 //! - `L` starts in `M`'s process group `G` (whose id is `M`'s pid, the `GroupChild`'s id); `M` then leaves `G` for a
-//!   group of its own, so that the crate's group signals (and a terminal's) reach the command and not `M`.
+//!   group of its own (made by a helper child before `L`, so that nothing can fail once `L` exists), so that the
+//!   crate's group signals (and a terminal's) reach the command and not `M`.
 //! - `M` closes every descriptor but the cgroup folder's (std's error pipe and the command's stdio included, so
 //!   that the spawn returns when `L` execs), then waits for signals: `L` stopped (reported to this process, so
 //!   that a supervisor sees the stop), `L` exited (it waits for this process's verdict: kill the job, or keep it),
@@ -15,7 +19,8 @@
 //!   shared page and a `SIGCHLD` (the keeper never stops itself).
 //!
 //! Everything `M` and `L` run before `exec` is async-signal-safe: raw system calls on memory copied by the fork (or
-//! shared with this process through one anonymous page), no allocation, no lock. This process talks to `M` only
+//! shared with this process through one anonymous page; `M`'s and `L`'s own, shared between them on x86-64, which
+//! `M` only reads and writes once `L` is gone from it), no allocation, no lock. This process talks to `M` only
 //! through that page and `SIGCONT`.
 
 use std::ffi::CString;
