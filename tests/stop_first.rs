@@ -143,8 +143,9 @@ mod linux {
     /// Runs [`ROUNDS`] jobs of each script at once in `mode`, beside busy loops; fails naming what went wrong.
     fn stop_first(mode: Mode) {
         let _busy = Busy::new();
-        let base = temp_path(&format!("stop-first-{mode:?}"));
-        fs::create_dir(&base).unwrap();
+        // Removed also when a job's thread panics.
+        let base = TempDir::new(&format!("stop-first-{mode:?}"));
+        let base = &base.0;
         let jobs: Vec<(PathBuf, &str)> = (0..ROUNDS)
             .flat_map(|i| {
                 [
@@ -165,7 +166,6 @@ mod linux {
                 .map(|(dir, wrong)| format!("{}: {}", dir.display(), wrong.join("; ")))
                 .collect()
         });
-        let _ = fs::remove_dir_all(&base);
         assert!(
             wrong.is_empty(),
             "{mode:?}: {} of {} jobs ran on after the kill started:\n{}",

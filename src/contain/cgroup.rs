@@ -122,15 +122,21 @@ impl Cgroup {
                 return group();
             }
             // One read of the list before the kill (a process leaves it as it dies); the kill goes on if it cannot be
-            // read (no descriptor left). The names are read after the kill, for `leftovers()`.
-            let pids = self.pids().unwrap_or_default();
+            // read (no descriptor left). The names are read before the kill, for `leftovers()`: a killed orphan may be
+            // reaped at once by whoever adopted it (PID 1), and then its name is gone.
+            let before: Vec<(u32, Stat)> = self
+                .pids()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|&pid| pid != command)
+                .filter_map(|pid| Some((pid, Stat::read(pid)?))) // (not one gone before the kill)
+                .collect();
             let killed = self.kill_all();
             let sent = group();
-            for pid in pids.into_iter().filter(|&pid| pid != command) {
-                match Stat::read(pid) {
-                    Some(stat) if stat.reached_by_kill() => record(reached, pid, stat.name),
-                    Some(_) => {} // it had exited before the kill
-                    None => record(reached, pid, String::new()), // reaped at once: no name to read
+            for (pid, stat) in before {
+                // Still there: reached unless it had exited before the kill; reaped at once: as it was before.
+                if Stat::read(pid).as_ref().unwrap_or(&stat).reached_by_kill() {
+                    record(reached, pid, stat.name);
                 }
             }
             return sent.and(killed);
@@ -358,7 +364,7 @@ fn own_cgroup() -> io::Result<PathBuf> {
 /// The folder of the cgroup v2 this process runs in.
 fn own_folder() -> io::Result<PathBuf> {
     let unusable = |why: String| io::Error::new(io::ErrorKind::Unsupported, why);
-    let cgroups = read_proc("/proc/self/cgroup").map_err(|e| {
+    let cgroups = read_whole("/proc/self/cgroup").map_err(|e| {
         crate::sys::os_error_or(e, |e| format!("cannot read /proc/self/cgroup: {e}"))
     })?;
     let path = cgroups
@@ -367,7 +373,7 @@ fn own_folder() -> io::Result<PathBuf> {
         .ok_or_else(|| {
             unusable("this process is in no cgroup v2 (no 0:: line in /proc/self/cgroup)".into())
         })?;
-    let mounts = read_proc("/proc/self/mountinfo").map_err(|e| {
+    let mounts = read_whole("/proc/self/mountinfo").map_err(|e| {
         crate::sys::os_error_or(e, |e| format!("cannot read /proc/self/mountinfo: {e}"))
     })?;
     let dir = mounts
@@ -399,7 +405,7 @@ fn own_folder() -> io::Result<PathBuf> {
 
 /// The text of a `/proc` file, read with a buffer that usually holds it whole: two `read`s, where
 /// `fs::read_to_string` (which sees a size of 0) starts at 32 bytes and doubles.
-fn read_proc(path: &str) -> io::Result<String> {
+fn read_whole(path: &str) -> io::Result<String> {
     use std::io::Read as _;
     let mut text = String::with_capacity(8192);
     File::open(path)?.read_to_string(&mut text)?;

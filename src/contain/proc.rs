@@ -12,7 +12,7 @@ pub struct Leftover {
     /// Its process id at the time of the kill (it may name another process by now).
     pub pid: u32,
     /// Its command name at the time of the kill, as in `/proc/PID/comm` (at most 15 bytes); empty when it could not
-    /// be read (the name is read just after the kill, and a killed process may be reaped at once by its parent).
+    /// be read.
     pub name: String,
 }
 

@@ -138,6 +138,27 @@ pub fn temp_path(name: &str) -> PathBuf {
     path
 }
 
+/// A folder in the temporary directory that no other test uses, made empty (a folder of an earlier run whose pid this
+/// process reuses, left behind by a run that was killed, is removed first: named with the user's id too, so that it is
+/// that user's); removed with what it holds when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        let uid = std::os::unix::fs::MetadataExt::uid(&fs::metadata("/proc/self").unwrap());
+        let path = temp_path(&format!("{name}-uid{uid}"));
+        let _ = fs::remove_dir_all(&path);
+        fs::create_dir(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        TempDir(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A copy of the executable `path` that every user may run, for a test that runs it as another user (nobody): the
 /// checkout, and so `target/`, may sit in a folder that only its owner may enter (`/root`, a `mktemp -d`).
 ///
