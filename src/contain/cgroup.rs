@@ -115,6 +115,12 @@ impl Cgroup {
         reached: &Mutex<Vec<Leftover>>,
     ) -> io::Result<()> {
         if signal == libc::SIGKILL {
+            if self.empty() {
+                // No live process in the cgroup or below it (a command that left nothing, the common end): nothing to
+                // list or kill there. A process enters only as the child of a live member, or moved in from outside
+                // (the job's end kills the cgroup again).
+                return group();
+            }
             // One read of the list before the kill (a process leaves it as it dies); the kill goes on if it cannot be
             // read (no descriptor left). The names are read before the kill, for `leftovers()`: a killed orphan may be
             // reaped at once by whoever adopted it (PID 1), and then its name is gone.
@@ -146,6 +152,15 @@ impl Cgroup {
             Ok(())
         })();
         sent.and(rest)
+    }
+
+    /// Whether `cgroup.events` says `populated 0`: no live process in the cgroup or in a sub-cgroup (one that has
+    /// exited does not count). `false` when it cannot be read.
+    fn empty(&self) -> bool {
+        let mut buf = [0u8; 128];
+        self.events()
+            .and_then(|events| events.read_at(&mut buf, 0))
+            .is_ok_and(|n| buf[..n].windows(11).any(|w| w == b"populated 0"))
     }
 
     fn kill_all(&self) -> io::Result<()> {
@@ -349,7 +364,7 @@ fn own_cgroup() -> io::Result<PathBuf> {
 /// The folder of the cgroup v2 this process runs in.
 fn own_folder() -> io::Result<PathBuf> {
     let unusable = |why: String| io::Error::new(io::ErrorKind::Unsupported, why);
-    let cgroups = fs::read_to_string("/proc/self/cgroup").map_err(|e| {
+    let cgroups = read_whole("/proc/self/cgroup").map_err(|e| {
         crate::sys::os_error_or(e, |e| format!("cannot read /proc/self/cgroup: {e}"))
     })?;
     let path = cgroups
@@ -358,7 +373,7 @@ fn own_folder() -> io::Result<PathBuf> {
         .ok_or_else(|| {
             unusable("this process is in no cgroup v2 (no 0:: line in /proc/self/cgroup)".into())
         })?;
-    let mounts = fs::read_to_string("/proc/self/mountinfo").map_err(|e| {
+    let mounts = read_whole("/proc/self/mountinfo").map_err(|e| {
         crate::sys::os_error_or(e, |e| format!("cannot read /proc/self/mountinfo: {e}"))
     })?;
     let dir = mounts
@@ -386,6 +401,15 @@ fn own_folder() -> io::Result<PathBuf> {
             ))
         })?;
     Ok(dir)
+}
+
+/// The text of a `/proc` file, read with a buffer that usually holds it whole: two `read`s, where
+/// `fs::read_to_string` (which sees a size of 0) starts at 32 bytes and doubles.
+fn read_whole(path: &str) -> io::Result<String> {
+    use std::io::Read as _;
+    let mut text = String::with_capacity(8192);
+    File::open(path)?.read_to_string(&mut text)?;
+    Ok(text)
 }
 
 /// Whether `dir` or a folder above it (up to the file system's root) is marked delegated by systemd.

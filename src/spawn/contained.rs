@@ -98,7 +98,9 @@ use crate::contain::{Containment, Job};
 /// - `pre_exec` hooks the caller added before the spawn run in the keeper, before the command's process exists:
 ///   what a fork inherits (resource limits, the working folder, descriptors) reaches the command; a parent-death
 ///   signal does not. Hooks added later, and on a later spawn of the same `Command` (the keeper's hook stays on it,
-///   disarmed), run as usual.
+///   disarmed), run as usual; on x86-64 the later ones run in a process that shares the keeper's memory until its
+///   `exec` (as the child of `posix_spawn` does), so what they change in memory the keeper sees too (it only waits
+///   meanwhile, and uses none of it).
 ///
 /// # The lineage mark
 ///

@@ -4,9 +4,13 @@
 //! - `M` blocks every signal, asks for `SIGCONT` when this process (the thread that forked it) dies
 //!   (`PR_SET_PDEATHSIG`), and makes `L` with `clone3`: with `CLONE_INTO_CGROUP` the command is born inside the
 //!   job's cgroup, so it never migrates (a migration waits for an RCU grace period: 5-19 ms measured). `L` returns
-//!   from the hook with the caller's signal mask, and std applies the rest of the `Command` and execs it.
+//!   from the hook with the caller's signal mask, and std applies the rest of the `Command` and execs it. On x86-64
+//!   `L` shares `M`'s memory until it execs, while `M` sleeps (`CLONE_VM | CLONE_VFORK`, as `posix_spawn` does: no
+//!   copy of the address space is made, and none is torn down at the exec); `M` then goes on on a stack of its own,
+//!   since `L` returned on `M`'s. Elsewhere `L` is a copy, as after a fork.
 //! - `L` starts in `M`'s process group `G` (whose id is `M`'s pid, the `GroupChild`'s id); `M` then leaves `G` for a
-//!   group of its own, so that the crate's group signals (and a terminal's) reach the command and not `M`.
+//!   group of its own (made by a helper child before `L`, so that nothing can fail once `L` exists), so that the
+//!   crate's group signals (and a terminal's) reach the command and not `M`.
 //! - `M` closes every descriptor but the cgroup folder's (std's error pipe and the command's stdio included, so
 //!   that the spawn returns when `L` execs), then waits for signals: `L` stopped (reported to this process, so
 //!   that a supervisor sees the stop), `L` exited (it waits for this process's verdict: kill the job, or keep it),
@@ -15,7 +19,8 @@
 //!   shared page and a `SIGCHLD` (the keeper never stops itself).
 //!
 //! Everything `M` and `L` run before `exec` is async-signal-safe: raw system calls on memory copied by the fork (or
-//! shared with this process through one anonymous page), no allocation, no lock. This process talks to `M` only
+//! shared with this process through one anonymous page; `M`'s and `L`'s own, shared between them on x86-64, which
+//! `M` only reads and writes once `L` is gone from it), no allocation, no lock. This process talks to `M` only
 //! through that page and `SIGCONT`.
 
 use std::ffi::CString;
@@ -289,6 +294,168 @@ fn start(plan: &Plan) -> io::Result<()> {
     // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes, which KEEPER_NAME is.
     unsafe { libc::prctl(libc::PR_SET_NAME, KEEPER_NAME.as_ptr()) };
     let folder_fd = make_folder(plan)?;
+    if let Err(e) = make_command(plan, folder_fd) {
+        remove_folder(plan, folder_fd);
+        return Err(failed(e));
+    }
+    // The command: the caller's mask back, then std applies the rest of the `Command` and execs.
+    set_mask(libc::SIG_SETMASK, &old, None);
+    Ok(())
+}
+
+/// What the keeper needs once the command's process exists.
+#[repr(C)]
+struct Ctx<'a> {
+    plan: &'a Plan,
+    folder_fd: RawFd,
+    /// The helper whose group the keeper joins (see `make_group`), made before the command: once the command exists,
+    /// nothing can fail.
+    group: libc::pid_t,
+}
+
+/// The keeper, once the command's process `command` exists (it started in the keeper's group, `G`): leaves `G` for
+/// the helper's group, reaps the helper, closes every descriptor but the folder's, and keeps the job. Never returns.
+fn kept(ctx: &Ctx<'_>, command: libc::pid_t) -> ! {
+    let plan = ctx.plan;
+    shared(plan)
+        .command
+        .store(command.unsigned_abs(), Ordering::Release);
+    // SAFETY: setpgid with integer arguments; async-signal-safe.
+    let mut joined = unsafe { libc::setpgid(0, ctx.group) };
+    if joined != 0 {
+        // The helper, which runs beside us, has not made its group yet: once it exited (its zombie keeps the group
+        // until reaped), it has.
+        let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+        // SAFETY: waitid on our child with a siginfo_t that lives across the call; setpgid with integer arguments.
+        joined = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                ctx.group.unsigned_abs(),
+                info.as_mut_ptr(),
+                libc::WEXITED | libc::WNOWAIT,
+            );
+            libc::setpgid(0, ctx.group)
+        };
+    }
+    // SAFETY: waitpid with integer arguments and a null status pointer.
+    unsafe { libc::waitpid(ctx.group, std::ptr::null_mut(), 0) };
+    if joined != 0 {
+        // Cannot happen (the helper's group is in our session, kept by its zombie until the reap just above). The
+        // command must not run in a group with its keeper: it ends, and the keeper exits as it did (killed).
+        // SAFETY: getpid has no preconditions.
+        end_job(plan, ctx.folder_fd, unsafe { libc::getpid() }, REMOVE_TRIES);
+        exit_as(reap(command));
+    }
+    close_all_but(ctx.folder_fd);
+    keep(plan, ctx.folder_fd, command)
+}
+
+/// Makes the command's process in the job's cgroup (`CLONE_INTO_CGROUP`) as this process's child: returns `Ok` in
+/// it, the errno in this process if it could not be made; this process goes on in [`kept`] (never returns).
+///
+/// On x86-64 the child shares this process's memory and this process sleeps until it execs or exits
+/// (`CLONE_VM | CLONE_VFORK`, as `posix_spawn` does): no copy of the address space is made, and none is torn down at
+/// the command's `exec`. The child returns on this stack, into std's code, so this process goes on on a stack of its
+/// own. Elsewhere the child is a copy (as a fork).
+#[cfg(target_arch = "x86_64")]
+fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
+    /// The keeper's stack from the command's start on (it runs `keep`: at most 33 levels of `remove_below` of 4 KiB
+    /// each), above the group helper's stack and one guard page; mapped lazily, never unmapped (the keeper ends in
+    /// `_exit`).
+    const STACK: usize = 256 * 1024;
+    const HELPER_STACK: usize = 4 * PAGE;
+    extern "C" fn entry(pid: libc::c_long, ctx: *const Ctx<'_>) -> ! {
+        // SAFETY: `ctx` points to the copy at the top of the keeper's own stack (below), which lives as long as the
+        // keeper, and no one else writes it.
+        let ctx = unsafe { &*ctx };
+        kept(ctx, libc::pid_t::try_from(pid).unwrap_or(0))
+    }
+    // SAFETY: a fresh private anonymous mapping (no existing memory touched), then its lowest page made a guard.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            STACK + HELPER_STACK + PAGE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(errno());
+    }
+    // SAFETY: the first page of the mapping just made.
+    unsafe { libc::mprotect(base, PAGE, libc::PROT_NONE) };
+    // The helper runs beside us (no CLONE_VFORK: it makes its group while the command starts), on a stack of its own.
+    let group = make_group(Some(base as usize + PAGE + HELPER_STACK))?;
+    let end = base as usize + STACK + HELPER_STACK + PAGE;
+    // The context at the top, the stack below it (16-byte aligned, as the ABI wants at a call).
+    let at = (end - std::mem::size_of::<Ctx<'_>>()) & !15;
+    let copy = at as *mut Ctx<'_>;
+    // SAFETY: `copy` is inside the mapping, aligned (16 bytes), and nothing else uses that memory.
+    unsafe {
+        copy.write(Ctx {
+            plan,
+            folder_fd,
+            group,
+        });
+    }
+    let top = at & !15;
+    let args = CloneArgs {
+        flags: CLONE_INTO_CGROUP | (libc::CLONE_VM | libc::CLONE_VFORK) as u64,
+        exit_signal: libc::SIGCHLD as u64,
+        cgroup: u64::try_from(folder_fd).unwrap_or(0),
+        ..CloneArgs::default()
+    };
+    let keeper: extern "C" fn(libc::c_long, *const Ctx<'_>) -> ! = entry;
+    let ret: libc::c_long;
+    // SAFETY: clone3 with `args` (a valid clone_args of the size passed) and no stack of its own for the child, which
+    // therefore goes on with this stack pointer and every register as they are, and returns 0 through the normal end
+    // of this block into this function: it runs on this stack while this process sleeps (CLONE_VFORK) until the
+    // child execs or exits. This process (a positive return) never comes back to this stack, which the child
+    // overwrites: it switches to the stack mapped above (16-byte aligned) and calls `entry`, which never returns,
+    // with its pid and the context copied there. An error (negative) returns as the child does. rcx and r11 are
+    // clobbered by `syscall`.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            "test rax, rax",
+            "jle 2f",
+            "mov rsp, {top}",
+            "mov rdi, rax",
+            "mov rsi, {ctx}",
+            "call {keeper}",
+            "ud2",
+            "2:",
+            top = in(reg) top,
+            ctx = in(reg) copy,
+            keeper = in(reg) keeper,
+            inlateout("rax") SYS_CLONE3 => ret,
+            in("rdi") &raw const args,
+            in("rsi") std::mem::size_of::<CloneArgs>(),
+            out("rcx") _,
+            out("r11") _,
+        );
+    }
+    if ret < 0 {
+        // SAFETY: waitpid on our child (the helper) with a null status pointer; then the mapping made above, unused
+        // once the helper exited.
+        unsafe {
+            libc::waitpid(group, std::ptr::null_mut(), 0);
+            libc::munmap(base, STACK + HELPER_STACK + PAGE);
+        }
+        return Err(i32::try_from(-ret).unwrap_or(libc::EIO));
+    }
+    Ok(())
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
+    let ctx = Ctx {
+        plan,
+        folder_fd,
+        group: make_group(None)?,
+    };
     let args = CloneArgs {
         flags: CLONE_INTO_CGROUP,
         exit_signal: libc::SIGCHLD as u64,
@@ -304,31 +471,16 @@ fn start(plan: &Plan) -> io::Result<()> {
             std::mem::size_of::<CloneArgs>(),
         )
     };
-    if pid < 0 {
-        let e = errno();
-        remove_folder(plan, folder_fd);
-        return Err(failed(e));
-    }
-    if pid == 0 {
-        // The command: the caller's mask back, then std applies the rest of the `Command` and execs.
-        set_mask(libc::SIG_SETMASK, &old, None);
-        return Ok(());
-    }
-    let command = libc::pid_t::try_from(pid).unwrap_or(0);
-    shared(plan)
-        .command
-        .store(command.unsigned_abs(), Ordering::Release);
-    if let Err(e) = leave_group() {
-        // SAFETY: our child, unreaped; kill and waitpid are async-signal-safe.
-        unsafe {
-            libc::kill(command, libc::SIGKILL);
-            libc::waitpid(command, std::ptr::null_mut(), 0);
+    match pid {
+        0 => Ok(()),
+        pid if pid < 0 => {
+            let e = errno();
+            // SAFETY: waitpid on our child (the helper, exited) with a null status pointer.
+            unsafe { libc::waitpid(ctx.group, std::ptr::null_mut(), 0) };
+            Err(e)
         }
-        remove_folder(plan, folder_fd);
-        return Err(failed(e));
+        pid => kept(&ctx, libc::pid_t::try_from(pid).unwrap_or(0)),
     }
-    close_all_but(folder_fd);
-    keep(plan, folder_fd, command)
 }
 
 /// Makes the job's cgroup folder and opens it (`O_DIRECTORY`); fails (and removes it) where it has no
@@ -369,35 +521,27 @@ extern "C" fn own_group(_: *mut libc::c_void) -> libc::c_int {
     unsafe { libc::setpgid(0, 0) }
 }
 
-/// Moves this process (the leader of the command's group) to a group of its own: a child made with
-/// `CLONE_VM | CLONE_VFORK` (no copy of the address space) makes a new group and exits; this process joins it (the
-/// child, a zombie until reaped, still counts as its member), then reaps it.
-fn leave_group() -> Result<(), i32> {
-    let mut stack = [0u64; 512];
-    // SAFETY: one past the end of `stack`, which outlives the child (CLONE_VFORK suspends us until it exits).
-    let top = unsafe { stack.as_mut_ptr().add(stack.len()) };
-    // SAFETY: the child runs `own_group` on `stack` (the wrapper aligns it), sharing our memory while we are
-    // suspended, and touches nothing else but errno; clone's wrapper is async-signal-safe.
-    let child = unsafe {
-        libc::clone(
-            own_group,
-            top.cast(),
+/// A group for this process (the leader of the command's group-to-be) to move to once the command exists: a child
+/// made with `CLONE_VM` (no copy of the address space) makes a new group and exits; its zombie, until reaped, keeps the
+/// group (its id is the child's pid). On `stack` (the top of a stack for it that outlives it) it runs beside this
+/// process; without one, on a stack here while this process waits (`CLONE_VFORK`).
+fn make_group(stack: Option<usize>) -> Result<libc::pid_t, i32> {
+    let mut own = [0u64; 512];
+    let (top, flags) = match stack {
+        Some(top) => (top as *mut libc::c_void, libc::CLONE_VM | libc::SIGCHLD),
+        // SAFETY: one past the end of `own`, which outlives the child (CLONE_VFORK suspends us until it exits).
+        None => (
+            unsafe { own.as_mut_ptr().add(own.len()) }.cast(),
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            std::ptr::null_mut(),
-        )
+        ),
     };
+    // SAFETY: the child runs `own_group` on the stack below `top` (the wrapper aligns it), sharing our memory, and
+    // touches nothing else but errno; clone's wrapper is async-signal-safe.
+    let child = unsafe { libc::clone(own_group, top, flags, std::ptr::null_mut()) };
     if child < 0 {
         return Err(errno());
     }
-    // SAFETY: setpgid and waitpid with integer arguments and a null status pointer.
-    let joined = unsafe { libc::setpgid(0, child) };
-    let e = errno();
-    // SAFETY: as above.
-    unsafe { libc::waitpid(child, std::ptr::null_mut(), 0) };
-    if joined != 0 {
-        return Err(e);
-    }
-    Ok(())
+    Ok(child)
 }
 
 /// Closes every descriptor but `keep` if it is one (std's error pipe and the command's stdio among them).
