@@ -263,8 +263,9 @@ mod linux {
 
     /// Many processes started with no environment at all (which a kill checks again for a while: a process in the
     /// middle of `execve` reads empty too) must not stretch a lineage kill by that while apiece: 100 of them checked
-    /// one by one for 20 ms each made every kill pass last 2 s, past the kill's 1 s bound, and the wait failed. Their
-    /// checks are now repeated all together, so the kill ends the marked escapee and returns without an error.
+    /// one by one for 20 ms each made every kill pass last 2 s, past the kill's 1 s bound, and the wait failed. They
+    /// are told at once now (an empty environment block in a sleeping process), and any check that is repeated is
+    /// repeated for all together, so the kill ends the marked escapee and returns without an error.
     #[test]
     fn lineage_many_empty_environments_do_not_stall_the_kill() {
         let test = "lineage_many_empty_environments_do_not_stall_the_kill";
@@ -286,8 +287,10 @@ mod linux {
             survivors_after(Duration::from_secs(5), &[escapee]),
             [] as [u32; 0]
         );
-        // Bounded loosely (the old way took 4 s): a sign of the checks being done one by one again.
-        assert!(took < Duration::from_secs(3), "the wait took {took:?}");
+        // Bounded loosely, for a loaded machine (up to 3.3 s seen with three runs of this test at once beside other
+        // suites): checked one by one again, each for as long as it may be read again (up to a second where it does
+        // not run), 100 of them would take over a minute.
+        assert!(took < Duration::from_secs(15), "the wait took {took:?}");
         assert!(
             !is_dead(all[0]),
             "lineage cannot recognise a process without the mark"

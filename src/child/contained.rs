@@ -47,8 +47,8 @@ impl GroupChild {
     ///   else's group by then (a lineage mark or the job's cgroup still count).
     ///
     /// It reads `/proc/PID/stat` and, in lineage mode, `/proc/PID/environ` (which reads empty for a moment while
-    /// the process is in the middle of `execve`: that is read again for up to 20 ms; a process started with no
-    /// environment, `env -i`, is told at once).
+    /// the process is in the middle of `execve`: that is read again until the process has run 20 ms on a CPU, for up
+    /// to a second where it waits for one; a process started with no environment, `env -i`, is told at once).
     ///
     #[cfg_attr(feature = "host", doc = "[host-subreaper]: crate::host::Subreaper")]
     #[cfg_attr(not(feature = "host"), doc = "[host-subreaper]: crate#features")]

@@ -12,11 +12,16 @@ use super::proc::{
     random_hex, read_proc, record, room_for, signal_checked, Leftover, Sent, Stat, STAT_BUF,
 };
 
-/// How long a kill of the job may go on finding new marked processes (a fork storm) before it gives up.
+/// How long a kill of the job may go on finding new marked processes (a fork storm) before it gives up: a pass that
+/// starts after it and still finds some fails the kill.
 const KILL_LIMIT: Duration = Duration::from_secs(1);
-/// How long an empty environment is read again (see `Mark::carried_by`); in a kill, how long per pass the processes
-/// whose environment read empty are checked again, all together.
+/// How long an empty environment that is not empty for good (the process is in the middle of `execve`) is read again
+/// (see [`Patience`]): until the process has run this long on a CPU since the first read (an `execve` needs far less),
+/// and, where its CPU time cannot be read, this long.
 const EXEC_LIMIT: Duration = Duration::from_millis(20);
+/// ... but at most this long, on a loaded machine where the process waits for a CPU, or while it sleeps in `execve`
+/// (its program read from a slow disk).
+const EXEC_WAIT: Duration = Duration::from_secs(1);
 /// The pause between two reads of an empty environment.
 const EXEC_STEP: Duration = Duration::from_millis(1);
 /// How many times an empty environment is read at least, however long that takes: on a loaded machine a pause of
@@ -85,16 +90,13 @@ impl Mark {
 
     /// Whether `pid`'s environment (as it started) carries the mark. A process in the middle of `execve` shows an
     /// empty environment for a moment (measured: 1 read in 40 of a process that execs in a loop), so an empty one that
-    /// is not empty for good is read again for up to `EXEC_LIMIT`, and at least `EXEC_LOOKS` times (see
-    /// [`carries`](Self::carries)).
+    /// is not empty for good is read again, as long as [`Patience`] allows (see [`carries`](Self::carries)).
     pub(super) fn carried_by(&self, pid: u32) -> bool {
-        let deadline = Instant::now() + EXEC_LIMIT;
-        let mut looks = 0;
+        let mut patience = Patience::new(pid);
         loop {
-            looks += 1;
             match self.carries(pid) {
                 Some(found) => return found,
-                None if looks >= EXEC_LOOKS && Instant::now() >= deadline => return false,
+                None if patience.over(pid) => return false,
                 None => std::thread::sleep(EXEC_STEP),
             }
         }
@@ -157,6 +159,8 @@ impl Mark {
         let mut denied = Vec::new();
         let mut dying: Vec<(u32, OwnedFd)> = Vec::new();
         loop {
+            // A pass that took long (a loaded machine) is no fork storm: only one that starts late and finds more.
+            let late = Instant::now() >= deadline;
             let mut sent = 0;
             if room_for(2).is_err() {
                 // The pidfds held for the wait below are given back first.
@@ -168,7 +172,7 @@ impl Mark {
             let found = self.scan(leader)?;
             forget_exited(&mut dying, Duration::ZERO)?;
             // Processes whose environment read empty: checked again, all together, after the pass (each on its own
-            // would let many processes started with no environment stretch a pass by `EXEC_LIMIT` apiece).
+            // would let many processes started with no environment stretch a pass by their patience apiece).
             let mut unsure = Vec::new();
             for (pid, stat) in found {
                 let in_group = stat.pgid == leader;
@@ -193,7 +197,7 @@ impl Mark {
                 };
                 let result = signal_checked(pid, signal, belongs)?;
                 if empty && matches!(result, Sent::No) {
-                    unsure.push((pid, stat.name));
+                    unsure.push((pid, stat.name, Patience::new(pid)));
                 } else {
                     sent += Self::count(
                         result,
@@ -206,12 +210,9 @@ impl Mark {
                     );
                 }
             }
-            let until = Instant::now() + EXEC_LIMIT;
-            let mut looks = 1;
-            while !unsure.is_empty() && (looks < EXEC_LOOKS || Instant::now() < until) {
-                looks += 1;
+            while !unsure.is_empty() {
                 std::thread::sleep(EXEC_STEP);
-                for (pid, name) in std::mem::take(&mut unsure) {
+                for (pid, name, mut patience) in std::mem::take(&mut unsure) {
                     let mut empty = false;
                     let result = signal_checked(pid, signal, |pid| {
                         self.carries(pid).unwrap_or_else(|| {
@@ -220,7 +221,9 @@ impl Mark {
                         })
                     })?;
                     if empty && matches!(result, Sent::No) {
-                        unsure.push((pid, name));
+                        if !patience.over(pid) {
+                            unsure.push((pid, name, patience));
+                        }
                     } else {
                         sent +=
                             Self::count(result, pid, name, kill, reached, &mut dying, &mut denied);
@@ -230,7 +233,7 @@ impl Mark {
             if !kill || sent == 0 {
                 break;
             }
-            if Instant::now() >= deadline {
+            if late {
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
                     format!("the job's processes kept appearing for {KILL_LIMIT:?} of kills (a fork storm?)"),
@@ -338,6 +341,50 @@ fn empty_for_good(pid: u32) -> bool {
         || (env_end != 0
             && env_start == env_end
             && (stat.loaded || !matches!(stat.state, 'R' | 'D')))
+}
+
+/// How long a process whose environment reads empty, not for good, is read again: at least [`EXEC_LOOKS`] times, and
+/// until it has run for [`EXEC_LIMIT`] on a CPU since the first read (its time on a CPU from `/proc/PID/schedstat`;
+/// where that cannot be read, until `EXEC_LIMIT` has passed), or [`EXEC_WAIT`] has passed. A time of the caller's
+/// alone would give up on a process in the middle of `execve` that waits for a CPU meanwhile (on a loaded machine:
+/// `in_job` said no to 1 of 90,000 reads of a process that execs in a loop, with a bound of 20 ms).
+struct Patience {
+    since: Instant,
+    cpu: Option<u64>,
+    looks: u32,
+}
+
+impl Patience {
+    /// At the first read of `pid`'s environment.
+    fn new(pid: u32) -> Patience {
+        Patience {
+            since: Instant::now(),
+            cpu: cpu_time(pid),
+            looks: 0,
+        }
+    }
+
+    /// After a read of `pid`'s environment that could not tell (counted): whether to give up.
+    fn over(&mut self, pid: u32) -> bool {
+        self.looks += 1;
+        let waited = self.since.elapsed();
+        let ran = match (self.cpu, cpu_time(pid)) {
+            (Some(then), Some(now)) => Duration::from_nanos(now.saturating_sub(then)),
+            _ => waited,
+        };
+        self.looks >= EXEC_LOOKS && (ran >= EXEC_LIMIT || waited >= EXEC_WAIT)
+    }
+}
+
+/// How long process `pid` has run on a CPU (nanoseconds, the first field of `/proc/PID/schedstat`); `None` when that
+/// cannot be read (gone, or a kernel without `CONFIG_SCHED_INFO`).
+fn cpu_time(pid: u32) -> Option<u64> {
+    let mut buf = [0u8; 64];
+    let text = read_proc(pid, "schedstat", &mut buf)?;
+    std::str::from_utf8(text.split(|&b| b == b' ').next()?)
+        .ok()?
+        .parse()
+        .ok()
 }
 
 /// How many pidfds of killed processes one kill holds (a process may have 1,024 descriptors).
