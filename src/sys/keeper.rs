@@ -335,7 +335,8 @@ struct Ctx<'a> {
 }
 
 /// The keeper, once the command's process `command` exists (it started in the keeper's group, `G`): leaves `G` for
-/// the helper's group, reaps the helper, closes every descriptor but the folder's, and keeps the job. Never returns.
+/// the helper's group, closes every descriptor but the folder's, and keeps the job (which reaps the helper once it
+/// exited). Never returns.
 fn kept(ctx: &Ctx<'_>, command: libc::pid_t) -> ! {
     let plan = ctx.plan;
     shared(plan)
@@ -344,8 +345,8 @@ fn kept(ctx: &Ctx<'_>, command: libc::pid_t) -> ! {
     // SAFETY: setpgid with integer arguments; async-signal-safe.
     let mut joined = unsafe { libc::setpgid(0, ctx.group) };
     if joined != 0 {
-        // The helper, which runs beside us, has not made its group yet: once it exited (its zombie keeps the group
-        // until reaped), it has.
+        // The helper's group was not made yet (our own `setpgid` of it failed): once the helper exited (its zombie
+        // keeps the group until reaped), it has made it.
         let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
         // SAFETY: waitid on our child with a siginfo_t that lives across the call; setpgid with integer arguments.
         joined = unsafe {
@@ -358,17 +359,17 @@ fn kept(ctx: &Ctx<'_>, command: libc::pid_t) -> ! {
             libc::setpgid(0, ctx.group)
         };
     }
-    // SAFETY: waitpid with integer arguments and a null status pointer.
-    unsafe { libc::waitpid(ctx.group, std::ptr::null_mut(), 0) };
+    // Reaped once it exited (now, or in `keep`): the keeper does not wait for it.
+    let helper = if reaped(ctx.group) { 0 } else { ctx.group };
     if joined != 0 {
-        // Cannot happen (the helper's group is in our session, kept by its zombie until the reap just above). The
+        // Cannot happen (the helper's group is in our session, kept by the helper or its zombie until reaped). The
         // command must not run in a group with its keeper: it ends, and the keeper exits as it did (killed).
         // SAFETY: getpid has no preconditions.
         end_job(plan, ctx.folder_fd, unsafe { libc::getpid() }, REMOVE_TRIES);
         exit_as(reap(command));
     }
     close_all_but(ctx.folder_fd);
-    keep(plan, ctx.folder_fd, command)
+    keep(plan, ctx.folder_fd, command, helper)
 }
 
 /// Makes the command's process in the job's cgroup (`CLONE_INTO_CGROUP`) as this process's child: returns `Ok` in
@@ -409,6 +410,10 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
     unsafe { libc::mprotect(base, PAGE, libc::PROT_NONE) };
     // The helper runs beside us (no CLONE_VFORK: it makes its group while the command starts), on a stack of its own.
     let group = make_group(Some(base as usize + PAGE + HELPER_STACK))?;
+    // Its group made from here at once (a parent may set a child's group until the child execs, and the helper never
+    // does): the keeper joins it without waiting for the helper to run. Whichever call comes second does nothing.
+    // SAFETY: setpgid with integer arguments, on our child.
+    unsafe { libc::setpgid(group, group) };
     let end = base as usize + STACK + HELPER_STACK + PAGE;
     // The context at the top, the stack below it (16-byte aligned, as the ABI wants at a call).
     let at = (end - std::mem::size_of::<Ctx<'_>>()) & !15;
@@ -614,13 +619,22 @@ fn close_all_but(keep: RawFd) {
     }
 }
 
-/// The keeper's life: see the module docs. Never returns.
-fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t) -> ! {
+/// Whether our child `pid` had exited and is now reaped (without waiting).
+fn reaped(pid: libc::pid_t) -> bool {
+    // SAFETY: waitpid with integer arguments and a null status pointer; async-signal-safe.
+    unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) == pid }
+}
+
+/// The keeper's life: see the module docs; `helper` is the group helper until it was reaped (0 then). Never returns.
+fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::pid_t) -> ! {
     let all = full_set();
     // SAFETY: getpid has no preconditions. The group the command started in has this id.
     let group = unsafe { libc::getpid() };
     let mut told = false;
     loop {
+        if helper > 0 && reaped(helper) {
+            helper = 0;
+        }
         // SAFETY: getppid has no preconditions.
         if unsafe { libc::getppid() } != plan.supervisor {
             end_job(plan, folder_fd, group, REMOVE_TRIES_ALONE);
