@@ -60,6 +60,8 @@ struct Walk<'a> {
     sent: Vec<u32>,
     /// Those it may not signal (pid and name), named in the error.
     denied: Vec<(u32, String)>,
+    /// How many live processes (not refused) the current pass found.
+    live: usize,
     reached: &'a Mutex<Vec<Leftover>>,
 }
 
@@ -88,10 +90,20 @@ impl Walk<'_> {
             let Some(stat) = Stat::read(pid) else {
                 continue;
             };
-            if stat.dead() || stat.ppid != parent || parent_fd.is_some_and(exited) {
+            let kill = self.signal == libc::SIGKILL;
+            if stat.ppid != parent || parent_fd.is_some_and(exited) {
                 continue;
             }
-            let kill = self.signal == libc::SIGKILL;
+            if stat.dead() {
+                // A member that the group's SIGKILL (sent first) has killed already: recorded, as a cgroup's are.
+                if kill && stat.killed && pid != self.command {
+                    record(self.reached, pid, stat.name);
+                }
+                continue;
+            }
+            if !self.denied.iter().any(|(p, _)| *p == pid) {
+                self.live += 1;
+            }
             // Without SIGKILL, the members of the command's group had the group's signal already.
             let had_it = !kill && stat.pgid == self.keeper;
             if !had_it && !self.sent.contains(&pid) {
@@ -106,6 +118,7 @@ impl Walk<'_> {
                     Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
                         if !self.denied.iter().any(|(p, _)| *p == pid) {
                             self.denied.push((pid, stat.name));
+                            self.live -= 1;
                         }
                     }
                     Err(e) => {
@@ -126,9 +139,10 @@ impl Walk<'_> {
 
 /// Sends `signal` to the job's processes below `keeper` (the command `command` among them), after the caller
 /// signalled the command's group (stop first, then the rest). With `SIGKILL` every process found is signalled and
-/// recorded (but the command), and the walk is made again while it finds new ones (those re-parented to the keeper
-/// as their parents died), within about a second; the keeper then ends what is left when it gets the verdict. Without
-/// it, once, and only to those outside the command's group.
+/// recorded (but the command), and the walk is made again until it finds none alive (those killed have died, and
+/// their children, re-parented to the keeper as their parents died, were killed in turn), within about a second;
+/// the keeper then ends what is left when it gets the verdict. Without it, once, and only to those outside the
+/// command's group.
 ///
 /// # Errors
 ///
@@ -147,14 +161,17 @@ pub(super) fn signal(
         signal,
         sent: Vec::new(),
         denied: Vec::new(),
+        live: 0,
         reached,
     };
     loop {
-        let before = walk.sent.len();
+        walk.live = 0;
         walk.visit(keeper, None, 0)?;
-        if signal != libc::SIGKILL || walk.sent.len() == before || Instant::now() >= deadline {
+        if signal != libc::SIGKILL || walk.live == 0 || Instant::now() >= deadline {
             break;
         }
+        // Killed, and dying: a pause, then a look at what is left (and what their deaths re-parented).
+        std::thread::sleep(Duration::from_micros(100));
     }
     if walk.denied.is_empty() {
         Ok(())
