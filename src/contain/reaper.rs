@@ -17,8 +17,9 @@ const DEPTH_LIMIT: usize = 64;
 /// How long a `SIGKILL` walks again for processes that appeared meanwhile (re-parented to the keeper).
 const KILL_LIMIT: Duration = Duration::from_secs(1);
 
-/// The children of process `pid` (of each of its threads), as `/proc` lists them now.
-fn children(pid: u32) -> Vec<u32> {
+/// The children of process `pid` (of each of its threads; of its main thread only for `single`, a process known to
+/// have no other, such as the keeper), as `/proc` lists them now.
+fn children(pid: u32, single: bool) -> Vec<u32> {
     let mut found = Vec::new();
     let mut read = |path: String| {
         if let Ok(text) = fs::read_to_string(path) {
@@ -28,6 +29,10 @@ fn children(pid: u32) -> Vec<u32> {
             );
         }
     };
+    if single {
+        read(format!("/proc/{pid}/task/{pid}/children"));
+        return found;
+    }
     match fs::read_dir(format!("/proc/{pid}/task")) {
         Ok(tasks) => {
             for task in tasks.flatten() {
@@ -72,7 +77,8 @@ impl Walk<'_> {
         if depth > DEPTH_LIMIT {
             return Ok(());
         }
-        for pid in children(parent) {
+        // The keeper (no `parent_fd`) runs one thread.
+        for pid in children(parent, parent_fd.is_none()) {
             if pid <= 1 {
                 continue;
             }
