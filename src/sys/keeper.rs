@@ -46,6 +46,9 @@ const SYS_CLOSE_RANGE: libc::c_long = 436;
 /// `clone3`'s flag: the child starts in the cgroup named by `CloneArgs::cgroup` (Linux 5.7).
 const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 
+/// `siginfo_t::si_code` of a signal the kernel sent (a terminal's, say): not in libc 0.2.139.
+const SI_KERNEL: libc::c_int = 0x80;
+
 /// The verdict this process gives once the command exited (0 until then): kill the job, keep it.
 const VERDICT_KILL: u32 = 1;
 const VERDICT_KEEP: u32 = 2;
@@ -612,7 +615,14 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
                     exit_as(reap(command));
                 }
                 VERDICT_KEEP => exit_as(reap(command)),
-                _ if shared(plan).spawned.load(Ordering::Acquire) == 0 => exit_as(reap(command)),
+                _ if shared(plan).spawned.load(Ordering::Acquire) == 0 => {
+                    // Before the spawn returned (std waits for our exit to report a failed exec): the job is this
+                    // process's from now on, but an empty folder is removed here already, so that no death of this
+                    // process between our exit and its end of the job leaves it.
+                    // SAFETY: rmdir of a NUL-terminated path that lives across the call.
+                    unsafe { libc::rmdir(plan.folder.as_ptr()) };
+                    exit_as(reap(command))
+                }
                 _ if !told => {
                     // The supervisor hears of the exit as it would without us: a SIGCHLD (a supervisor that takes
                     // its signals, such as the tool, wakes on it).
@@ -630,8 +640,12 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
         let signal =
             unsafe { libc::sigtimedwait(&raw const all, info.as_mut_ptr(), std::ptr::null()) };
         // A signal sent to the keeper's pid (the job's id) is meant for the command, as it was for a leader without
-        // a keeper: passed on, but for the keeper's own wake-ups.
-        if signal > 0 && signal != libc::SIGCHLD && signal != libc::SIGCONT {
+        // a keeper: passed on, but for the keeper's own wake-ups, and but for one the kernel sent (`SI_KERNEL`): a
+        // terminal's signal to the command's group, which the keeper is in for a moment after the command's exec
+        // (on x86-64 it leaves the group only once it runs again), reached the command itself.
+        // SAFETY: `info` was filled in by sigtimedwait when it returned a signal.
+        let from_kernel = signal > 0 && unsafe { info.assume_init() }.si_code == SI_KERNEL;
+        if signal > 0 && signal != libc::SIGCHLD && signal != libc::SIGCONT && !from_kernel {
             // SAFETY: kill with integer arguments; the command is our unreaped child (its pid is pinned).
             unsafe { libc::kill(command, signal) };
         }
@@ -700,7 +714,9 @@ fn reap(command: libc::pid_t) -> Option<libc::siginfo_t> {
 fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, tries: u32) {
     // SAFETY: kill with integer arguments; the group's id is our own pid (> 1), pinned while we live.
     unsafe { libc::kill(-group, libc::SIGKILL) };
-    if folder_fd < 0 {
+    // SAFETY: rmdir of a NUL-terminated path that lives across the call. It succeeds on an empty folder without
+    // sub-cgroups (a command that left nothing: the common end), which then needs no kill.
+    if folder_fd < 0 || unsafe { libc::rmdir(plan.folder.as_ptr()) } == 0 {
         return;
     }
     // SAFETY: openat on the folder's descriptor with a NUL-terminated name; write and close on the result.
