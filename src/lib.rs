@@ -70,8 +70,8 @@
 //! # What is not promised
 //!
 //! - A descendant that leaves the group (`setsid`, `setpgid`, a double-forking daemon) is not reached by a group
-//!   kill. [`spawn_contained`][spawn-contained] reaches them too (a cgroup of the job's own, or a
-//!   lineage mark; see [`Contain`][contain-type] for each mode's guarantee and what it cannot catch); the `grouptimeout`
+//!   kill. [`spawn_contained`][spawn-contained] reaches them too (a cgroup of the job's own, the job's own reaper,
+//!   or a lineage mark; see [`Contain`][contain-type] for each mode's guarantee and what it cannot catch); the `grouptimeout`
 //!   command-line tool also catches them on Linux.
 //! - A member this process may not signal (one that switched to another user) survives the group kill.
 //! - A wait returns once the killed leader is reaped, which can be later than its deadline: while the leader is

@@ -51,7 +51,9 @@ mod linux {
                 }
             }
             _ => {
-                how.cgroup(false).require(Containment::Lineage);
+                how.cgroup(false)
+                    .reaper(false)
+                    .require(Containment::Lineage);
             }
         }
         Some(how)
@@ -819,13 +821,13 @@ mod linux {
         assert_removed(Some(folder));
     }
 
-    /// A cgroup folder that cannot be used falls back to lineage, unless the cgroup is required.
+    /// A cgroup folder that cannot be used falls back to the reaper, unless the cgroup is required.
     #[test]
-    fn an_unusable_cgroup_folder_falls_back_to_lineage_unless_required() {
+    fn an_unusable_cgroup_folder_falls_back_unless_required() {
         let mut how = Contain::new();
         how.cgroup_parent("/nonexistent/grouptimeout");
         let mut child = how.spawn(&mut Command::new("true")).unwrap();
-        assert_eq!(child.containment(), Containment::Lineage);
+        assert_eq!(child.containment(), Containment::Reaper);
         child.wait().unwrap();
         how.require(Containment::Cgroup);
         let e = how.spawn(&mut Command::new("true")).unwrap_err();
@@ -850,7 +852,7 @@ mod linux {
 
     /// A cgroup that the leader cannot enter: the named parent is a thread root (it has a threaded child), so the job's
     /// folder made in it is "domain invalid" and the leader's write to its `cgroup.procs` fails (EOPNOTSUPP). The
-    /// spawn falls back to lineage, or, with the cgroup required, fails saying so (folder and OS error named, kind
+    /// spawn falls back to the reaper, or, with the cgroup required, fails saying so (folder and OS error named, kind
     /// kept); no job folder is left either way.
     #[test]
     fn cgroup_a_leader_that_cannot_enter_falls_back_or_fails_saying_so() {
@@ -880,7 +882,7 @@ mod linux {
         let mut how = Contain::new();
         how.cgroup_parent(&parent);
         let mut child = how.spawn(&mut Command::new("true")).unwrap();
-        assert_eq!(child.containment(), Containment::Lineage);
+        assert_eq!(child.containment(), Containment::Reaper);
         assert!(child.wait().unwrap().success());
         assert_eq!(job_folders(), 0, "a job folder was left in {parent:?}");
 
@@ -915,11 +917,11 @@ mod linux {
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0");
     }
 
-    /// As an unprivileged user no cgroup can be made here: `spawn_contained` gives lineage, which still ends a `setsid`
-    /// escapee. The scenario runs in this test binary, re-run through `setpriv` as nobody.
+    /// As an unprivileged user no cgroup can be made here: `spawn_contained` gives the job's own reaper, which still
+    /// ends a `setsid` escapee. The scenario runs in this test binary, re-run through `setpriv` as nobody.
     #[test]
-    fn unprivileged_spawn_contained_gets_lineage() {
-        let test = "unprivileged_spawn_contained_gets_lineage";
+    fn unprivileged_spawn_contained_gets_the_reaper() {
+        let test = "unprivileged_spawn_contained_gets_the_reaper";
         if std::env::var_os("GROUPTIMEOUT_TEST_UNPRIVILEGED").is_some() {
             let (mut child, lines) = {
                 let mut child = Command::new("sh")
@@ -931,7 +933,7 @@ mod linux {
                 (child, vec![pid])
             };
             let _cleanup = KillOnDrop(lines.clone());
-            assert_eq!(child.containment(), Containment::Lineage);
+            assert_eq!(child.containment(), Containment::Reaper);
             assert!(child
                 .wait_timeout(Duration::from_millis(100))
                 .unwrap()
@@ -1004,15 +1006,15 @@ mod linux {
         let best = if contain(test, Containment::Cgroup).is_some() {
             "Cgroup"
         } else {
-            "Lineage"
+            "Reaper"
         };
         few_descriptors(test, best, false);
-        few_descriptors(test, "Lineage", true);
+        few_descriptors(test, "Reaper", true);
     }
 
     /// Runs [`few_descriptors_make_spawn_contained_fall_back_not_fail`]'s scenario with 5 to 14 descriptors; checks
-    /// that it got the `best` mode with the most, the plain group with the fewest (lineage first: a cgroup spawn
-    /// needs no more than a plain one), and no failed spawn.
+    /// that it got the `best` mode with the most, the plain group with the fewest (the reaper first, without the
+    /// cgroup: a cgroup spawn needs no more than a plain one), and no failed spawn.
     fn few_descriptors(test: &str, best: &str, no_cgroup: bool) {
         let mut modes = Vec::new();
         for n in 5..=14 {
@@ -1046,7 +1048,7 @@ mod linux {
                 "{n} descriptors: {stdout}{}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            let mode = ["Cgroup", "Lineage", "Group"]
+            let mode = ["Cgroup", "Reaper", "Lineage", "Group"]
                 .into_iter()
                 .find(|m| stdout.contains(&format!("mode {m} ")))
                 .unwrap();

@@ -6,7 +6,7 @@
 //!
 //! Each scenario runs `ROUNDS` jobs of each script at once, beside a busy loop (the scenarios run at once too, so
 //! the CPUs are busy, which gives a leader that is not stopped at once the time to run on), as this process's user
-//! and, re-run through `setpriv`, as nobody (where no cgroup can be made: lineage and the group).
+//! and, re-run through `setpriv`, as nobody (where no cgroup can be made: the reaper, lineage and the group).
 #![cfg(unix)]
 
 mod common;
@@ -38,6 +38,7 @@ mod linux {
     #[derive(Debug, Clone, Copy, PartialEq)]
     enum Mode {
         Cgroup,
+        Reaper,
         Lineage,
         Group,
     }
@@ -49,8 +50,14 @@ mod linux {
                     .require(Containment::Cgroup)
                     .spawn(command)
                     .unwrap(),
+                Mode::Reaper => Contain::new()
+                    .cgroup(false)
+                    .require(Containment::Reaper)
+                    .spawn(command)
+                    .unwrap(),
                 Mode::Lineage => Contain::new()
                     .cgroup(false)
+                    .reaper(false)
                     .require(Containment::Lineage)
                     .spawn(command)
                     .unwrap(),
@@ -58,6 +65,7 @@ mod linux {
             };
             let expected = match self {
                 Mode::Cgroup => Containment::Cgroup,
+                Mode::Reaper => Containment::Reaper,
                 Mode::Lineage => Containment::Lineage,
                 Mode::Group => Containment::Group,
             };
@@ -217,6 +225,18 @@ mod linux {
             return;
         }
         stop_first(Mode::Cgroup);
+    }
+
+    #[test]
+    fn reaper_stops_the_leader_first() {
+        stop_first(Mode::Reaper);
+    }
+
+    #[test]
+    fn reaper_stops_the_leader_first_as_nobody() {
+        if !as_nobody("reaper_stops_the_leader_first_as_nobody") {
+            stop_first(Mode::Reaper);
+        }
     }
 
     #[test]

@@ -18,7 +18,8 @@ impl GroupChild {
     }
 
     /// The processes besides the leader that the job's `SIGKILL`s reached (pid and name at the time), once each, in
-    /// the order found; complete when a wait has returned (a [`GroupHandle`](crate::GroupHandle)'s kills are added at the next wait).
+    /// the order found (in reaper mode: those this process found below the keeper; what the keeper itself kills at
+    /// the job's end, orphans of those killed, is not listed); complete when a wait has returned (a [`GroupHandle`](crate::GroupHandle)'s kills are added at the next wait).
     /// Empty for a [`spawn_group`](crate::GroupCommandExt::spawn_group) child (no scan is made for a plain group), and when
     /// nothing was left to kill.
     ///
@@ -28,8 +29,11 @@ impl GroupChild {
         &self.leftovers
     }
 
-    /// Whether process `pid` belongs to the job now: it is in the job's cgroup; or it carries the job's lineage mark
-    /// or is in the leader's group; or, for a plain group, it is in the leader's group.
+    /// Whether process `pid` belongs to the job now: it is in the job's cgroup; or it descends from the job's
+    /// reaper (its parents, followed up at most 64 steps, reach the keeper, [`id`](GroupChild::id); the keeper
+    /// itself is not the job's); or it carries the job's lineage mark or is in the leader's group; or, for a plain
+    /// group, it is in the leader's group. A reaper job whose keeper was killed, or was reaped, is told by its mark
+    /// and group instead, as in lineage mode.
     ///
     /// Needs the `contain` feature (on by default).
     ///
@@ -46,9 +50,10 @@ impl GroupChild {
     /// - a process that is in the leader's group only, once the leader was reaped: the group id may name someone
     ///   else's group by then (a lineage mark or the job's cgroup still count).
     ///
-    /// It reads `/proc/PID/stat` and, in lineage mode, `/proc/PID/environ` (which reads empty for a moment while
-    /// the process is in the middle of `execve`: that is read again until the process has run 20 ms on a CPU, for up
-    /// to a second where it waits for one; a process started with no environment, `env -i`, is told at once).
+    /// It reads `/proc/PID/stat` (of `pid`, and in reaper mode of its parents), and, in lineage mode,
+    /// `/proc/PID/environ` (which reads empty for a moment while the process is in the middle of `execve`: that is
+    /// read again until the process has run 20 ms on a CPU, for up to a second where it waits for one; a process
+    /// started with no environment, `env -i`, is told at once).
     ///
     #[cfg_attr(feature = "host", doc = "[host-subreaper]: crate::host::Subreaper")]
     #[cfg_attr(not(feature = "host"), doc = "[host-subreaper]: crate#features")]

@@ -13,6 +13,8 @@ use super::keeper::Keeper;
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 use super::lineage;
 use super::proc::{lock, Leftover};
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+use super::reaper;
 
 /// What a [`GroupChild`](crate::GroupChild) keeps of what the job's kills reached.
 pub(crate) type Leftovers = Vec<Leftover>;
@@ -24,8 +26,14 @@ pub enum Containment {
     /// A cgroup v2 of the job's own (Linux): every process the command started is in it, whatever session or
     /// group it moved to and whatever it did to its environment, and the job is ended with `cgroup.kill`.
     Cgroup,
+    /// The job's own reaper (Linux, where no cgroup can be made): the job's keeper, the process between this one and
+    /// the command, is a child subreaper (`PR_SET_CHILD_SUBREAPER`), so every process the command started stays its
+    /// descendant however it daemonised (`setsid`, double fork, `env -i`, setuid or non-dumpable programs), and the
+    /// job is ended by killing the keeper's descendants until none is left. Needs no privilege.
+    Reaper,
     /// The job's processes are those that carry its mark, a random variable in the environment that every
-    /// descendant inherits (Linux, where no cgroup can be made), and the members of its process group.
+    /// descendant inherits (Linux, where neither a cgroup nor the reaper can be had, or with
+    /// [`Contain::reaper(false)`](crate::Contain::reaper)), and the members of its process group.
     Lineage,
     /// The process group only, as [`spawn_group`](crate::GroupCommandExt::spawn_group) gives.
     Group,
@@ -36,7 +44,8 @@ impl Containment {
         match self {
             Containment::Group => 0,
             Containment::Lineage => 1,
-            Containment::Cgroup => 2,
+            Containment::Reaper => 2,
+            Containment::Cgroup => 3,
         }
     }
 }
@@ -67,6 +76,9 @@ pub(crate) enum Bound {
     Cgroup(cgroup::Cgroup),
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     Lineage(lineage::Mark),
+    /// The job's keeper is its reaper; the mark is the backup for a job that killed its keeper.
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    Reaper(lineage::Mark),
 }
 
 impl Job {
@@ -179,7 +191,7 @@ impl Job {
         }
         match self.0.as_ref().map(|inner| &inner.bound) {
             Some(Bound::Cgroup(cgroup)) => cgroup.open_controls(),
-            Some(Bound::Lineage(mark)) => mark.started(pid),
+            Some(Bound::Lineage(mark) | Bound::Reaper(mark)) => mark.started(pid),
             None => {}
         }
     }
@@ -193,7 +205,16 @@ impl Job {
             Bound::Cgroup(_) => Containment::Cgroup,
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Lineage(_) => Containment::Lineage,
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Reaper(_) => Containment::Reaper,
         }
+    }
+
+    /// Whether a kept job's keeper (our child `keeper`, unreaped) was killed: it exited without leaving on its own.
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    fn keeper_killed(&self, keeper: u32) -> bool {
+        self.keeper()
+            .is_some_and(|k| !k.left() && crate::sys::has_exited(keeper).unwrap_or(true))
     }
 
     /// Sends `signal` to the whole job of `leader`: `group` (which signals the leader's group, and the leader by pid)
@@ -224,6 +245,17 @@ impl Job {
             Bound::Lineage(ref mark) => {
                 let sent = group();
                 let rest = mark.signal(leader, signal, &inner.reached);
+                sent.and(rest)
+            }
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Reaper(ref mark) => {
+                let sent = group();
+                // A job that killed its keeper was re-parented away from it: its mark is what is left to find it by.
+                let rest = if self.keeper_killed(leader) {
+                    mark.signal(leader, signal, &inner.reached)
+                } else {
+                    reaper::signal(leader, self.watched(leader), signal, &inner.reached)
+                };
                 sent.and(rest)
             }
         }
@@ -259,7 +291,7 @@ impl Job {
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Cgroup(ref cgroup) => cgroup.end(keep),
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Lineage(_) => Ok(()),
+            Bound::Lineage(_) | Bound::Reaper(_) => Ok(()),
         }
     }
 
@@ -270,7 +302,7 @@ impl Job {
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Cgroup(ref cgroup) => Some(cgroup.folder()),
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Lineage(_) => None,
+            Bound::Lineage(_) | Bound::Reaper(_) => None,
         }
     }
 
@@ -292,6 +324,14 @@ impl Job {
             Bound::Cgroup(ref cgroup) => cgroup.contains(pid),
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Lineage(ref mark) => in_group() || mark.carried_by(pid),
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Reaper(ref mark) => {
+                if leader_unreaped && !crate::sys::has_exited(leader).unwrap_or(true) {
+                    reaper::in_tree(leader, pid)
+                } else {
+                    in_group() || mark.carried_by(pid)
+                }
+            }
         }
     }
 }

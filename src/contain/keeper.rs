@@ -46,6 +46,12 @@ impl Keeper {
         self.page.command_exited()
     }
 
+    /// Whether the keeper exited on its own (after the verdict, or when this process died): a keeper that exited
+    /// without it was killed.
+    pub(crate) fn left(&self) -> bool {
+        self.page.keeper_left()
+    }
+
     /// The signal that stopped the command since the last call (see `SharedPage::take_stop`).
     #[cfg(feature = "host")]
     pub(crate) fn take_stop(&self) -> Option<i32> {

@@ -4,7 +4,8 @@
 //! room sits below both and imports neither.
 //!
 //! - `cgroup`: a cgroup v2 of the job's own, ended with `cgroup.kill` and removed once empty (Linux).
-//! - `keeper`: the job's keeper, the process between this one and a cgroup job's command (see `sys/keeper.rs`).
+//! - `keeper`: the job's keeper, the process between this one and a kept job's command (see `sys/keeper.rs`).
+//! - `reaper`: the job's own reaper (its keeper, a child subreaper): its descendants found and signalled (Linux).
 //! - `lineage`: a per-job random mark in the environment, found in `/proc` and checked through a pidfd (Linux).
 //!
 //! - `job`: [`Job`], what [`GroupChild`](crate::GroupChild) and [`GroupHandle`](crate::GroupHandle) hold of the
@@ -22,6 +23,8 @@ pub(crate) mod keeper;
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 pub(crate) mod lineage;
 mod proc;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+mod reaper;
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 pub(crate) use job::Bound;

@@ -1,4 +1,4 @@
-//! What the two Linux modes share: reading a process's `/proc/PID/stat`, signalling a job's process through a pidfd
+//! What the Linux modes share: reading a process's `/proc/PID/stat`, signalling a job's process through a pidfd
 //! opened before its membership is checked again, recording what a kill reached, and the random part of a job's name.
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
@@ -28,6 +28,7 @@ pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(super) struct Stat {
     pub(super) name: String,
     pub(super) state: char,
+    pub(super) ppid: u32,
     pub(super) pgid: u32,
     /// Clock ticks after boot.
     pub(super) start: u64,
@@ -71,7 +72,8 @@ impl Stat {
                 .ok()
         };
         let state = char::from(*fields.next()?.first()?);
-        let pgid = number(fields.nth(1))?;
+        let parent = number(fields.next())?;
+        let pgid = number(fields.next())?;
         let flags = number(fields.nth(3))?;
         let start = number(fields.nth(12))?;
         let end_code = number(fields.nth(4)).unwrap_or(0);
@@ -82,6 +84,7 @@ impl Stat {
         let parsed = Stat {
             name: String::new(),
             state,
+            ppid: u32::try_from(parent).ok()?,
             pgid: u32::try_from(pgid).ok()?,
             start,
             flags: u32::try_from(flags).ok()?,

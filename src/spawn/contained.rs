@@ -21,20 +21,25 @@ use crate::contain::{Containment, Job};
 /// | Mode | Where | What it reaches | What it cannot catch |
 /// |------|-------|-----------------|----------------------|
 /// | [`Cgroup`](Containment::Cgroup) | Linux 5.14+, cgroup v2, where this process may make a cgroup | every process started by the command, at once (`cgroup.kill`), setuid and non-dumpable ones included | a process moved to another cgroup by someone allowed to, the job itself included when it has this process's rights (as root, its pid written to a parent's `cgroup.procs`): that process and what it starts survive |
+/// | [`Reaper`](Containment::Reaper) | Linux, `/proc` of our PID namespace (with `/proc/PID/task/TID/children`), pidfds (5.3+); any user, root in a container | every process started by the command, however it daemonised (`setsid`, double fork, `env -i`, a new title, setuid and non-dumpable programs: `ssh-agent`, `gpg-agent`), since each stays a descendant of the job's keeper, a child subreaper | a process it may not signal (one that became another user through a setuid program: named in the error); a job that kills its keeper (`kill -9 $PPID`): its processes are then found by its group and its lineage mark only (an `env -i` escapee survives); a process that runs after the keeper ended the job and whose parent it could not kill |
 /// | [`Lineage`](Containment::Lineage) | Linux, `/proc` of our PID namespace, pidfds (5.3+) | the group and every process that still carries the job's mark | a process whose environment does not show the mark: cleared or replaced (`env -i`, `execve` with a new one), or overwritten by a new process title (perl's `$0`, `setproctitle`); a non-dumpable process (`ssh-agent`, `gpg-agent`, setuid programs: reading its environment needs root with `CAP_SYS_PTRACE`); a process of a user we may not signal (named in the error) |
 /// | [`Group`](Containment::Group) | everywhere | the process group (as `spawn_group`) | a process that left the group (`setsid`, `setpgid`) |
 ///
 /// The README's "The whole job" lists what survived each mode in a measured run.
 ///
-/// By default the cgroup is tried first, then lineage, then the group: each fallback is silent, and
+/// By default the cgroup is tried first, then the reaper, then lineage, then the group: each fallback is silent, and
 /// [`GroupChild::containment`] says which mode the job got; [`require`](Contain::require) turns a fallback below a
 /// mode into an error. A cgroup in which the job's keeper could not start the command (its `mkdir` of the folder or
 /// its `clone3` into it failed, say because the parent folder is a thread root, whose domain children are "domain
 /// invalid", or the kernel is older than 5.14) counts as none: its folder is removed and the command is spawned
-/// again in the next mode (none of it ran: that happens before `exec`).
+/// again in the next mode (none of it ran: that happens before `exec`). Lineage is used only where the reaper cannot
+/// be had (or is turned off with [`reaper(false)`](Contain::reaper)): the reaper catches everything lineage does, and
+/// more, at a cost that does not grow with the host's process count; lineage's mark stays on a reaper job's command
+/// as the backup for a job that killed its keeper.
 ///
-/// Descriptors count too. A cgroup spawn forks with a pipe of std's (2 descriptors) instead of using `posix_spawn`
-/// (none with glibc; musl's needs 2): 2 free descriptors. Lineage's kill
+/// Descriptors count too. A cgroup or reaper spawn forks with a pipe of std's (2 descriptors) instead of using
+/// `posix_spawn` (none with glibc; musl's needs 2): 2 free descriptors; the reaper also needs lineage's room (its
+/// mark is the backup). Lineage's kill
 /// points hold 2 at once beside the wait's pidfd: 3 free at the spawn. A mode without that room is skipped, and a
 /// spawn that fails for want of a descriptor (`EMFILE`, `ENFILE`) in the cgroup or with the mark counts as none
 /// too: the next mode is tried, down to the plain group, which needs no more than
@@ -65,15 +70,27 @@ use crate::contain::{Containment, Job};
 /// [`cgroup_parent`](Contain::cgroup_parent), may have controllers enabled for its children and then may hold no
 /// process of its own (the kernel's "no internal processes" rule: `EBUSY`).
 ///
-/// # The keeper (cgroup mode)
+/// # The keeper (cgroup and reaper modes)
 ///
-/// The process the spawn makes ([`GroupChild::id`]) is the job's keeper; the command is its only child. The
+/// The process the spawn makes ([`GroupChild::id`]) is the job's keeper; the command is its child. The
 /// keeper is a fork of this process (a `pre_exec` hook, which makes std fork and exec instead of using
 /// `posix_spawn`; `BENCHMARKS.md` gives the cost) that never execs: it blocks every signal, makes the job's folder,
 /// starts the command with `clone3(CLONE_INTO_CGROUP)` (Linux 5.7; the command returns from the hook and std applies
 /// the rest of the `Command`: stdio, environment, working folder, user and groups were applied before the hooks
 /// and are inherited, and the caller's signal mask is restored), closes every descriptor it holds but the folder's,
 /// and then only waits. It is named `group-keeper` (so that killing this program by its name spares it).
+///
+/// In reaper mode (no cgroup) the keeper makes no folder: it makes itself a child subreaper
+/// (`PR_SET_CHILD_SUBREAPER`, which needs no privilege) and starts the command with a plain `clone3`. Every orphan of
+/// the job is then re-parented to it, however it daemonised, and it reaps those that exit while the command runs
+/// (never the command before the verdict). This process finds the job's processes below the keeper
+/// (`/proc/PID/task/TID/children`, from the keeper down: only the job's processes are read), opens a pidfd for each
+/// and checks again that its parent is the one it was listed under before it signals it, so a reused pid is never
+/// signalled; with `SIGKILL` the walk repeats while it finds new ones (for about a second at most), recording them
+/// for [`GroupChild::leftovers`]. To end the job the keeper kills the command's group, then its children, reaps
+/// them, and repeats with the orphans that brings until only the command is left (about a second at most; 30 s when
+/// this process died): no environment is read and nothing outside the job is scanned. Linux only: FreeBSD's
+/// `procctl(PROC_REAP_ACQUIRE)` would do the same, but is not used (there a contained job has its group only).
 ///
 /// - The command starts in the group whose id is the keeper's pid ([`GroupChild::id`]), which the keeper then
 ///   leaves for a group of its own: every group signal of the crate, and a terminal's, reaches the command's group
@@ -94,7 +111,10 @@ use crate::contain::{Containment, Job};
 ///   `SIGCONT` (which only wakes the keeper), and `SIGKILL` and `SIGSTOP` (which nothing can pass on: they stop or
 ///   kill the keeper itself).
 /// - The keeper is a process of this user: a job that kills it (`kill -9 $PPID`) ends its own guard; the wait then
-///   sees the keeper killed (`SIGKILL`), kills the cgroup, and removes the folder, as for any leader.
+///   sees the keeper killed (`SIGKILL`, the outcome), kills the cgroup, and removes the folder, as for any leader.
+///   In reaper mode the orphans then go to the next subreaper above (or init): the wait kills the command's group
+///   (its id is the keeper's pid, pinned while the keeper is unreaped) and the processes that carry the job's
+///   lineage mark; an escapee that also cleared its environment (`env -i`) or rewrote its title survives.
 /// - `pre_exec` hooks the caller added before the spawn run in the keeper, before the command's process exists:
 ///   what a fork inherits (resource limits, the working folder, descriptors) reaches the command; a parent-death
 ///   signal does not. Hooks added later, and on a later spawn of the same `Command` (the keeper's hook stays on it,
@@ -117,6 +137,7 @@ use crate::contain::{Containment, Job};
 pub struct Contain {
     parent: Option<PathBuf>,
     cgroup: bool,
+    reaper: bool,
     lineage: bool,
     require: Containment,
 }
@@ -128,12 +149,14 @@ impl Default for Contain {
 }
 
 impl Contain {
-    /// A cgroup if one can be made in this process's own cgroup, else lineage, else the group.
+    /// A cgroup if one can be made in this process's own cgroup, else the job's own reaper, else lineage, else the
+    /// group.
     #[must_use]
     pub fn new() -> Contain {
         Contain {
             parent: None,
             cgroup: true,
+            reaper: true,
             lineage: true,
             require: Containment::Group,
         }
@@ -153,7 +176,13 @@ impl Contain {
         self
     }
 
-    /// Whether lineage is tried when no cgroup is had (default `true`).
+    /// Whether the job's own reaper ([`Containment::Reaper`], Linux) is tried when no cgroup is had (default `true`).
+    pub fn reaper(&mut self, try_it: bool) -> &mut Contain {
+        self.reaper = try_it;
+        self
+    }
+
+    /// Whether lineage is tried when neither a cgroup nor the reaper is had (default `true`).
     pub fn lineage(&mut self, try_it: bool) -> &mut Contain {
         self.lineage = try_it;
         self
@@ -190,7 +219,16 @@ impl Contain {
         {
             if self.cgroup {
                 match cgroup::Cgroup::make(self.parent.as_deref()) {
-                    Ok(cgroup) => match spawn_in_cgroup(cgroup, command)? {
+                    Ok(cgroup) => match spawn_kept(Bound::Cgroup(cgroup), command)? {
+                        Ok(child) => return Ok(child),
+                        Err(not_had) => why.push(not_had),
+                    },
+                    Err(e) => why.push(e),
+                }
+            }
+            if self.reaper && self.require.rank() <= Containment::Reaper.rank() {
+                match reaper_mark() {
+                    Ok(mark) => match spawn_kept(Bound::Reaper(mark), command)? {
                         Ok(child) => return Ok(child),
                         Err(not_had) => why.push(not_had),
                     },
@@ -233,36 +271,64 @@ impl Contain {
     }
 }
 
-/// Spawns `command` through a keeper (see `contain/keeper.rs`) whose child, the command, is born inside `cgroup`.
-/// The inner `Err` says that the cgroup could not be had for it, and why (the kind kept): the keeper could not make
+/// What reaper mode needs: lineage's (the `/proc` of this PID namespace, pidfds, room for a kill point's descriptors:
+/// its mark is the backup for a job that killed its keeper), and `/proc/PID/task/TID/children` (`CONFIG_PROC_CHILDREN`),
+/// through which the job's processes are found.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+fn reaper_mark() -> io::Result<lineage::Mark> {
+    let mark = lineage::Mark::new()?;
+    std::fs::metadata("/proc/thread-self/children").map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "the job's reaper needs /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN): {e}"
+            ),
+        )
+    })?;
+    Ok(mark)
+}
+
+/// Spawns `command` through a keeper (see `contain/keeper.rs`): for a cgroup `bound`, the command is born inside the
+/// cgroup; for a reaper `bound`, the keeper is the job's child subreaper, and the command carries the backup mark
+/// (taken off `command` again after the spawn).
+/// The inner `Err` says that the mode could not be had for it, and why (the kind kept): the keeper could not make
 /// the folder or start the command in it (its `mkdir` or `clone3` failed, with the folder and the OS error named),
 /// or the spawn ran out of descriptors (std's pipe of a forked spawn, beyond a plain spawn's). Nothing of the command
 /// ran then, and the folder is removed, so the caller may spawn it again another way.
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-fn spawn_in_cgroup(
-    cgroup: cgroup::Cgroup,
-    command: &mut Command,
-) -> io::Result<io::Result<GroupChild>> {
-    let folder = cgroup.folder().to_path_buf();
+fn spawn_kept(bound: Bound, command: &mut Command) -> io::Result<io::Result<GroupChild>> {
+    let (folder, mark) = match bound {
+        Bound::Cgroup(ref cgroup) => (Some(cgroup.folder().to_path_buf()), None),
+        Bound::Reaper(ref mark) | Bound::Lineage(ref mark) => (None, Some(mark.name().to_owned())),
+    };
+    let place = folder.as_ref().map_or_else(
+        || "under the job's reaper".to_owned(),
+        |folder| format!("in the job's cgroup {}", folder.display()),
+    );
     let too_few = |e: io::Error| {
         io::Error::new(
             e.kind(),
             format!(
-                "too few descriptors to spawn in the job's cgroup {} (such a spawn forks with a pipe of std's instead \
-                 of using posix_spawn): {e}",
-                folder.display()
+                "too few descriptors to spawn {place} (such a spawn forks with a pipe of std's instead of using \
+                 posix_spawn): {e}"
             ),
         )
     };
     let keeper = Keeper::new()?;
     let hook = match room_for_a_fork()
-        .and_then(|()| crate::sys::arm_keeper(command, &folder, keeper.page()))
+        .and_then(|()| crate::sys::arm_keeper(command, folder.as_deref(), keeper.page()))
     {
         Ok(hook) => hook,
         Err(e) => return Ok(Err(too_few(e))),
     };
-    let job = Job::new(Bound::Cgroup(cgroup), Some(keeper));
+    if let Some(name) = &mark {
+        command.env(name, "1");
+    }
+    let job = Job::new(bound, Some(keeper));
     let spawned = GroupChild::spawn(command, job.clone());
+    if let Some(name) = &mark {
+        command.env_remove(name);
+    }
     let not_started = spawned.as_ref().err().and_then(|e| hook.keeper_error(e));
     match spawned {
         Ok(child) => {
@@ -272,13 +338,14 @@ fn spawn_in_cgroup(
         Err(e) => {
             let _ = job.end(false);
             if let Some(start) = not_started {
+                let how = if folder.is_some() {
+                    "the keeper could not make it or clone3 into it"
+                } else {
+                    "the keeper could not become a child subreaper or make it"
+                };
                 return Ok(Err(io::Error::new(
                     start.kind(),
-                    format!(
-                        "the command's first process could not start in the job's cgroup {} (the keeper could not \
-                         make it or clone3 into it): {start}",
-                        folder.display()
-                    ),
+                    format!("the command's first process could not start {place} ({how}): {start}"),
                 )));
             }
             if !out_of_descriptors(&e) {

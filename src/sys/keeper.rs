@@ -17,6 +17,11 @@
 //!   or this process died (`getppid()` changed: it ends the job and removes the folder). Then it reaps `L` and exits
 //!   as `L` did: the same exit code, or the same signal (core dumps off). A stop of `L` is reported through the
 //!   shared page and a `SIGCHLD` (the keeper never stops itself).
+//! - Reaper mode (no cgroup folder): `M` makes itself a child subreaper (`PR_SET_CHILD_SUBREAPER`) before it makes
+//!   `L` (without `CLONE_INTO_CGROUP`), so every orphan of the job is re-parented to it. While `L` runs it reaps the
+//!   adopted orphans that exit (never `L` before the verdict); to end the job it kills `G`, then `L` and its other
+//!   children (pinned until it reaps them: no pid names another process), reaps them and repeats with the orphans
+//!   that brings until only `L` is left (bounded). It reads `/proc/thread-self/children` on a fixed buffer.
 //!
 //! Everything `M` and `L` run before `exec` is async-signal-safe: raw system calls on memory copied by the fork (or
 //! shared with this process through one anonymous page; `M`'s and `L`'s own, shared between them on x86-64, which
@@ -93,6 +98,9 @@ struct Shared {
     /// The signal that last stopped the command, set by the keeper (which then sends this process `SIGCHLD`, as a
     /// stop of its child would), taken by this process.
     stopped: AtomicU32,
+    /// Set by the keeper just before it exits on its own (after the verdict, when this process died, or when the
+    /// command failed its `exec`): a keeper that exited without it was killed (`kill -9 $PPID` from the job).
+    leaving: AtomicU32,
 }
 
 /// One anonymous page mapped `MAP_SHARED` before the spawn: the keeper (a fork) shares it with this process; the
@@ -149,6 +157,11 @@ impl SharedPage {
         self.shared().exited.load(Ordering::Acquire) != 0
     }
 
+    /// Whether the keeper exited on its own (see `Shared::leaving`); `false` also while it runs.
+    pub(crate) fn keeper_left(&self) -> bool {
+        self.shared().leaving.load(Ordering::Acquire) != 0
+    }
+
     /// The spawn returned: from now on the keeper waits for the verdict once the command exited.
     pub(crate) fn spawned(&self) {
         self.shared().spawned.store(1, Ordering::Release);
@@ -200,25 +213,30 @@ impl KeeperHook {
 struct Plan {
     supervisor: libc::pid_t,
     /// The job's cgroup folder, which the keeper makes (so that no folder is left by a supervisor that dies before
-    /// the keeper exists) and removes.
-    folder: CString,
+    /// the keeper exists) and removes; `None` in reaper mode (the keeper is the job's child subreaper instead).
+    folder: Option<CString>,
     page: usize,
 }
 
-/// Makes every spawn of `command`, while the returned hook lives, go through a keeper (see the module docs), which
-/// makes the cgroup `folder` (it must not exist), starts the command in it, ends it with `cgroup.kill` and removes
-/// it. `page` is the page the keeper shares with this process; it must outlive the spawn.
+/// Makes every spawn of `command`, while the returned hook lives, go through a keeper (see the module docs). With a
+/// `folder` (cgroup mode) the keeper makes that cgroup (it must not exist), starts the command in it, ends it with
+/// `cgroup.kill` and removes it. Without one (reaper mode) the keeper makes itself a child subreaper
+/// (`PR_SET_CHILD_SUBREAPER`) before it starts the command: every orphan of the job is re-parented to it, and it
+/// ends the job by killing its children and reaping them until only the command is left. `page` is the page the
+/// keeper shares with this process; it must outlive the spawn.
 ///
 /// This adds a `pre_exec` hook, so std forks and execs instead of using `posix_spawn`.
 pub(crate) fn arm_keeper(
     command: &mut Command,
-    folder: &Path,
+    folder: Option<&Path>,
     page: &SharedPage,
 ) -> io::Result<KeeperHook> {
     let plan = Plan {
         // SAFETY: getpid has no preconditions.
         supervisor: unsafe { libc::getpid() },
-        folder: CString::new(folder.as_os_str().as_bytes())?,
+        folder: folder
+            .map(|folder| CString::new(folder.as_os_str().as_bytes()))
+            .transpose()?,
         page: page.addr,
     };
     let armed = Arc::new(AtomicBool::new(true));
@@ -296,7 +314,10 @@ fn start(plan: &Plan) -> io::Result<()> {
     // never finds the keeper.
     // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes, which KEEPER_NAME is.
     unsafe { libc::prctl(libc::PR_SET_NAME, KEEPER_NAME.as_ptr()) };
-    let folder_fd = make_folder(plan)?;
+    let folder_fd = match plan.folder {
+        Some(ref folder) => make_folder(folder)?,
+        None => become_reaper()?,
+    };
     if let Err(e) = make_command(plan, folder_fd) {
         remove_folder(plan, folder_fd);
         return Err(failed(e));
@@ -410,7 +431,7 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
     }
     let top = at & !15;
     let args = CloneArgs {
-        flags: CLONE_INTO_CGROUP | (libc::CLONE_VM | libc::CLONE_VFORK) as u64,
+        flags: into_cgroup(folder_fd) | (libc::CLONE_VM | libc::CLONE_VFORK) as u64,
         exit_signal: libc::SIGCHLD as u64,
         cgroup: u64::try_from(folder_fd).unwrap_or(0),
         ..CloneArgs::default()
@@ -465,7 +486,7 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
         group: make_group(None)?,
     };
     let args = CloneArgs {
-        flags: CLONE_INTO_CGROUP,
+        flags: into_cgroup(folder_fd),
         exit_signal: libc::SIGCHLD as u64,
         cgroup: u64::try_from(folder_fd).unwrap_or(0),
         ..CloneArgs::default()
@@ -491,36 +512,59 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
     }
 }
 
+/// `clone3`'s flag for the command's process: `CLONE_INTO_CGROUP` with a folder (cgroup mode), none without.
+fn into_cgroup(folder_fd: RawFd) -> u64 {
+    if folder_fd >= 0 {
+        CLONE_INTO_CGROUP
+    } else {
+        0
+    }
+}
+
+/// Reaper mode: makes this process (the keeper) a child subreaper; -1, the folder descriptor it has not.
+fn become_reaper() -> io::Result<RawFd> {
+    // SAFETY: prctl with integer arguments; async-signal-safe.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) } != 0 {
+        return Err(failed(errno()));
+    }
+    Ok(-1)
+}
+
 /// Makes the job's cgroup folder and opens it (`O_DIRECTORY`); fails (and removes it) where it has no
 /// `cgroup.kill` (before Linux 5.14).
-fn make_folder(plan: &Plan) -> io::Result<RawFd> {
+fn make_folder(folder: &CString) -> io::Result<RawFd> {
     // SAFETY: mkdir and open of a NUL-terminated path that lives across the calls; faccessat with a NUL-terminated
     // name on the descriptor just opened. All async-signal-safe system calls.
     unsafe {
-        if libc::mkdir(plan.folder.as_ptr(), 0o755) != 0 {
+        if libc::mkdir(folder.as_ptr(), 0o755) != 0 {
             return Err(failed(errno()));
         }
         let fd = libc::open(
-            plan.folder.as_ptr(),
+            folder.as_ptr(),
             libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
         );
         if fd < 0 || libc::faccessat(fd, c"cgroup.kill".as_ptr(), libc::F_OK, 0) != 0 {
             let e = errno();
-            remove_folder(plan, fd);
+            if fd >= 0 {
+                libc::close(fd);
+            }
+            libc::rmdir(folder.as_ptr());
             return Err(failed(e));
         }
         Ok(fd)
     }
 }
 
-/// Closes `fd` (if one) and removes the (empty) folder.
+/// Closes `fd` (if one) and removes the (empty) folder (if one).
 fn remove_folder(plan: &Plan, fd: RawFd) {
     // SAFETY: close of our own descriptor, rmdir of a NUL-terminated path; async-signal-safe.
     unsafe {
         if fd >= 0 {
             libc::close(fd);
         }
-        libc::rmdir(plan.folder.as_ptr());
+        if let Some(ref folder) = plan.folder {
+            libc::rmdir(folder.as_ptr());
+        }
     }
 }
 
@@ -578,10 +622,12 @@ fn close_all_but(keep: RawFd) {
     }
 }
 
-/// Whether our child `pid` had exited and is now reaped (without waiting).
+/// Whether our child `pid` had exited and is now reaped (without waiting), here or already (`ECHILD`: reaper mode
+/// reaps the children that exited).
 fn reaped(pid: libc::pid_t) -> bool {
     // SAFETY: waitpid with integer arguments and a null status pointer; async-signal-safe.
-    unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) == pid }
+    let got = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+    got == pid || (got < 0 && errno() == libc::ECHILD)
 }
 
 /// The keeper's life: see the module docs; `helper` is the group helper until it was reaped (0 then). Never returns.
@@ -597,8 +643,10 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
         // SAFETY: getppid has no preconditions.
         if unsafe { libc::getppid() } != plan.supervisor {
             end_job(plan, folder_fd, group, REMOVE_TRIES_ALONE);
-            exit_as(reap(command));
+            end_adopted(folder_fd, command, REMOVE_TRIES_ALONE);
+            leave(plan, reap(command));
         }
+        reap_adopted(folder_fd, command);
         if let Some(signal) = stopped(command) {
             // The supervisor hears of the stop as it would of its child's own: a report and a SIGCHLD.
             shared(plan)
@@ -612,16 +660,14 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
             match shared(plan).verdict.load(Ordering::Acquire) {
                 VERDICT_KILL => {
                     end_job(plan, folder_fd, group, REMOVE_TRIES);
-                    exit_as(reap(command));
+                    end_adopted(folder_fd, command, REMOVE_TRIES);
+                    leave(plan, reap(command));
                 }
-                VERDICT_KEEP => exit_as(reap(command)),
-                _ if shared(plan).spawned.load(Ordering::Acquire) == 0 => {
-                    // Before the spawn returned (std waits for our exit to report a failed exec): the job is this
-                    // process's from now on, but an empty folder is removed here already, so that no death of this
-                    // process between our exit and its end of the job leaves it.
-                    // SAFETY: rmdir of a NUL-terminated path that lives across the call.
-                    unsafe { libc::rmdir(plan.folder.as_ptr()) };
-                    exit_as(reap(command))
+                VERDICT_KEEP => leave(plan, reap(command)),
+                // Before the spawn returned, a command that never ran its program (its `exec` failed: std waits for
+                // us) is left at once; one that ran it and exited already waits for the verdict like any other.
+                _ if shared(plan).spawned.load(Ordering::Acquire) == 0 && !ran_program(command) => {
+                    leave(plan, reap(command))
                 }
                 _ if !told => {
                     // The supervisor hears of the exit as it would without us: a SIGCHLD (a supervisor that takes
@@ -714,9 +760,12 @@ fn reap(command: libc::pid_t) -> Option<libc::siginfo_t> {
 fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, tries: u32) {
     // SAFETY: kill with integer arguments; the group's id is our own pid (> 1), pinned while we live.
     unsafe { libc::kill(-group, libc::SIGKILL) };
+    let Some(folder) = plan.folder.as_ref().filter(|_| folder_fd >= 0) else {
+        return;
+    };
     // SAFETY: rmdir of a NUL-terminated path that lives across the call. It succeeds on an empty folder without
     // sub-cgroups (a command that left nothing: the common end), which then needs no kill.
-    if folder_fd < 0 || unsafe { libc::rmdir(plan.folder.as_ptr()) } == 0 {
+    if unsafe { libc::rmdir(folder.as_ptr()) } == 0 {
         return;
     }
     // SAFETY: openat on the folder's descriptor with a NUL-terminated name; write and close on the result.
@@ -737,7 +786,7 @@ fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, tries: u32) {
     };
     for _ in 0..tries {
         // SAFETY: rmdir of a NUL-terminated path that lives across the call.
-        if unsafe { libc::rmdir(plan.folder.as_ptr()) } == 0 || errno() != libc::EBUSY {
+        if unsafe { libc::rmdir(folder.as_ptr()) } == 0 || errno() != libc::EBUSY {
             return;
         }
         if !populated(folder_fd) {
@@ -747,6 +796,166 @@ fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, tries: u32) {
         // SAFETY: nanosleep reads `pause`; a null remainder is allowed.
         unsafe { libc::nanosleep(&raw const pause, std::ptr::null_mut()) };
     }
+}
+
+/// Reaper mode (no cgroup folder, `folder_fd` -1): reaps the orphans the keeper adopted that have exited, never the
+/// command. `waitid(P_ALL, WNOWAIT)` names the first child that exited; once that is the command (a zombie until the
+/// verdict), the keeper's children are listed instead and each but the command is reaped if it exited.
+fn reap_adopted(folder_fd: RawFd, command: libc::pid_t) {
+    if folder_fd >= 0 {
+        return;
+    }
+    loop {
+        let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+        // SAFETY: as in `wait_report`; P_ALL with WNOWAIT reaps nothing.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_ALL,
+                0,
+                info.as_mut_ptr(),
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        // SAFETY: zeroed, possibly filled in: every bit pattern is a valid siginfo_t; si_pid stays 0 without a report.
+        let pid = unsafe { info.assume_init().si_pid() };
+        let pid = if rc == 0 { pid } else { 0 };
+        if pid <= 0 {
+            return;
+        }
+        if pid == command {
+            for_each_child(|child| {
+                if child != command {
+                    // SAFETY: waitpid on a child of ours (not the command) with a null status pointer.
+                    unsafe { libc::waitpid(child, std::ptr::null_mut(), libc::WNOHANG) };
+                }
+            });
+            return;
+        }
+        // SAFETY: as above: an adopted orphan of ours that has exited, not the command.
+        unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+    }
+}
+
+/// Reaper mode: ends the rest of the job after its group (`end_job`): kills the command (our unreaped child: its pid
+/// is pinned) and every other child of the keeper's, reaps those, and repeats with the orphans that brings until the
+/// command is the only child left, for at most about `tries` milliseconds. A child of ours is pinned until we reap
+/// it, so no pid names another process.
+fn end_adopted(folder_fd: RawFd, command: libc::pid_t, tries: u32) {
+    if folder_fd >= 0 {
+        return;
+    }
+    // SAFETY: kill with integer arguments; the command is our unreaped child.
+    unsafe { libc::kill(command, libc::SIGKILL) };
+    let pause = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 1_000_000,
+    };
+    for _ in 0..tries {
+        let mut others = 0;
+        for_each_child(|child| {
+            if child != command {
+                others += 1;
+                // SAFETY: kill and waitpid on a child of ours (pinned until reaped) with a null status pointer.
+                unsafe {
+                    libc::kill(child, libc::SIGKILL);
+                    libc::waitpid(child, std::ptr::null_mut(), libc::WNOHANG);
+                }
+            }
+        });
+        if others == 0 {
+            return;
+        }
+        // SAFETY: nanosleep reads `pause`; a null remainder is allowed.
+        unsafe { libc::nanosleep(&raw const pause, std::ptr::null_mut()) };
+    }
+}
+
+/// Calls `f` with the pid of each child of this (single-threaded) process, alive or exited and not reaped, as
+/// `/proc/thread-self/children` lists them (read on a fixed buffer, a number split between two reads put together).
+fn for_each_child(mut f: impl FnMut(libc::pid_t)) {
+    // SAFETY: open of a NUL-terminated path; async-signal-safe.
+    let fd = unsafe {
+        libc::open(
+            c"/proc/thread-self/children".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return;
+    }
+    let mut buf = [0u8; 1024];
+    let mut pid: libc::pid_t = 0;
+    loop {
+        // SAFETY: read into `buf`, of the length passed.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        let Ok(n) = usize::try_from(n) else { break };
+        if n == 0 {
+            break;
+        }
+        for &b in &buf[..n] {
+            if b.is_ascii_digit() {
+                pid = pid
+                    .saturating_mul(10)
+                    .saturating_add(libc::pid_t::from(b - b'0'));
+            } else {
+                if pid > 1 {
+                    f(pid);
+                }
+                pid = 0;
+            }
+        }
+    }
+    if pid > 1 {
+        f(pid);
+    }
+    // SAFETY: close of our own descriptor.
+    unsafe { libc::close(fd) };
+}
+
+/// Whether the command (our child, alive or a zombie) ran its program: its name (`/proc/PID/comm`) is no longer the
+/// keeper's, which it inherited and keeps until a successful `exec`. `false` where that cannot be read.
+fn ran_program(command: libc::pid_t) -> bool {
+    // "/proc/" + at most 10 digits + "/comm" + NUL.
+    let mut path = [0u8; 32];
+    path[..6].copy_from_slice(b"/proc/");
+    let mut digits = [0u8; 10];
+    let mut n = command.unsigned_abs();
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..len {
+        path[6 + i] = digits[len - 1 - i];
+    }
+    path[6 + len..6 + len + 5].copy_from_slice(b"/comm");
+    let mut name = [0u8; 32];
+    // SAFETY: open of a NUL-terminated path in `path` (zero-filled past its end), read into `name` (its length
+    // passed), close of the result: async-signal-safe system calls.
+    let read = unsafe {
+        let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return false;
+        }
+        let n = libc::read(fd, name.as_mut_ptr().cast(), name.len());
+        libc::close(fd);
+        n
+    };
+    let Ok(read) = usize::try_from(read) else {
+        return false;
+    };
+    let keeper = &KEEPER_NAME[..KEEPER_NAME.len() - 1];
+    read > 0 && name[..read].strip_suffix(b"\n").unwrap_or(&name[..read]) != keeper
+}
+
+/// Exits as the command did (`exit_as`), after telling this process that the keeper leaves on its own.
+fn leave(plan: &Plan, report: Option<libc::siginfo_t>) -> ! {
+    shared(plan).leaving.store(1, Ordering::Release);
+    exit_as(report)
 }
 
 /// Removes the (empty) sub-folders of the folder `dir`, deepest first, to 32 levels.

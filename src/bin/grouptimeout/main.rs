@@ -5,8 +5,8 @@
 //! spawned, so that it does not inherit them blocked), and the tool sleeps in `sigtimedwait(2)` until one arrives,
 //! the command exits (`SIGCHLD`) or the next deadline passes. They stay blocked until the tool exits, so that no
 //! signal can kill it while it computes its exit status. The command runs contained
-//! ([`GroupCommandExt::spawn_contained`]): in a cgroup of its own where one can be made (Linux), which the library ends
-//! whole; otherwise the tool is a child subreaper ([`host::Subreaper`], Linux) and, once the command is done, kills
+//! ([`GroupCommandExt::spawn_contained`]): in a cgroup of its own where one can be made (Linux), else under the job's
+//! own reaper (Linux, any user), which the library ends whole; otherwise the tool is a child subreaper ([`host::Subreaper`], Linux) and, once the command is done, kills
 //! and reaps the processes it adopted that belong to the job (they carry its lineage mark, or are in its group), and
 //! only reaps the others. At a terminal the command's group gets the terminal while it runs, and its stops are
 //! passed on to the shell (`terminal.rs`).
@@ -342,11 +342,15 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
                 say!("warning: {e}");
             }
         }
-        // A cgroup holds every process the command starts, and the library ends it whole: no subreaper (a
-        // process-wide, irreversible role). Otherwise the tool adopts the orphans, to kill the job's among them and
-        // reap the rest. After the spawn and the guard: both are children the sweep must leave alone (an orphan that
-        // left the job before this point is still found by its lineage mark).
-        if child.containment() != Containment::Cgroup {
+        // A cgroup holds every process the command starts, and the job's own reaper adopts every orphan of the job:
+        // the library ends either whole, so no subreaper here (a process-wide, irreversible role). Otherwise the tool
+        // adopts the orphans, to kill the job's among them and reap the rest. After the spawn and the guard: both are
+        // children the sweep must leave alone (an orphan that left the job before this point is still found by its
+        // lineage mark).
+        if !matches!(
+            child.containment(),
+            Containment::Cgroup | Containment::Reaper
+        ) {
             subreaper = become_subreaper();
         }
     }

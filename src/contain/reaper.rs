@@ -1,0 +1,200 @@
+//! Reaper mode, as this process sees it (the keeper's own part is in `sys/keeper.rs`): the job is the keeper's
+//! descendants, since the keeper is a child subreaper and every orphan of the job is re-parented to it, however it
+//! daemonised. This process finds them by walking `/proc/PID/task/TID/children` down from the keeper (nothing but the
+//! job's own processes is read, so the cost does not grow with the host's process count), and signals each through a
+//! pidfd opened before its parent is checked again, so a pid reused meanwhile is never signalled.
+
+use std::fs;
+use std::io;
+use std::os::fd::{AsFd as _, AsRawFd as _, OwnedFd};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::proc::{record, Leftover, Stat};
+
+/// How deep a walk goes below the keeper (and how far `in_tree` follows parents up).
+const DEPTH_LIMIT: usize = 64;
+/// How long a `SIGKILL` walks again for processes that appeared meanwhile (re-parented to the keeper).
+const KILL_LIMIT: Duration = Duration::from_secs(1);
+
+/// The children of process `pid` (of each of its threads), as `/proc` lists them now.
+fn children(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut read = |path: String| {
+        if let Ok(text) = fs::read_to_string(path) {
+            found.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+    };
+    match fs::read_dir(format!("/proc/{pid}/task")) {
+        Ok(tasks) => {
+            for task in tasks.flatten() {
+                read(format!(
+                    "/proc/{pid}/task/{}/children",
+                    task.file_name().to_string_lossy()
+                ));
+            }
+        }
+        Err(_) => read(format!("/proc/{pid}/task/{pid}/children")),
+    }
+    found
+}
+
+/// Whether the process a pidfd names has exited (its pidfd is readable then).
+fn exited(pidfd: &OwnedFd) -> bool {
+    let mut fds = [libc::pollfd {
+        fd: pidfd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    crate::sys::poll(&mut fds, Duration::ZERO).is_ok_and(|n| n > 0)
+}
+
+/// What one kill (or signal) of the job has done so far.
+struct Walk<'a> {
+    keeper: u32,
+    command: u32,
+    signal: i32,
+    sent: Vec<u32>,
+    /// Those it may not signal (pid and name), named in the error.
+    denied: Vec<(u32, String)>,
+    reached: &'a Mutex<Vec<Leftover>>,
+}
+
+impl Walk<'_> {
+    /// Signals the live children of `parent` (named by `parent_fd` below the keeper, whose pid is pinned: it is our
+    /// unreaped child) and their descendants, depth first.
+    fn visit(&mut self, parent: u32, parent_fd: Option<&OwnedFd>, depth: usize) -> io::Result<()> {
+        if depth > DEPTH_LIMIT {
+            return Ok(());
+        }
+        for pid in children(parent) {
+            if pid <= 1 {
+                continue;
+            }
+            let pidfd = match crate::sys::pidfd_open(pid) {
+                Ok(fd) => fd,
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => continue,
+                Err(e) => {
+                    return Err(crate::sys::os_error_or(e, |e| {
+                        format!("cannot open a pidfd for process {pid} of the job: {e}")
+                    }))
+                }
+            };
+            // After the open: the pidfd names this process if its parent is still `parent`, and `parent` still names
+            // the process checked before (alive, so its pid is its own).
+            let Some(stat) = Stat::read(pid) else {
+                continue;
+            };
+            if stat.dead() || stat.ppid != parent || parent_fd.is_some_and(exited) {
+                continue;
+            }
+            let kill = self.signal == libc::SIGKILL;
+            // Without SIGKILL, the members of the command's group had the group's signal already.
+            let had_it = !kill && stat.pgid == self.keeper;
+            if !had_it && !self.sent.contains(&pid) {
+                match crate::sys::pidfd_send_signal(pidfd.as_fd(), self.signal) {
+                    Ok(true) => {
+                        self.sent.push(pid);
+                        if kill && pid != self.command {
+                            record(self.reached, pid, stat.name);
+                        }
+                    }
+                    Ok(false) => continue,
+                    Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                        if !self.denied.iter().any(|(p, _)| *p == pid) {
+                            self.denied.push((pid, stat.name));
+                        }
+                    }
+                    Err(e) => {
+                        return Err(crate::sys::os_error_or(e, |e| {
+                            format!(
+                                "cannot send signal {} to process {pid} of the job: {e}",
+                                self.signal
+                            )
+                        }))
+                    }
+                }
+            }
+            self.visit(pid, Some(&pidfd), depth + 1)?;
+        }
+        Ok(())
+    }
+}
+
+/// Sends `signal` to the job's processes below `keeper` (the command `command` among them), after the caller
+/// signalled the command's group (stop first, then the rest). With `SIGKILL` every process found is signalled and
+/// recorded (but the command), and the walk is made again while it finds new ones (those re-parented to the keeper
+/// as their parents died), within about a second; the keeper then ends what is left when it gets the verdict. Without
+/// it, once, and only to those outside the command's group.
+///
+/// # Errors
+///
+/// A pidfd that cannot be opened (no descriptor left: the OS error), or a signal refused for want of permission
+/// (`PermissionDenied`, the pids named; the others were signalled).
+pub(super) fn signal(
+    keeper: u32,
+    command: u32,
+    signal: i32,
+    reached: &Mutex<Vec<Leftover>>,
+) -> io::Result<()> {
+    let deadline = Instant::now() + KILL_LIMIT;
+    let mut walk = Walk {
+        keeper,
+        command,
+        signal,
+        sent: Vec::new(),
+        denied: Vec::new(),
+        reached,
+    };
+    loop {
+        let before = walk.sent.len();
+        walk.visit(keeper, None, 0)?;
+        if signal != libc::SIGKILL || walk.sent.len() == before || Instant::now() >= deadline {
+            break;
+        }
+    }
+    if walk.denied.is_empty() {
+        Ok(())
+    } else {
+        let named: Vec<String> = walk
+            .denied
+            .iter()
+            .map(|(pid, name)| format!("{pid} ({name})"))
+            .collect();
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "no permission to signal the job's processes {} (another user's: a setuid program?)",
+                named.join(", ")
+            ),
+        ))
+    }
+}
+
+/// Whether live process `pid` descends from `keeper` (its parents, followed up at most `DEPTH_LIMIT` steps, reach
+/// it). The keeper itself is not the job's.
+pub(super) fn in_tree(keeper: u32, pid: u32) -> bool {
+    if pid == keeper {
+        return false;
+    }
+    let mut at = pid;
+    for _ in 0..DEPTH_LIMIT {
+        let Some(stat) = Stat::read(at) else {
+            return false;
+        };
+        if stat.dead() {
+            return false;
+        }
+        if stat.ppid == keeper {
+            return true;
+        }
+        if stat.ppid <= 1 {
+            return false;
+        }
+        at = stat.ppid;
+    }
+    false
+}

@@ -1,0 +1,501 @@
+//! Reaper mode (issue 22.2): the job's keeper is a child subreaper, so every process the command started stays its
+//! descendant however it daemonised, and dies with the job. The daemons of the issue (`ssh-agent` and `gpg-agent`,
+//! where installed; an `env -i setsid` escapee; a double-forked daemon) must all be dead when the wait returns: as
+//! root (the cgroup turned off), as nobody (through `setpriv`), and as root in a container-like setting (a private
+//! mount namespace with cgroup2 read-only and `CAP_SYS_PTRACE` dropped); through the library and through the tool.
+//! Death is read from `/proc/PID/stat` (a zombie is dead).
+#![cfg(unix)]
+
+mod common;
+
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+mod linux {
+    use super::common::*;
+
+    use std::fs;
+    use std::io::{BufRead as _, BufReader, Write as _};
+    use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+    use std::path::PathBuf;
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    use grouptimeout::{Contain, Containment, GroupChild};
+
+    const LONG: Duration = Duration::from_secs(60);
+    /// Set in a re-run of this binary (as nobody, or in the container-like setting): the body runs, with the mode
+    /// the library picks by default.
+    const INNER: &str = "GROUPTIMEOUT_TEST_REAPER_INNER";
+
+    /// Writes `SKIPPED test: why` straight to standard error (libtest does not capture it).
+    fn skipped(test: &str, why: &str) {
+        let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+    }
+
+    /// The script of the issue: starts the daemons (the agents where installed) and prints one pid a line, then
+    /// `ready`, and waits. `$1` is a folder the agents may use (the user's own).
+    fn daemons_script(test: &str) -> String {
+        let mut script = String::from("d=$1\n");
+        if runs("ssh-agent", "-k") || fs::metadata("/usr/bin/ssh-agent").is_ok() {
+            script.push_str(
+                "eval \"$(ssh-agent -s -a \"$d/ssh\")\" >/dev/null; echo \"$SSH_AGENT_PID\"\n",
+            );
+        } else {
+            skipped(test, "ssh-agent is not installed: the job runs without it");
+        }
+        if runs("gpg-agent", "--version") {
+            // gpg-agent daemonises (double fork) and makes itself non-dumpable; its pid from its socket's owner is
+            // not at hand, so it writes nothing: the test finds it by its command line (the folder is the job's own).
+            script.push_str("gpg-agent --homedir \"$d/gpg\" --daemon >/dev/null 2>&1\n");
+        } else {
+            skipped(test, "gpg-agent is not installed: the job runs without it");
+        }
+        script.push_str(
+            "env -i setsid sleep 301 & echo $!\n\
+             (setsid sh -c 'sleep 302 & echo $!' &)\n\
+             sleep 0.2\n\
+             echo ready\n\
+             exec sleep 100\n",
+        );
+        script
+    }
+
+    /// A folder for the agents, which the user running the job may write into.
+    fn agent_folder(name: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = temp_path(name);
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
+        fs::create_dir(dir.join("gpg")).unwrap();
+        fs::set_permissions(dir.join("gpg"), fs::Permissions::from_mode(0o700)).unwrap();
+        dir
+    }
+
+    /// Reads pid lines up to `ready` from `out`; adds the processes whose command line names `dir` (gpg-agent).
+    fn pids_until_ready(out: impl std::io::Read, dir: &std::path::Path) -> Vec<u32> {
+        let mut pids = Vec::new();
+        for line in BufReader::new(out).lines() {
+            let line = line.unwrap();
+            if line.trim() == "ready" {
+                break;
+            }
+            pids.push(
+                line.trim()
+                    .parse()
+                    .unwrap_or_else(|_| panic!("not a pid: {line:?}")),
+            );
+        }
+        pids.extend(with_cmdline(&format!("{}/gpg", dir.display())));
+        pids
+    }
+
+    /// The library's scenario: the daemons' job, killed at its deadline; every daemon dead when the wait returns.
+    fn library_scenario(test: &str, how: &Contain) {
+        let dir = agent_folder(&format!("{test}-agents"));
+        let mut child = how
+            .spawn(
+                Command::new("sh")
+                    .args(["-c", &daemons_script(test), "sh"])
+                    .arg(&dir)
+                    .stdout(Stdio::piped()),
+            )
+            .unwrap();
+        assert_eq!(child.containment(), Containment::Reaper);
+        let pids = pids_until_ready(child.stdout.take().unwrap(), &dir);
+        let _cleanup = KillOnDrop(pids.clone());
+        assert!(pids.len() >= 2, "{pids:?}");
+        for &pid in &pids {
+            assert!(child.in_job(pid), "{pid} is the job's");
+        }
+        let outcome = child.wait_timeout(Duration::from_millis(300)).unwrap();
+        assert_eq!(outcome.to_string(), "timed out; killed by signal 9");
+        let alive: Vec<u32> = pids.iter().copied().filter(|&p| !is_dead(p)).collect();
+        assert_eq!(alive, [] as [u32; 0], "alive when the wait returned");
+        let reached: Vec<u32> = child.leftovers().iter().map(|l| l.pid).collect();
+        for pid in &pids {
+            assert!(reached.contains(pid), "{pid} not in leftovers {reached:?}");
+        }
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// The cgroup2 mount point, from `/proc/self/mountinfo`.
+    fn cgroup2_mount() -> Option<String> {
+        let info = fs::read_to_string("/proc/self/mountinfo").ok()?;
+        info.lines().find_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            right
+                .starts_with("cgroup2 ")
+                .then(|| left.split(' ').nth(4).map(str::to_owned))?
+        })
+    }
+
+    /// How a re-run of this binary is started: as nobody, or as container-like root.
+    #[derive(Clone, Copy, Debug)]
+    enum As {
+        Nobody,
+        ContainerRoot,
+    }
+
+    /// `program args` as `who`: through `setpriv` as nobody; or in a private mount namespace with cgroup2 remounted
+    /// read-only and `CAP_SYS_PTRACE` dropped. `None` (skipped) where that cannot be done here.
+    fn command_as(
+        test: &str,
+        who: As,
+        program: &std::path::Path,
+        args: &[&str],
+    ) -> Option<Command> {
+        if !is_root() {
+            skipped(test, "not root: cannot switch users or mount namespaces");
+            return None;
+        }
+        if !have(test, "setpriv", "--version") {
+            return None;
+        }
+        let program = runnable_by_anyone(program);
+        match who {
+            As::Nobody => {
+                let mut cmd = Command::new("setpriv");
+                cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                    .arg(program)
+                    .args(args);
+                Some(cmd)
+            }
+            As::ContainerRoot => {
+                if !have(test, "unshare", "--version") {
+                    return None;
+                }
+                let Some(mount) = cgroup2_mount() else {
+                    skipped(test, "no cgroup2 mount here");
+                    return None;
+                };
+                let mut cmd = Command::new("unshare");
+                cmd.args(["-m", "sh", "-c"])
+                    .arg(
+                        "mount -o remount,bind,ro \"$1\" || exit 97; shift; \
+                         exec setpriv --bounding-set=-sys_ptrace --inh-caps=-sys_ptrace \"$@\"",
+                    )
+                    .args(["sh", &mount])
+                    .arg(program)
+                    .args(args);
+                Some(cmd)
+            }
+        }
+    }
+
+    /// Re-runs test `test` of this binary as `who` with [`INNER`] set; `false` when this is that re-run (the caller
+    /// runs the body).
+    fn rerun_as(test: &str, who: As) -> bool {
+        if std::env::var_os(INNER).is_some() {
+            return false;
+        }
+        let exe = std::env::current_exe().unwrap();
+        let Some(mut cmd) = command_as(
+            test,
+            who,
+            &exe,
+            &[
+                "--exact",
+                &format!("linux::{test}"),
+                "--nocapture",
+                "--test-threads=1",
+            ],
+        ) else {
+            return true;
+        };
+        let out = cmd.env(INNER, "1").output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "{who:?}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        true
+    }
+
+    #[test]
+    fn reaper_ends_the_daemons_as_root() {
+        let mut how = Contain::new();
+        how.cgroup(false).require(Containment::Reaper);
+        library_scenario("reaper_ends_the_daemons_as_root", &how);
+    }
+
+    #[test]
+    fn reaper_ends_the_daemons_as_nobody() {
+        let test = "reaper_ends_the_daemons_as_nobody";
+        if !rerun_as(test, As::Nobody) {
+            library_scenario(test, &Contain::new());
+        }
+    }
+
+    #[test]
+    fn reaper_ends_the_daemons_as_container_root() {
+        let test = "reaper_ends_the_daemons_as_container_root";
+        if !rerun_as(test, As::ContainerRoot) {
+            library_scenario(test, &Contain::new());
+        }
+    }
+
+    /// The tool's scenario: `grouptimeout -v -s KILL 2 sh -c SCRIPT` as `who`; every daemon dead when it returns, and
+    /// `-v` names them.
+    fn tool_scenario(test: &str, who: As) {
+        let tool = PathBuf::from(env!("CARGO_BIN_EXE_grouptimeout"));
+        let dir = agent_folder(&format!("{test}-agents"));
+        let script = daemons_script(test);
+        let dir_arg = dir.to_string_lossy().into_owned();
+        let args = ["-v", "-s", "KILL", "2", "sh", "-c", &script, "sh", &dir_arg];
+        let Some(mut cmd) = command_as(test, who, &tool, &args) else {
+            return;
+        };
+        let mut tool = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pids = pids_until_ready(tool.stdout.take().unwrap(), &dir);
+        let _cleanup = KillOnDrop(pids.clone());
+        let out = tool.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(137), "{stderr}");
+        let alive: Vec<u32> = pids.iter().copied().filter(|&p| !is_dead(p)).collect();
+        assert_eq!(
+            alive,
+            [] as [u32; 0],
+            "alive when the tool returned: {stderr}"
+        );
+        for pid in &pids {
+            assert!(
+                stderr.contains(&format!("{pid} (")),
+                "{pid} not named: {stderr}"
+            );
+        }
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_tool_ends_the_daemons_as_nobody() {
+        tool_scenario("the_tool_ends_the_daemons_as_nobody", As::Nobody);
+    }
+
+    #[test]
+    fn the_tool_ends_the_daemons_as_container_root() {
+        tool_scenario(
+            "the_tool_ends_the_daemons_as_container_root",
+            As::ContainerRoot,
+        );
+    }
+
+    fn reaper() -> Contain {
+        let mut how = Contain::new();
+        how.cgroup(false).require(Containment::Reaper);
+        how
+    }
+
+    fn spawn_script(script: &str) -> GroupChild {
+        let child = reaper()
+            .spawn(
+                Command::new("sh")
+                    .args(["-c", script])
+                    .stdout(Stdio::piped()),
+            )
+            .unwrap();
+        assert_eq!(child.containment(), Containment::Reaper);
+        child
+    }
+
+    /// A job whose command exits by itself, leaving escapees: they die at the wait (the leftovers are killed by
+    /// default), and the command's exit code is reported.
+    #[test]
+    fn escapees_of_a_command_that_exited_die_at_the_wait() {
+        let mut child = spawn_script(
+            "env -i setsid sleep 303 & echo $!; (setsid sleep 304 & echo $!) ; exit 7",
+        );
+        let out = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(out).lines();
+        let pids: Vec<u32> = (0..2)
+            .map(|_| lines.next().unwrap().unwrap().trim().parse().unwrap())
+            .collect();
+        let _cleanup = KillOnDrop(pids.clone());
+        let status = child.wait_timeout(LONG).unwrap();
+        assert_eq!(status.status().code(), Some(7), "{status}");
+        assert!(!status.timed_out());
+        assert_eq!(survivors_after(Duration::ZERO, &pids), [] as [u32; 0]);
+    }
+
+    /// The command's status is reported exactly: exit code, or the signal that killed it; a missing program fails
+    /// the spawn with `NotFound` (errno 2).
+    #[test]
+    fn status_is_mirrored_and_a_missing_program_is_not_found() {
+        for (script, code, signal) in [
+            ("exit 0", Some(0), None),
+            ("exit 42", Some(42), None),
+            ("kill -TERM $$", None, Some(libc::SIGTERM)),
+            ("kill -USR1 $$", None, Some(libc::SIGUSR1)),
+        ] {
+            let mut child = spawn_script(script);
+            let status = child.wait().unwrap();
+            assert_eq!((status.code(), status.signal()), (code, signal), "{script}");
+            assert!(!status.core_dumped());
+        }
+        let e = reaper()
+            .spawn(&mut Command::new("/nonexistent/grouptimeout-program"))
+            .unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
+    }
+
+    /// Every `Command` setting still reaches the command: arg0, environment, working folder, user and group, and a
+    /// `pre_exec` hook of the caller's (it runs before the command's process exists, in the keeper: what a fork
+    /// inherits reaches the command, here the umask).
+    #[test]
+    fn command_settings_reach_the_command() {
+        let dir = temp_path("settings");
+        fs::create_dir(&dir).unwrap();
+        let test = "command_settings_reach_the_command";
+        // Not `sh`: busybox's picks its applet by arg0.
+        if !have(test, "bash", "--version") {
+            return;
+        }
+        let mut cmd = Command::new("bash");
+        cmd.arg0("renamed-sh")
+            .args(["-c", "echo $0 $PWD $REAPER_FOO $(id -u) $(id -g) $(umask)"])
+            .current_dir(&dir)
+            .env("REAPER_FOO", "bar")
+            .stdout(Stdio::piped());
+        if is_root() {
+            cmd.uid(65534).gid(65534);
+        }
+        // SAFETY: umask is async-signal-safe and touches no memory.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::umask(0o027);
+                Ok(())
+            });
+        }
+        let child = reaper().spawn(&mut cmd).unwrap();
+        let out = child.wait_with_output_timeout(LONG).unwrap();
+        let ids = if is_root() {
+            "65534 65534".to_owned()
+        } else {
+            // SAFETY: getuid and getgid have no preconditions.
+            unsafe { format!("{} {}", libc::getuid(), libc::getgid()) }
+        };
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            format!("renamed-sh {} bar {ids} 0027", dir.display())
+        );
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// Nothing outside the job is touched: this process's other child, another reaper job, and a process of the same
+    /// user started beside the job (`setsid`, as an escapee would be) all live on after the job was killed.
+    #[test]
+    fn nothing_outside_the_job_is_touched() {
+        let mut other_child = Command::new("sleep").arg("305").spawn().unwrap();
+        let beside = Command::new("setsid")
+            .args(["sh", "-c", "sleep 306 >/dev/null 2>&1 & echo $!"])
+            .output()
+            .unwrap();
+        let beside_pid = read_pid(&beside.stdout[..]);
+        let _beside = KillOnDrop(vec![beside_pid]);
+        let mut other_job = spawn_script("setsid sleep 307 & echo $!; exec sleep 308");
+        let other_escapee = read_pid(other_job.stdout.take().unwrap());
+        let _other = KillOnDrop(vec![other_escapee]);
+
+        let mut job = spawn_script("setsid sleep 309 & echo $!; exec sleep 310");
+        let escapee = read_pid(job.stdout.take().unwrap());
+        let _cleanup = KillOnDrop(vec![escapee]);
+        assert!(!job.in_job(other_child.id()));
+        assert!(!job.in_job(beside_pid));
+        assert!(!job.in_job(other_escapee));
+        assert!(!job.in_job(job.id()), "the keeper is not the job's");
+        assert!(job.in_job(escapee));
+        assert!(job
+            .wait_timeout(Duration::from_millis(100))
+            .unwrap()
+            .timed_out());
+        assert!(is_dead(escapee));
+        assert!(!job.in_job(escapee), "dead");
+        for pid in [other_child.id(), beside_pid, other_escapee, other_job.id()] {
+            assert!(!is_dead(pid), "{pid} was touched");
+        }
+        assert_eq!(other_job.try_wait().unwrap(), None);
+        drop(other_job);
+        assert!(is_dead(other_escapee));
+        other_child.kill().unwrap();
+        other_child.wait().unwrap();
+    }
+
+    /// A job that kills its reaper (`kill -9 $PPID`): the wait sees the keeper killed (`SIGKILL`), and ends the rest
+    /// another way: the command's group (its id is the keeper's pid, still unreaped) and, through the backup
+    /// lineage mark, the escapee that kept its environment. An escapee that cleared its environment (`env -i`) and
+    /// left the group survives: the README says so. This is also the case lineage still catches where the reaper
+    /// does not.
+    #[test]
+    fn a_job_that_kills_its_reaper_is_ended_by_its_group_and_mark() {
+        let mut child = spawn_script(
+            "setsid sleep 311 & echo $!; env -i setsid sleep 312 & echo $!; sleep 0.1; kill -9 $PPID; \
+             echo $$; exec sleep 313",
+        );
+        let out = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(out).lines();
+        let mut next = || -> u32 { lines.next().unwrap().unwrap().trim().parse().unwrap() };
+        let (marked, cleared, command) = (next(), next(), next());
+        let _cleanup = KillOnDrop(vec![marked, cleared, command]);
+        let outcome = child.wait_timeout(LONG).unwrap();
+        assert_eq!(outcome.to_string(), "killed by signal 9");
+        assert_eq!(
+            survivors_after(Duration::from_secs(5), &[marked, command]),
+            [] as [u32; 0]
+        );
+        assert!(
+            !is_dead(cleared),
+            "the env -i escapee survives (as documented)"
+        );
+    }
+
+    /// `in_job` of a reaper job: the command and its escapees until they die; never the keeper, never a dead
+    /// process, never after the wait.
+    #[test]
+    fn in_job_follows_the_reaper() {
+        let mut child = spawn_script("env -i setsid sleep 314 & echo $!; echo $$; exec sleep 315");
+        let out = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(out).lines();
+        let escapee: u32 = lines.next().unwrap().unwrap().trim().parse().unwrap();
+        let command: u32 = lines.next().unwrap().unwrap().trim().parse().unwrap();
+        let _cleanup = KillOnDrop(vec![escapee]);
+        assert!(child.in_job(escapee));
+        assert!(child.in_job(command));
+        assert!(!child.in_job(child.id()));
+        assert!(!child.in_job(std::process::id()));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!child.in_job(escapee));
+        assert!(!child.in_job(command));
+    }
+
+    /// The supervisor killed (`kill -9` on the tool, as nobody, so that the job has its reaper): the keeper notices
+    /// (a parent-death signal) and ends the whole job, escapees that cleared their environment included.
+    #[test]
+    fn a_killed_supervisor_takes_the_job_along() {
+        let test = "a_killed_supervisor_takes_the_job_along";
+        let tool = PathBuf::from(env!("CARGO_BIN_EXE_grouptimeout"));
+        let script = "env -i setsid sleep 320 & echo $!; (setsid sleep 321 & echo $!); echo $$; echo ready; \
+                      exec sleep 322";
+        let Some(mut cmd) = command_as(test, As::Nobody, &tool, &["60", "sh", "-c", script]) else {
+            return;
+        };
+        let mut tool = cmd.stdout(Stdio::piped()).spawn().unwrap();
+        let pids = pids_until_ready(
+            tool.stdout.take().unwrap(),
+            std::path::Path::new("/nonexistent"),
+        );
+        let _cleanup = KillOnDrop(pids.clone());
+        assert_eq!(pids.len(), 3, "{pids:?}");
+        tool.kill().unwrap();
+        tool.wait().unwrap();
+        assert_eq!(
+            survivors_after(Duration::from_secs(10), &pids),
+            [] as [u32; 0]
+        );
+    }
+}
