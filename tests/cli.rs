@@ -34,6 +34,9 @@ impl Scratch {
             std::process::id(),
             COUNT.fetch_add(1, Ordering::SeqCst)
         ));
+        // Empty: a folder of an earlier run whose pid this one reuses (a killed run leaves its folder) would hand its
+        // files (a pid written by a command) to this run.
+        let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         Scratch(dir)
     }
