@@ -51,6 +51,9 @@ const SYS_CLOSE_RANGE: libc::c_long = 436;
 /// `clone3`'s flag: the child starts in the cgroup named by `CloneArgs::cgroup` (Linux 5.7).
 const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 
+/// `siginfo_t::si_code` of a signal the kernel sent (a terminal's, say): not in libc 0.2.139.
+const SI_KERNEL: libc::c_int = 0x80;
+
 /// The verdict this process gives once the command exited (0 until then): kill the job, keep it.
 const VERDICT_KILL: u32 = 1;
 const VERDICT_KEEP: u32 = 2;
@@ -619,10 +622,12 @@ fn close_all_but(keep: RawFd) {
     }
 }
 
-/// Whether our child `pid` had exited and is now reaped (without waiting).
+/// Whether our child `pid` had exited and is now reaped (without waiting), here or already (`ECHILD`: reaper mode
+/// reaps the children that exited).
 fn reaped(pid: libc::pid_t) -> bool {
     // SAFETY: waitpid with integer arguments and a null status pointer; async-signal-safe.
-    unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) == pid }
+    let got = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+    got == pid || (got < 0 && errno() == libc::ECHILD)
 }
 
 /// The keeper's life: see the module docs; `helper` is the group helper until it was reaped (0 then). Never returns.
@@ -681,8 +686,12 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
         let signal =
             unsafe { libc::sigtimedwait(&raw const all, info.as_mut_ptr(), std::ptr::null()) };
         // A signal sent to the keeper's pid (the job's id) is meant for the command, as it was for a leader without
-        // a keeper: passed on, but for the keeper's own wake-ups.
-        if signal > 0 && signal != libc::SIGCHLD && signal != libc::SIGCONT {
+        // a keeper: passed on, but for the keeper's own wake-ups, and but for one the kernel sent (`SI_KERNEL`): a
+        // terminal's signal to the command's group, which the keeper is in for a moment after the command's exec
+        // (on x86-64 it leaves the group only once it runs again), reached the command itself.
+        // SAFETY: `info` was filled in by sigtimedwait when it returned a signal.
+        let from_kernel = signal > 0 && unsafe { info.assume_init() }.si_code == SI_KERNEL;
+        if signal > 0 && signal != libc::SIGCHLD && signal != libc::SIGCONT && !from_kernel {
             // SAFETY: kill with integer arguments; the command is our unreaped child (its pid is pinned).
             unsafe { libc::kill(command, signal) };
         }
@@ -754,6 +763,11 @@ fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, tries: u32) {
     let Some(folder) = plan.folder.as_ref().filter(|_| folder_fd >= 0) else {
         return;
     };
+    // SAFETY: rmdir of a NUL-terminated path that lives across the call. It succeeds on an empty folder without
+    // sub-cgroups (a command that left nothing: the common end), which then needs no kill.
+    if unsafe { libc::rmdir(folder.as_ptr()) } == 0 {
+        return;
+    }
     // SAFETY: openat on the folder's descriptor with a NUL-terminated name; write and close on the result.
     unsafe {
         let kill = libc::openat(
