@@ -37,25 +37,39 @@ fn a_guard_reaped_by_someone_else_is_never_signalled_by_its_reused_pid() {
         Ok(subreaper) => subreaper,
         Err(e) => return skip_or_fail(TEST, &format!("no subreaper here: {e}")),
     };
-    let mut child = Command::new("sleep").arg("60").spawn_group().unwrap();
-    child.die_with_parent().unwrap();
-    let guard = child.guard_id().expect("a guard");
-    // The command kills the guard (SIGKILL cannot be ignored) and the subreaper, told only of the leader, reaps it.
-    assert!(Command::new("kill")
-        .args(["-KILL", &guard.to_string()])
-        .status()
-        .unwrap()
-        .success());
-    assert!(eventually(Duration::from_secs(10), || is_dead(guard)));
-    subreaper.reap_exited(&[child.id()], Some(guard)).unwrap();
-    assert_eq!(state_and_group(guard), None, "the guard was not reaped");
-    let Some(reuser) = spawn_with_pid(Command::new("sleep").arg("60"), guard) else {
-        return skip_or_fail(
-            TEST,
-            &format!(
-                "cannot give pid {guard} to a new child (not root, or the pid was taken first)"
-            ),
-        );
+    // On a busy machine another process may take the guard's pid first (other tests set the next pid back too): then
+    // the scenario starts again, with a new guard.
+    let mut rounds = 0;
+    let (child, guard, reuser) = loop {
+        rounds += 1;
+        let mut child = Command::new("sleep").arg("60").spawn_group().unwrap();
+        child.die_with_parent().unwrap();
+        let guard = child.guard_id().expect("a guard");
+        // The command kills the guard (SIGKILL cannot be ignored) and the subreaper, told only of the leader, reaps
+        // it.
+        assert!(Command::new("kill")
+            .args(["-KILL", &guard.to_string()])
+            .status()
+            .unwrap()
+            .success());
+        assert!(eventually(Duration::from_secs(10), || is_dead(guard)));
+        subreaper.reap_exited(&[child.id()], Some(guard)).unwrap();
+        assert_eq!(state_and_group(guard), None, "the guard was not reaped");
+        if let Some(reuser) = spawn_with_pid(Command::new("sleep").arg("60"), guard) {
+            break (child, guard, reuser);
+        }
+        // Not dropped: its drop would end the guard, whose pid someone else's process may hold now. The leader is
+        // killed and stays a zombie until this test process exits.
+        let _ = Command::new("kill")
+            .args(["-KILL", &child.id().to_string()])
+            .status();
+        std::mem::forget(child);
+        if rounds == 5 {
+            return skip_or_fail(
+                TEST,
+                &format!("cannot give pid {guard} to a new child, 5 times (not root, or the pid was taken first)"),
+            );
+        }
     };
     let mut reuser = Reap(reuser);
     // The drop ends the guard: on today's main it sent SIGKILL to the reuser and blocked in waitpid on it. Run it in a

@@ -249,13 +249,22 @@ impl Job {
             }
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Reaper(ref mark) => {
-                let sent = group();
                 // A job that killed its keeper was re-parented away from it: its mark is what is left to find it by.
-                let rest = if self.keeper_killed(leader) {
-                    mark.signal(leader, signal, &inner.reached)
-                } else {
-                    reaper::signal(leader, self.watched(leader), signal, &inner.reached)
-                };
+                if self.keeper_killed(leader) {
+                    let sent = group();
+                    return sent.and(mark.signal(leader, signal, &inner.reached));
+                }
+                // The members the group's SIGKILL kills stay unreaped zombies of the keeper until the walk saw them.
+                let hold = signal == libc::SIGKILL;
+                let keeper = self.keeper();
+                if hold {
+                    keeper.inspect(|k| k.hold_orphans(leader, true));
+                }
+                let sent = group();
+                let rest = reaper::signal(leader, self.watched(leader), signal, &inner.reached);
+                if hold {
+                    keeper.inspect(|k| k.hold_orphans(leader, false));
+                }
                 sent.and(rest)
             }
         }

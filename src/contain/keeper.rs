@@ -46,6 +46,12 @@ impl Keeper {
         self.page.command_exited()
     }
 
+    /// Reaper mode: while `on`, the keeper `keeper` leaves the job's exited orphans unreaped (see
+    /// `SharedPage::hold_orphans`).
+    pub(crate) fn hold_orphans(&self, keeper: u32, on: bool) {
+        self.page.hold_orphans(keeper, on);
+    }
+
     /// Whether the keeper exited on its own (after the verdict, or when this process died): a keeper that exited
     /// without it was killed.
     pub(crate) fn left(&self) -> bool {

@@ -17,8 +17,9 @@ const DEPTH_LIMIT: usize = 64;
 /// How long a `SIGKILL` walks again for processes that appeared meanwhile (re-parented to the keeper).
 const KILL_LIMIT: Duration = Duration::from_secs(1);
 
-/// The children of process `pid` (of each of its threads), as `/proc` lists them now.
-fn children(pid: u32) -> Vec<u32> {
+/// The children of process `pid` (of each of its threads; of its main thread only for `single`, a process known to
+/// have no other, such as the keeper), as `/proc` lists them now.
+fn children(pid: u32, single: bool) -> Vec<u32> {
     let mut found = Vec::new();
     let mut read = |path: String| {
         if let Ok(text) = fs::read_to_string(path) {
@@ -28,6 +29,10 @@ fn children(pid: u32) -> Vec<u32> {
             );
         }
     };
+    if single {
+        read(format!("/proc/{pid}/task/{pid}/children"));
+        return found;
+    }
     match fs::read_dir(format!("/proc/{pid}/task")) {
         Ok(tasks) => {
             for task in tasks.flatten() {
@@ -60,6 +65,8 @@ struct Walk<'a> {
     sent: Vec<u32>,
     /// Those it may not signal (pid and name), named in the error.
     denied: Vec<(u32, String)>,
+    /// How many live processes (not refused) the current pass found.
+    live: usize,
     reached: &'a Mutex<Vec<Leftover>>,
 }
 
@@ -70,7 +77,8 @@ impl Walk<'_> {
         if depth > DEPTH_LIMIT {
             return Ok(());
         }
-        for pid in children(parent) {
+        // The keeper (no `parent_fd`) runs one thread.
+        for pid in children(parent, parent_fd.is_none()) {
             if pid <= 1 {
                 continue;
             }
@@ -88,10 +96,20 @@ impl Walk<'_> {
             let Some(stat) = Stat::read(pid) else {
                 continue;
             };
-            if stat.dead() || stat.ppid != parent || parent_fd.is_some_and(exited) {
+            let kill = self.signal == libc::SIGKILL;
+            if stat.ppid != parent || parent_fd.is_some_and(exited) {
                 continue;
             }
-            let kill = self.signal == libc::SIGKILL;
+            if stat.dead() {
+                // A member that the group's SIGKILL (sent first) has killed already: recorded, as a cgroup's are.
+                if kill && stat.killed && pid != self.command {
+                    record(self.reached, pid, stat.name);
+                }
+                continue;
+            }
+            if !self.denied.iter().any(|(p, _)| *p == pid) {
+                self.live += 1;
+            }
             // Without SIGKILL, the members of the command's group had the group's signal already.
             let had_it = !kill && stat.pgid == self.keeper;
             if !had_it && !self.sent.contains(&pid) {
@@ -106,6 +124,7 @@ impl Walk<'_> {
                     Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
                         if !self.denied.iter().any(|(p, _)| *p == pid) {
                             self.denied.push((pid, stat.name));
+                            self.live -= 1;
                         }
                     }
                     Err(e) => {
@@ -126,9 +145,10 @@ impl Walk<'_> {
 
 /// Sends `signal` to the job's processes below `keeper` (the command `command` among them), after the caller
 /// signalled the command's group (stop first, then the rest). With `SIGKILL` every process found is signalled and
-/// recorded (but the command), and the walk is made again while it finds new ones (those re-parented to the keeper
-/// as their parents died), within about a second; the keeper then ends what is left when it gets the verdict. Without
-/// it, once, and only to those outside the command's group.
+/// recorded (but the command), and the walk is made again until it finds none alive (those killed have died, and
+/// their children, re-parented to the keeper as their parents died, were killed in turn), within about a second;
+/// the keeper then ends what is left when it gets the verdict. Without it, once, and only to those outside the
+/// command's group.
 ///
 /// # Errors
 ///
@@ -147,14 +167,17 @@ pub(super) fn signal(
         signal,
         sent: Vec::new(),
         denied: Vec::new(),
+        live: 0,
         reached,
     };
     loop {
-        let before = walk.sent.len();
+        walk.live = 0;
         walk.visit(keeper, None, 0)?;
-        if signal != libc::SIGKILL || walk.sent.len() == before || Instant::now() >= deadline {
+        if signal != libc::SIGKILL || walk.live == 0 || Instant::now() >= deadline {
             break;
         }
+        // Killed, and dying: a pause, then a look at what is left (and what their deaths re-parented).
+        std::thread::sleep(Duration::from_micros(100));
     }
     if walk.denied.is_empty() {
         Ok(())

@@ -101,6 +101,9 @@ struct Shared {
     /// Set by the keeper just before it exits on its own (after the verdict, when this process died, or when the
     /// command failed its `exec`): a keeper that exited without it was killed (`kill -9 $PPID` from the job).
     leaving: AtomicU32,
+    /// Set by this process during a kill of a reaper job: the keeper leaves the job's exited orphans unreaped
+    /// meanwhile, so that the kill can still see (and record) the members its group signal killed.
+    hold: AtomicU32,
 }
 
 /// One anonymous page mapped `MAP_SHARED` before the spawn: the keeper (a fork) shares it with this process; the
@@ -155,6 +158,19 @@ impl SharedPage {
     /// Whether the keeper saw the command exit (and now waits for the verdict).
     pub(crate) fn command_exited(&self) -> bool {
         self.shared().exited.load(Ordering::Acquire) != 0
+    }
+
+    /// Reaper mode: while `on`, the keeper leaves the job's exited orphans unreaped (see `Shared::hold`); when
+    /// turned off, keeper `keeper` (our unreaped child) is woken to reap them.
+    pub(crate) fn hold_orphans(&self, keeper: u32, on: bool) {
+        self.shared().hold.store(u32::from(on), Ordering::Release);
+        if !on {
+            if let Ok(pid) = super::checked_pid(keeper) {
+                // SAFETY: kill has no memory-safety preconditions; the pid is checked (> 1) and names our unreaped
+                // child.
+                unsafe { libc::kill(pid, libc::SIGCONT) };
+            }
+        }
     }
 
     /// Whether the keeper exited on its own (see `Shared::leaving`); `false` also while it runs.
@@ -646,7 +662,9 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
             end_adopted(folder_fd, command, REMOVE_TRIES_ALONE);
             leave(plan, reap(command));
         }
-        reap_adopted(folder_fd, command);
+        if shared(plan).hold.load(Ordering::Acquire) == 0 {
+            reap_adopted(folder_fd, command);
+        }
         if let Some(signal) = stopped(command) {
             // The supervisor hears of the stop as it would of its child's own: a report and a SIGCHLD.
             shared(plan)
