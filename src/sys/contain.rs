@@ -17,6 +17,29 @@ pub(crate) fn writable(dir: &Path) -> io::Result<()> {
     cvt(unsafe { libc::access(dir.as_ptr(), libc::W_OK) }).map(drop)
 }
 
+/// Whether `path` is on a cgroup v2 file system (`statfs`); `false` where it cannot be told.
+pub(crate) fn is_cgroup2(path: &Path) -> bool {
+    /// `CGROUP2_SUPER_MAGIC` (include/uapi/linux/magic.h).
+    const CGROUP2: u64 = 0x6367_7270;
+    let Ok(path) = CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    let mut fs = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+    // SAFETY: a NUL-terminated path and a statfs struct that live across the call, which fills the struct.
+    if unsafe { libc::statfs(path.as_ptr(), fs.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: zero-initialised, filled in by statfs.
+    let fs = unsafe { fs.assume_init() };
+    #[allow(
+        clippy::unnecessary_cast,
+        clippy::cast_sign_loss,
+        reason = "f_type is i64 on glibc and u64 on musl; the magic number is positive"
+    )]
+    let kind = fs.f_type as u64;
+    kind == CGROUP2
+}
+
 /// The value of extended attribute `name` of `path` (at most 64 bytes of it); `None` when it is not set
 /// (`ENODATA`) or the file system has no extended attributes (`ENOTSUP`).
 pub(crate) fn getxattr(path: &Path, name: &str) -> io::Result<Option<Vec<u8>>> {
