@@ -97,8 +97,9 @@ use crate::contain::{Containment, Job};
 ///   and not the keeper. The command's parent (`getppid`) is the keeper.
 /// - From before the command's first instruction, the keeper is the job's guard: when this process dies (any way;
 ///   the keeper gets a parent-death signal, and its parent changes), it kills the group and the cgroup, removes the
-///   folder, and exits. `die_with_parent` starts no other guard for such a job, and
-///   `guard_id` stays `None`.
+///   folder, and exits (in reaper mode: it kills the group, the command and its other descendants, as at the job's
+///   end, waiting for the command's death, which hands it the command's children). `die_with_parent` starts no
+///   other guard for such a job, and `guard_id` stays `None`.
 /// - When the command exits, its keeper tells this process (`SIGCHLD`, as the command's own exit would) and keeps
 ///   it unreaped until a wait reaps the job: the wait then tells the keeper to end the job (or, with
 ///   `set_kill_leftovers(false)`, to leave it), and the keeper does so, reaps the command and exits as it did: the
