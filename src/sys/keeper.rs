@@ -856,7 +856,7 @@ fn reap_adopted(folder_fd: RawFd, command: libc::pid_t) {
 
 /// Reaper mode: ends the rest of the job after its group (`end_job`): kills the command (our unreaped child: its pid
 /// is pinned) and every other child of the keeper's, reaps those, and repeats with the orphans that brings until the
-/// command is the only child left, for at most about `tries` milliseconds. A child of ours is pinned until we reap
+/// command, dead, is the only child left, for at most about `tries` milliseconds. A child of ours is pinned until we reap
 /// it, so no pid names another process.
 fn end_adopted(folder_fd: RawFd, command: libc::pid_t, tries: u32) {
     if folder_fd >= 0 {
@@ -880,7 +880,9 @@ fn end_adopted(folder_fd: RawFd, command: libc::pid_t, tries: u32) {
                 }
             }
         });
-        if others == 0 {
+        // Done once the command has died too: until then its children are still its own, and are re-parented to us
+        // only when it dies.
+        if others == 0 && exited(command) {
             return;
         }
         // SAFETY: nanosleep reads `pause`; a null remainder is allowed.
