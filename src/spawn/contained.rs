@@ -49,8 +49,9 @@ use crate::contain::{Containment, Job};
 ///
 /// # The cgroup
 ///
-/// The job's cgroup is made as a child of this process's own cgroup v2 (found through `/proc/self/cgroup` and
-/// `/proc/self/mountinfo`), or of the folder named with [`cgroup_parent`](Contain::cgroup_parent); this process is
+/// The job's cgroup is made as a child of this process's own cgroup v2 (found through `/proc/self/cgroup`, at the
+/// usual mount, `/sys/fs/cgroup` or `/sys/fs/cgroup/unified`, where a cgroup2 file system there holds that folder,
+/// else through `/proc/self/mountinfo`), or of the folder named with [`cgroup_parent`](Contain::cgroup_parent); this process is
 /// never moved, and no cgroup the crate did not make is changed. Where systemd manages the tree (the folder
 /// `/run/systemd/system` exists, systemd's own test), the own cgroup is used only if systemd delegated it: it or a
 /// cgroup above it has the extended attribute `trusted.delegate` or `user.delegate` set to `1`, which systemd sets
