@@ -59,6 +59,15 @@ mod linux {
         script
     }
 
+    /// Removes a test's folder when dropped, however the test ends.
+    struct RemoveDir(PathBuf);
+
+    impl Drop for RemoveDir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
     /// A folder for the agents, which the user running the job may write into.
     fn agent_folder(name: &str) -> PathBuf {
         use std::os::unix::fs::PermissionsExt as _;
@@ -92,6 +101,7 @@ mod linux {
     /// The library's scenario: the daemons' job, killed at its deadline; every daemon dead when the wait returns.
     fn library_scenario(test: &str, how: &Contain) {
         let dir = agent_folder(&format!("{test}-agents"));
+        let _remove = RemoveDir(dir.clone());
         let mut child = how
             .spawn(
                 Command::new("sh")
@@ -115,7 +125,6 @@ mod linux {
         for pid in &pids {
             assert!(reached.contains(pid), "{pid} not in leftovers {reached:?}");
         }
-        let _ = fs::remove_dir_all(&dir);
     }
 
     /// The cgroup2 mount point, from `/proc/self/mountinfo`.
@@ -240,6 +249,7 @@ mod linux {
     fn tool_scenario(test: &str, who: As) {
         let tool = PathBuf::from(env!("CARGO_BIN_EXE_grouptimeout"));
         let dir = agent_folder(&format!("{test}-agents"));
+        let _remove = RemoveDir(dir.clone());
         let script = daemons_script(test);
         let dir_arg = dir.to_string_lossy().into_owned();
         let args = ["-v", "-s", "KILL", "2", "sh", "-c", &script, "sh", &dir_arg];
@@ -268,7 +278,6 @@ mod linux {
                 "{pid} not named: {stderr}"
             );
         }
-        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -349,7 +358,9 @@ mod linux {
     #[test]
     fn command_settings_reach_the_command() {
         let dir = temp_path("settings");
+        let _ = fs::remove_dir_all(&dir);
         fs::create_dir(&dir).unwrap();
+        let _remove = RemoveDir(dir.clone());
         let test = "command_settings_reach_the_command";
         // Not `sh`: busybox's picks its applet by arg0.
         if !have(test, "bash", "--version") {
@@ -383,7 +394,6 @@ mod linux {
             String::from_utf8_lossy(&out.stdout).trim(),
             format!("renamed-sh {} bar {ids} 0027", dir.display())
         );
-        let _ = fs::remove_dir_all(&dir);
     }
 
     /// Nothing outside the job is touched: this process's other child, another reaper job, and a process of the same
