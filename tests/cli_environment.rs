@@ -550,48 +550,48 @@ fn a_command_the_tool_may_not_kill_is_named_at_once_and_left() {
     assert!(r.stderr.contains("Operation not permitted"), "{}", r.stderr);
 }
 
+/// `unshare` arguments that make a PID namespace of the test's own, with its own /proc (in a mount namespace of its
+/// own), whose processes all end when the `unshare` is killed.
+const OWN_PID_NAMESPACE: [&str; 5] = ["-p", "-f", "--mount-proc", "--kill-child", "--"];
+
 #[test]
 fn a_proc_of_the_outer_namespace_is_not_trusted_when_our_pid_matches() {
     // Issue 16.5: under `unshare -pf` without `--mount-proc`, /proc is the outer namespace's; when the tool's pid is
     // the same number in both namespaces, `/proc/self` names it and used to pass the check. `ns_last_pid`, set in
-    // both namespaces just before the forks, gives the tool the same pid in both (retried: other processes on the
-    // machine may take the pid first).
+    // both namespaces just before the forks, gives the tool the same pid in both. The outer namespace is one of the
+    // test's own (`unshare -p -f --mount-proc`, with its own /proc), never the machine's: there, `ns_last_pid` would
+    // steer every other process's pid allocation while it runs.
     let test = "a_proc_of_the_outer_namespace_is_not_trusted_when_our_pid_matches";
     if common::linux_only(test, "the sweep through /proc") {
         return;
     }
-    if !is_root() || !works("unshare", &["-pf", "true"]) || !works("setpriv", &["--version"]) {
-        return common::skip_or_fail(test, "needs root, unshare -pf and setpriv");
+    if !is_root()
+        || !works("unshare", &[&OWN_PID_NAMESPACE[..], &["true"]].concat())
+        || !works("setpriv", &["--version"])
+    {
+        return common::skip_or_fail(test, "needs root, unshare -p -f --mount-proc and setpriv");
     }
     let mut files = Files(Vec::new());
-    // Tried for a while rather than a number of times: while the other tests of this binary run, they fork often
-    // enough to take the pid first in many tries in a row (20 tries failed once so in CI's busybox pass).
+    // Nothing else runs in the outer namespace, so the first try should do; tried for a while all the same.
+    // Far from the outer namespace's first pids, and below any pid_max (at least 301).
+    let m = 200;
     let until = Instant::now() + Duration::from_secs(20);
     let mut tries = 0;
     while Instant::now() < until {
         tries += 1;
-        let last: u32 = fs::read_to_string("/proc/sys/kernel/ns_last_pid")
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let max: u32 = fs::read_to_string("/proc/sys/kernel/pid_max")
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let m = if last + 600 < max { last + 500 } else { 300 };
         let out = files.path("nspid");
-        // The outer sh execs unshare, whose fork is outer pid m+1 (inner 1); that shell sets its namespace's last pid
-        // to m+1 and forks the tool (through setpriv, which execs it: as nobody it gets no cgroup, and needs the
-        // sweep): pid m+2 in both when nothing else forked meanwhile. The command records the tool's NSpid line as
+        // The outer sh (pid 1 of the outer namespace) execs unshare, whose fork is outer pid m+1 (inner 1); that shell
+        // sets its namespace's last pid to m+1 and forks the tool (through setpriv, which execs it: as nobody it gets
+        // no cgroup, and needs the sweep): pid m+2 in both when nothing else forked meanwhile. The command records the tool's NSpid line as
         // the outer /proc shows it.
         let script = format!(
             "echo {m} > /proc/sys/kernel/ns_last_pid; exec unshare -pf sh -c 'echo {} > /proc/sys/kernel/ns_last_pid; \
              setpriv --reuid=65534 --regid=65534 --clear-groups \"$GT\" 5 sh -c \"grep NSpid /proc/\\$PPID/status > {out}; setsid sleep 30 & exit 3\"; exit $?'",
             m + 1
         );
-        let r = sh(&mut files, &script);
+        let mut args = OWN_PID_NAMESPACE.to_vec();
+        args.extend(["sh", "-c", &script]);
+        let r = run(&mut files, "unshare", &args);
         let nspid = fs::read_to_string(&out).unwrap_or_default();
         let tool = (m + 2).to_string();
         if nspid.split_whitespace().skip(1).collect::<Vec<_>>() != [&tool, &tool] {

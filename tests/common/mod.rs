@@ -298,12 +298,94 @@ pub fn pids_from_file(file: &std::path::Path, n: usize) -> Vec<u32> {
     pids
 }
 
+/// The environment variable that tells a test binary run by [`in_own_pid_namespace`] that it runs inside the PID
+/// namespace made for it.
+const OWN_PID_NAMESPACE: &str = "GROUPTIMEOUT_TEST_OWN_PID_NAMESPACE";
+
+/// Whether this process is the test binary that [`in_own_pid_namespace`] runs inside a PID namespace of its own.
+pub fn in_private_pid_namespace() -> bool {
+    std::env::var_os(OWN_PID_NAMESPACE).is_some_and(|v| v == "1")
+}
+
+/// Runs this test binary's test `test` again, alone, as PID 1 of a PID namespace (and mount namespace, with its own
+/// `/proc`) of its own: `unshare -p -f --mount-proc --kill-child`, with [`in_private_pid_namespace`] true there. For a
+/// test that steers pid allocation ([`spawn_with_pid`]): the namespace's `ns_last_pid` is its own, so the machine's
+/// other processes are not steered, nor take the pid first. Asserts that the inner run passed, and ran `test`. Bounded
+/// (2 minutes): then the `unshare` is killed, and with it (`--kill-child`) the namespace's first process, whose death
+/// ends every process of the namespace. The inner run's `SKIPPED` lines are repeated on this process's standard error.
+/// Where such a namespace cannot be made, `test` is skipped (see [`skip_or_fail`]).
+pub fn in_own_pid_namespace(test: &str) {
+    if !runs_ok(
+        "unshare",
+        &["-p", "-f", "--mount-proc", "--kill-child", "true"],
+    ) {
+        return skip_or_fail(
+            test,
+            "cannot make a PID namespace (`unshare -p -f --mount-proc`: needs root and util-linux)",
+        );
+    }
+    let out_path = temp_path(&format!("pidns-{test}-out"));
+    let err_path = temp_path(&format!("pidns-{test}-err"));
+    let mut inner = Command::new("unshare")
+        .args(["-p", "-f", "--mount-proc", "--kill-child", "--"])
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(OWN_PID_NAMESPACE, "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(fs::File::create(&out_path).unwrap())
+        .stderr(fs::File::create(&err_path).unwrap())
+        .spawn()
+        .expect("spawn unshare");
+    let mut status = None;
+    eventually(Duration::from_secs(120), || {
+        status = inner.try_wait().unwrap();
+        status.is_some()
+    });
+    if status.is_none() {
+        let _ = inner.kill();
+        let _ = inner.wait();
+    }
+    // Read and removed before any check, so that a failing run leaves no file behind.
+    let out = fs::read_to_string(&out_path).unwrap_or_default();
+    let err = fs::read_to_string(&err_path).unwrap_or_default();
+    let _ = fs::remove_file(&out_path);
+    let _ = fs::remove_file(&err_path);
+    let Some(status) = status else {
+        panic!("{test} did not end in 120 s in its PID namespace:\n{out}\n{err}");
+    };
+    for line in err.lines().filter(|l| l.starts_with("SKIPPED ")) {
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
+    assert!(
+        status.success(),
+        "{test} failed in its PID namespace ({status}):\n{out}\n{err}"
+    );
+    assert!(
+        out.contains(&format!("test {test} ... ok")) && out.contains("1 passed"),
+        "{test} did not run in its PID namespace:\n{out}\n{err}"
+    );
+}
+
+/// Whether `program args` runs and exits 0 (output discarded).
+fn runs_ok(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// Spawns `cmd` so that it gets pid `pid` (free again after a reap), by setting the pid namespace's last allocated pid
-/// (`/proc/sys/kernel/ns_last_pid`, root only) just below it. `None` when that cannot be done here, or another process
-/// of the machine took the pid first each time. Few attempts: each one moves the allocation back to `pid`, so that
-/// the pids handed out since are handed out again sooner than usual: call it only from a test binary of its own, in
-/// which no other test watches a process die meanwhile.
+/// (`/proc/sys/kernel/ns_last_pid`) just below it. Only inside a PID namespace of the test's own (see
+/// [`in_own_pid_namespace`]; it panics elsewhere), where no other process takes the pid first and no process outside
+/// has its pid allocation steered. `None` when the write is refused, or the pid was taken first each time.
 pub fn spawn_with_pid(cmd: &mut Command, pid: u32) -> Option<std::process::Child> {
+    assert!(
+        in_private_pid_namespace(),
+        "spawn_with_pid sets ns_last_pid: only in a PID namespace of the test's own (see in_own_pid_namespace)"
+    );
     for _ in 0..20 {
         fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).ok()?;
         let child = cmd.spawn().expect("spawn");
@@ -353,12 +435,7 @@ fn skipped(test: &str, why: &str) {
 
 /// Whether `program` is installed and runs: `program ARG` exits 0.
 pub fn runs(program: &str, arg: &str) -> bool {
-    Command::new(program)
-        .arg(arg)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    runs_ok(program, &[arg])
 }
 
 /// Whether `program` is installed and runs (see [`runs`]); otherwise `test` is skipped (see [`skip_or_fail`]).
