@@ -13,7 +13,7 @@ mod linux {
     use super::common::*;
 
     use std::fs;
-    use std::io::{BufRead as _, BufReader, Write as _};
+    use std::io::{BufRead as _, BufReader};
     use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
     use std::path::PathBuf;
     use std::process::{Command, Stdio};
@@ -26,11 +26,6 @@ mod linux {
     /// the library picks by default.
     const INNER: &str = "GROUPTIMEOUT_TEST_REAPER_INNER";
 
-    /// Writes `SKIPPED test: why` straight to standard error (libtest does not capture it).
-    fn skipped(test: &str, why: &str) {
-        let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
-    }
-
     /// The script of the issue: starts the daemons (the agents where installed) and prints one pid a line, then
     /// `ready`, and waits. `$1` is a folder the agents may use (the user's own).
     fn daemons_script(test: &str) -> String {
@@ -40,14 +35,14 @@ mod linux {
                 "eval \"$(ssh-agent -s -a \"$d/ssh\")\" >/dev/null; echo \"$SSH_AGENT_PID\"\n",
             );
         } else {
-            skipped(test, "ssh-agent is not installed: the job runs without it");
+            skip_or_fail(test, "ssh-agent is not installed: the job runs without it");
         }
         if runs("gpg-agent", "--version") {
             // gpg-agent daemonises (double fork) and makes itself non-dumpable; its pid from its socket's owner is
             // not at hand, so it writes nothing: the test finds it by its command line (the folder is the job's own).
             script.push_str("gpg-agent --homedir \"$d/gpg\" --daemon >/dev/null 2>&1\n");
         } else {
-            skipped(test, "gpg-agent is not installed: the job runs without it");
+            skip_or_fail(test, "gpg-agent is not installed: the job runs without it");
         }
         script.push_str(
             "env -i setsid sleep 301 & echo $!\n\

@@ -429,7 +429,7 @@ pub fn linux_only(test: &str, facility: &str) -> bool {
 }
 
 /// Writes `SKIPPED test: why` straight to the process's standard error (see [`skip_or_fail`]).
-fn skipped(test: &str, why: &str) {
+pub fn skipped(test: &str, why: &str) {
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }
 
