@@ -448,7 +448,7 @@ fn a_stop_signal_leaves_the_command_stopped() {
     let mut tool =
         start_with_default_signals(&["-s", "STOP", ".3", "sh", "-c", "echo $$; exec sleep 30"]);
     let pid = tool.scratch.pid("stdout");
-    let _cleanup = common::KillOnDrop(vec![pid]);
+    let _cleanup = common::KillOnDrop::new(vec![pid]);
     let stopped = |pid| matches!(common::state_and_group(pid), Some(('T', _)));
     assert!(
         common::eventually(Duration::from_secs(5), || stopped(pid)),
@@ -791,7 +791,7 @@ fn a_killed_command_never_runs_on() {
                 .unwrap()
         })
         .collect();
-    let _cleanup_busy = common::KillOnDrop(busy.iter().map(std::process::Child::id).collect());
+    let _cleanup_busy = common::KillOnDrop::new(busy.iter().map(std::process::Child::id).collect());
     for user in User::available("a_killed_command_never_runs_on") {
         let wrong: Vec<String> = thread::scope(|scope| {
             let runs: Vec<_> = (0..12)
@@ -946,7 +946,7 @@ fn a_killed_tool_takes_the_cgroup_along() {
     );
     let mut running = Running::start(BIN, &["30", "sh", "-c", &script]);
     let (escapee, leader) = (s.pid("pid"), s.pid("leader"));
-    let _cleanup = common::KillOnDrop(vec![escapee, leader]);
+    let _cleanup = common::KillOnDrop::new(vec![escapee, leader]);
     let folder = common::job_folder(leader).filter(|f| {
         f.file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with("grouptimeout-"))
@@ -1046,7 +1046,7 @@ fn nested_tools_ended_by_sigkill_leave_no_folder() {
         args.extend([BIN, "30", BIN, "30", "sh", "-c", &script]);
         let mut running = Running::start(BIN, &args);
         let leader = s.pid("leader");
-        let _cleanup = common::KillOnDrop(vec![leader]);
+        let _cleanup = common::KillOnDrop::new(vec![leader]);
         let folders = job_folders_around(leader);
         if folders.len() != 3 {
             running.signal(libc::SIGKILL);
@@ -1098,7 +1098,7 @@ fn a_tool_killed_while_its_killed_job_dies_leaves_no_folder() {
     );
     let mut running = Running::start(BIN, &["-v", "-s", "KILL", "2", "sh", "-c", &script]);
     let leader = s.pid("leader");
-    let _cleanup = common::KillOnDrop(vec![leader]);
+    let _cleanup = common::KillOnDrop::new(vec![leader]);
     let Some(folder) = job_folders_around(leader).pop() else {
         running.signal(libc::SIGKILL);
         running.finish();

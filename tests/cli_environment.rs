@@ -532,7 +532,7 @@ fn a_command_the_tool_may_not_kill_is_named_at_once_and_left() {
     let child = start("sh", &["-c", &script], &stderr);
     let pid = pids_in(&pid_file)[0];
     // Left running on purpose, and not in the run's group: killed by its pid however the test ends.
-    let _cleanup = common::KillOnDrop(vec![pid]);
+    let _cleanup = common::KillOnDrop::new(vec![pid]);
     let r = finish(child, &stderr);
     let elapsed = started.elapsed();
     let left = !is_dead(pid);

@@ -150,7 +150,7 @@ mod linux {
     fn escapee_at_the_deadline(how: &Contain, mode: Containment) {
         let (mut child, lines) = start(how, mode, "setsid sleep 30 & echo $!; exec sleep 30", 1);
         let escapee = pids(&lines);
-        let _cleanup = KillOnDrop(escapee.clone());
+        let _cleanup = KillOnDrop::new(escapee.clone());
         let folder = folder_of(&child);
         assert!(child
             .wait_timeout(Duration::from_millis(200))
@@ -182,7 +182,7 @@ mod linux {
         for _ in 0..5 {
             let (mut child, lines) = start(how, mode, "sleep 30 & echo $!; exec sleep 30", 1);
             let member = pids(&lines);
-            let _cleanup = KillOnDrop(member.clone());
+            let _cleanup = KillOnDrop::new(member.clone());
             let folder = folder_of(&child);
             assert!(eventually(Duration::from_secs(10), || {
                 fs::read_to_string(format!("/proc/{}/comm", member[0]))
@@ -214,7 +214,7 @@ mod linux {
         // A double fork: the daemon's parent exits, so it is an orphan in a session of its own.
         let (mut child, lines) = start(how, mode, "(setsid sleep 30 & echo $!) ; exit 3", 1);
         let daemon = pids(&lines);
-        let _cleanup = KillOnDrop(daemon.clone());
+        let _cleanup = KillOnDrop::new(daemon.clone());
         let folder = folder_of(&child);
         let outcome = child.wait_timeout(LONG).unwrap();
         assert_eq!(outcome.status().code(), Some(3));
@@ -241,7 +241,7 @@ mod linux {
                       while [ \"$(cat /proc/$!/comm)\" != sleep ]; do sleep .01; done; exit 0";
         let (mut child, lines) = start(how, mode, script, 1);
         let escapee = pids(&lines);
-        let _cleanup = KillOnDrop(escapee.clone());
+        let _cleanup = KillOnDrop::new(escapee.clone());
         let folder = folder_of(&child);
         child.wait_timeout(LONG).unwrap();
         if mode == Containment::Cgroup {
@@ -279,7 +279,7 @@ mod linux {
                       while [ \"$(cat /proc/$!/comm)\" != sleep ]; do sleep .01; done; exec sleep 30";
         let (mut child, lines) = start(&how, Containment::Lineage, script, 101);
         let all = pids(&lines);
-        let _cleanup = KillOnDrop(all.clone());
+        let _cleanup = KillOnDrop::new(all.clone());
         let escapee = all[100];
         let started = std::time::Instant::now();
         let outcome = child.wait_timeout(Duration::from_millis(300));
@@ -310,10 +310,10 @@ mod linux {
             .unwrap()
             .trim()
             .to_string()]);
-        let _cleanup = KillOnDrop(vec![own.id(), theirs[0]]);
+        let _cleanup = KillOnDrop::new(vec![own.id(), theirs[0]]);
         let (mut child, lines) = start(how, mode, "setsid sleep 30 & echo $!; exec sleep 30", 1);
         let escapee = pids(&lines);
-        let _cleanup2 = KillOnDrop(escapee.clone());
+        let _cleanup2 = KillOnDrop::new(escapee.clone());
         assert!(child
             .wait_timeout(Duration::from_millis(100))
             .unwrap()
@@ -346,7 +346,7 @@ mod linux {
         let (mut one, a) = start(how, mode, script, 1);
         let (two, b) = start(how, mode, script, 1);
         let (a, b) = (pids(&a), pids(&b));
-        let _cleanup = KillOnDrop([a.clone(), b.clone()].concat());
+        let _cleanup = KillOnDrop::new([a.clone(), b.clone()].concat());
         let (folder_one, folder_two) = (folder_of(&one), folder_of(&two));
         assert!(two.in_job(b[0]) && !two.in_job(a[0]));
         one.kill().unwrap();
@@ -376,7 +376,7 @@ mod linux {
     fn handle_and_kept_leftovers(how: &Contain, mode: Containment) {
         let (mut child, lines) = start(how, mode, "setsid sleep 30 & echo $!; exec sleep 30", 1);
         let escapee = pids(&lines);
-        let _cleanup = KillOnDrop(escapee.clone());
+        let _cleanup = KillOnDrop::new(escapee.clone());
         let folder = folder_of(&child);
         let handle = child.handle();
         std::thread::spawn(move || handle.kill().unwrap())
@@ -396,7 +396,7 @@ mod linux {
 
         let (mut child, lines) = start(how, mode, "setsid sleep 30 & echo $!; exit 0", 1);
         let kept = pids(&lines);
-        let _cleanup = KillOnDrop(kept.clone());
+        let _cleanup = KillOnDrop::new(kept.clone());
         let folder = folder_of(&child);
         child.set_kill_leftovers(false);
         child.wait().unwrap();
@@ -421,7 +421,7 @@ mod linux {
         let outcome = child.wait_timeout(Duration::ZERO).unwrap();
         assert!(outcome.timed_out());
         let left: Vec<u32> = child.leftovers().iter().map(|l| l.pid).collect();
-        let _cleanup = KillOnDrop(left.clone());
+        let _cleanup = KillOnDrop::new(left.clone());
         assert!(left.len() >= 200, "only {} leftovers reached", left.len());
         assert_eq!(
             survivors_after(Duration::from_secs(5), &left),
@@ -441,7 +441,7 @@ mod linux {
             let (mut child, lines) =
                 start(how, mode, "setsid sleep 30 & echo $!; exec sleep 30", 1);
             let escapee = pids(&lines);
-            let _cleanup = KillOnDrop(escapee.clone());
+            let _cleanup = KillOnDrop::new(escapee.clone());
             let folder = folder_of(&child);
             if kill_first {
                 child.kill().unwrap();
@@ -484,7 +484,7 @@ mod linux {
         };
         let (mut child, lines) = spawn("sleep 30 & echo $!; exec sleep 30");
         let member = pids(&lines);
-        let _cleanup = KillOnDrop(member.clone());
+        let _cleanup = KillOnDrop::new(member.clone());
         child.die_with_parent().unwrap();
         // A kept job (cgroup) has no guard: its keeper (the spawned process) is the guard.
         let guard = if mode == Containment::Cgroup {
@@ -506,7 +506,7 @@ mod linux {
         // A member kept past the leader's reap: only a mark tells it then.
         let (mut child, lines) = spawn("sleep 30 & echo $!; exit 0");
         let kept = pids(&lines);
-        let _cleanup = KillOnDrop(kept.clone());
+        let _cleanup = KillOnDrop::new(kept.clone());
         child.set_kill_leftovers(false);
         child.wait().unwrap();
         assert!(!is_dead(kept[0]));
@@ -546,7 +546,7 @@ mod linux {
                       while [ \"$(cat /proc/$!/comm)\" != sleep ]; do sleep .01; done; exec sleep 30";
         let (child, lines) = start(&how, Containment::Lineage, script, 100);
         let all = pids(&lines);
-        let _cleanup = KillOnDrop(all.clone());
+        let _cleanup = KillOnDrop::new(all.clone());
         assert!(eventually(Duration::from_secs(10), || all.iter().all(
             |p| { fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c == "sleep\n") }
         )));
@@ -573,7 +573,7 @@ mod linux {
                       i=$((i+1)); done; exec sleep 30";
         let (child, lines) = start(&how, Containment::Lineage, script, 4);
         let busy = pids(&lines);
-        let _cleanup = KillOnDrop(busy.clone());
+        let _cleanup = KillOnDrop::new(busy.clone());
         // Each runs its loop: `sh` again (the forked shell before `env` is `sh` too, with the mark), with no
         // environment.
         assert!(eventually(Duration::from_secs(10), || busy.iter().all(
@@ -644,7 +644,7 @@ mod linux {
                 .collect();
             assert_eq!(lines[2], "ready", "{end}: {lines:?}");
             let inner = pids(&lines[..2]);
-            let _cleanup = KillOnDrop(inner.clone());
+            let _cleanup = KillOnDrop::new(inner.clone());
             let folder = folder_of(&child).unwrap();
             for (pid, sub) in inner.iter().zip(["sub", "sub/deeper"]) {
                 assert_eq!(job_folder(*pid), Some(folder.join(sub)), "{end}");
@@ -697,7 +697,7 @@ mod linux {
             "R='exec sh -c \"$R\"'; export R; setsid sh -c \"$R\" & echo $!; exec sleep 30";
         let (child, lines) = start(how, mode, script, 1);
         let looping = pids(&lines);
-        let _cleanup = KillOnDrop(looping.clone());
+        let _cleanup = KillOnDrop::new(looping.clone());
         let missed = (0..2000).filter(|_| !child.in_job(looping[0])).count();
         assert!(!is_dead(looping[0]));
         assert_eq!(missed, 0, "in_job said no to a job process that execs");
@@ -810,7 +810,7 @@ mod linux {
         let script = "setsid sleep 30 & echo $!; echo $$; kill -9 $PPID; sleep 30";
         let (mut child, lines) = start(&how, Containment::Cgroup, script, 2);
         let pids = pids(&lines);
-        let _cleanup = KillOnDrop(pids.clone());
+        let _cleanup = KillOnDrop::new(pids.clone());
         let folder = job_folder(pids[1]).expect("the command's cgroup");
         let outcome = child.wait_timeout(LONG).unwrap();
         assert_eq!(outcome.to_string(), "killed by signal 9");
@@ -932,7 +932,7 @@ mod linux {
                 let pid = read_pid(child.stdout.take().unwrap());
                 (child, vec![pid])
             };
-            let _cleanup = KillOnDrop(lines.clone());
+            let _cleanup = KillOnDrop::new(lines.clone());
             assert_eq!(child.containment(), Containment::Reaper);
             assert!(child
                 .wait_timeout(Duration::from_millis(100))
@@ -1038,7 +1038,7 @@ mod linux {
                 .filter_map(|p| p.parse().ok())
                 .collect();
             let _ = fs::remove_file(&escapee);
-            let _cleanup = KillOnDrop(pids.clone());
+            let _cleanup = KillOnDrop::new(pids.clone());
             // The test binary itself may not start with the fewest: then it says nothing of the library.
             if !stdout.contains("running 1 test") {
                 continue;
@@ -1139,7 +1139,7 @@ mod linux {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
-        let _cleanup_supervisor = KillOnDrop(vec![supervisor.id()]);
+        let _cleanup_supervisor = KillOnDrop::new(vec![supervisor.id()]);
         let mut out = BufReader::new(supervisor.stdout.take().unwrap());
         let mut line = String::new();
         while !line.starts_with("escapee ") {
@@ -1154,7 +1154,7 @@ mod linux {
         let escapee: u32 = words[1].parse().unwrap();
         let folder = PathBuf::from(words[3]);
         let leader: u32 = words[5].parse().unwrap();
-        let _cleanup = KillOnDrop(vec![escapee, leader]);
+        let _cleanup = KillOnDrop::new(vec![escapee, leader]);
         let mut busy = Vec::new();
         if heavy {
             let rss_kb = || {
@@ -1183,7 +1183,7 @@ mod linux {
                 );
             }
         }
-        let _cleanup_busy = KillOnDrop(busy.iter().map(std::process::Child::id).collect());
+        let _cleanup_busy = KillOnDrop::new(busy.iter().map(std::process::Child::id).collect());
         supervisor.kill().unwrap();
         supervisor.wait().unwrap();
         assert_eq!(

@@ -48,7 +48,7 @@ fn late_write_of_a_background_grandchild_never_happens() {
 fn leftovers_are_killed_when_the_leader_exits() {
     let mut child = spawn_sh_piped("sleep 30 & echo $!; exit 3");
     let sleeper = read_pid(child.stdout.take().unwrap());
-    let _cleanup = KillOnDrop(vec![sleeper]);
+    let _cleanup = KillOnDrop::new(vec![sleeper]);
     let started = Instant::now();
     let outcome = child.wait_timeout(LONG).unwrap();
     assert_eq!(outcome, Outcome::Exited(outcome.status()));
@@ -68,7 +68,7 @@ fn leftovers_are_killed_when_the_leader_exits() {
 fn leftovers_survive_when_asked() {
     let mut child = spawn_sh_piped("sleep 30 & echo $!; exit 3");
     let sleeper = read_pid(child.stdout.take().unwrap());
-    let _cleanup = KillOnDrop(vec![sleeper]);
+    let _cleanup = KillOnDrop::new(vec![sleeper]);
     child.set_kill_leftovers(false);
     assert_eq!(child.wait_timeout(LONG).unwrap().status().code(), Some(3));
     thread::sleep(Duration::from_millis(300));
@@ -82,7 +82,7 @@ fn leftovers_survive_when_asked() {
 fn assert_whole_tree_dies(script: &str, members: usize, grace: Option<Duration>) {
     let mut child = sh(script).spawn_group().unwrap();
     let pids = wait_for_members(child.id(), members);
-    let _cleanup = KillOnDrop(pids.clone());
+    let _cleanup = KillOnDrop::new(pids.clone());
     if let Some(grace) = grace {
         child.set_grace(libc::SIGTERM, grace);
     }
@@ -121,7 +121,7 @@ fn stopped_members_die() {
             "leader never stopped"
         );
         let pids = wait_for_members(child.id(), 3);
-        let _cleanup = KillOnDrop(pids.clone());
+        let _cleanup = KillOnDrop::new(pids.clone());
         if let Some(grace) = grace {
             child.set_grace(libc::SIGTERM, grace);
         }
@@ -208,7 +208,7 @@ fn drop_kills_the_group_and_reaps_the_leader() {
     let mut child = spawn_sh_piped("sleep 30 & echo $!; sleep 30");
     let sleeper = read_pid(child.stdout.take().unwrap());
     let leader = child.id();
-    let _cleanup = KillOnDrop(vec![sleeper, leader]);
+    let _cleanup = KillOnDrop::new(vec![sleeper, leader]);
     let started = Instant::now();
     drop(child);
     assert!(
@@ -235,7 +235,7 @@ fn drop_after_the_leader_exited_kills_leftovers_and_reaps() {
     let mut child = spawn_sh_piped("sleep 30 & echo $!");
     let sleeper = read_pid(child.stdout.take().unwrap());
     let leader = child.id();
-    let _cleanup = KillOnDrop(vec![sleeper]);
+    let _cleanup = KillOnDrop::new(vec![sleeper]);
     assert!(eventually(LONG, || matches!(
         state_and_group(leader),
         Some(('Z', _))
@@ -257,7 +257,7 @@ fn concurrent_jobs_never_harm_a_bystander() {
         })
         .collect();
     let bystander_pids: Vec<u32> = bystanders.iter().map(std::process::Child::id).collect();
-    let _cleanup = KillOnDrop(bystander_pids.clone());
+    let _cleanup = KillOnDrop::new(bystander_pids.clone());
     let workers: Vec<_> = (0..8)
         .map(|t| {
             thread::spawn(move || {
@@ -439,7 +439,7 @@ fn after_the_reap_waits_repeat_and_signals_are_not_sent() {
 fn signal_reaches_the_group_and_rejects_bad_numbers() {
     let mut child = spawn_sh_piped("sleep 30 & echo $!; wait");
     let sleeper = read_pid(child.stdout.take().unwrap());
-    let _cleanup = KillOnDrop(vec![sleeper]);
+    let _cleanup = KillOnDrop::new(vec![sleeper]);
     let err = child.signal(12345).unwrap_err();
     assert_os_error(&err, libc::EINVAL, io::ErrorKind::InvalidInput);
     assert_eq!(child.try_wait().unwrap(), None);
@@ -453,7 +453,7 @@ fn signal_reaches_the_group_and_rejects_bad_numbers() {
 fn kill_then_wait_reports_the_kill() {
     let mut child = spawn_sh_piped("sleep 30 & echo $!; wait");
     let sleeper = read_pid(child.stdout.take().unwrap());
-    let _cleanup = KillOnDrop(vec![sleeper]);
+    let _cleanup = KillOnDrop::new(vec![sleeper]);
     child.kill().unwrap();
     assert!(
         survivors_after(Duration::from_secs(5), &[sleeper]).is_empty(),
@@ -605,7 +605,7 @@ fn spawn_leader_that_leaves_its_group() -> (GroupChild, KillOnDrop) {
         state_and_group(leader).map(|(_, g)| g),
         Some(common::own_group())
     );
-    (child, KillOnDrop(vec![leader]))
+    (child, KillOnDrop::new(vec![leader]))
 }
 
 #[test]
@@ -672,7 +672,7 @@ fn a_stop_signal_as_grace_signal_is_not_undone_by_sigcont() {
     // Issue 16.10: the grace signal used to be followed by SIGCONT whatever it was, so a SIGSTOP never held.
     let mut child = Command::new("sleep").arg("30").spawn_group().unwrap();
     let pid = child.id();
-    let _cleanup = KillOnDrop(vec![pid]);
+    let _cleanup = KillOnDrop::new(vec![pid]);
     child.set_grace(libc::SIGSTOP, Duration::from_secs(3));
     let watcher = thread::spawn(move || {
         // Stopped soon after the deadline, and still stopped a while later: no SIGCONT followed.

@@ -42,7 +42,7 @@ fn supervisor_killed(how: &str) {
         .unwrap();
     let pids = pids_from_file(&file, 4);
     let written = pids.len() == 4;
-    let _cleanup = KillOnDrop(pids.clone());
+    let _cleanup = KillOnDrop::new(pids.clone());
     if !written {
         let _ = helper.kill();
         let _ = helper.wait();
@@ -53,7 +53,7 @@ fn supervisor_killed(how: &str) {
     // die_with_parent_forked returns (documented), so it may not be in yet: wait (bounded) for it.
     let members = wait_for_members(pgid, 4);
     assert_eq!(members.len(), 4, "{members:?} vs {pids:?}");
-    let _cleanup_all = KillOnDrop(members.clone());
+    let _cleanup_all = KillOnDrop::new(members.clone());
     helper.kill().unwrap();
     assert_eq!(helper.wait().unwrap().signal(), Some(libc::SIGKILL));
     assert_eq!(survivors_after(Duration::from_secs(2), &members), []);
@@ -202,7 +202,7 @@ fn kept_leftovers_are_left_as_they_were_and_unguarded() {
     go(&mut child);
     let out: ChildStdout = child.stdout.take().unwrap();
     let leftover = read_pid(out);
-    let _cleanup = KillOnDrop(vec![leftover]);
+    let _cleanup = KillOnDrop::new(vec![leftover]);
     assert!(!child.wait_timeout(LONG).unwrap().timed_out());
     assert_no_guard_left(guard, &pipe);
     // Still running, in the group, and not stopped; nothing else of the group is left.
@@ -226,7 +226,7 @@ fn a_capture_leaves_no_guard_and_closes_its_pipes_at_once() {
     go(&mut child);
     let pgid = child.id();
     let captured = child.wait_with_output_timeout(LONG).unwrap();
-    let _cleanup = KillOnDrop(live_members(pgid));
+    let _cleanup = KillOnDrop::new(live_members(pgid));
     assert_eq!(captured.stdout, b"out\n");
     assert_eq!(captured.stderr, b"err\n");
     assert!(captured.pipes_closed);

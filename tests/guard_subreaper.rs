@@ -48,7 +48,7 @@ fn a_subreaper_sweep_leaves_the_guard_alone(how: &str) {
         .unwrap();
     let pids = pids_from_file(&file, 2);
     let written = pids.len() == 2;
-    let _cleanup = KillOnDrop(pids.clone());
+    let _cleanup = KillOnDrop::new(pids.clone());
     if !written {
         let _ = program.kill();
         let _ = program.wait();

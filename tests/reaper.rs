@@ -107,7 +107,7 @@ mod linux {
             .unwrap();
         assert_eq!(child.containment(), Containment::Reaper);
         let pids = pids_until_ready(child.stdout.take().unwrap(), &dir);
-        let _cleanup = KillOnDrop(pids.clone());
+        let _cleanup = KillOnDrop::new(pids.clone());
         assert!(pids.len() >= 2, "{pids:?}");
         for &pid in &pids {
             assert!(child.in_job(pid), "{pid} is the job's");
@@ -257,7 +257,7 @@ mod linux {
             .spawn()
             .unwrap();
         let pids = pids_until_ready(tool.stdout.take().unwrap(), &dir);
-        let _cleanup = KillOnDrop(pids.clone());
+        let _cleanup = KillOnDrop::new(pids.clone());
         let out = tool.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(137), "{stderr}");
@@ -318,7 +318,7 @@ mod linux {
         let pids: Vec<u32> = (0..2)
             .map(|_| lines.next().unwrap().unwrap().trim().parse().unwrap())
             .collect();
-        let _cleanup = KillOnDrop(pids.clone());
+        let _cleanup = KillOnDrop::new(pids.clone());
         let status = child.wait_timeout(LONG).unwrap();
         assert_eq!(status.status().code(), Some(7), "{status}");
         assert!(!status.timed_out());
@@ -401,14 +401,14 @@ mod linux {
             .output()
             .unwrap();
         let beside_pid = read_pid(&beside.stdout[..]);
-        let _beside = KillOnDrop(vec![beside_pid]);
+        let _beside = KillOnDrop::new(vec![beside_pid]);
         let mut other_job = spawn_script("setsid sleep 307 & echo $!; exec sleep 308");
         let other_escapee = read_pid(other_job.stdout.take().unwrap());
-        let _other = KillOnDrop(vec![other_escapee]);
+        let _other = KillOnDrop::new(vec![other_escapee]);
 
         let mut job = spawn_script("setsid sleep 309 & echo $!; exec sleep 310");
         let escapee = read_pid(job.stdout.take().unwrap());
-        let _cleanup = KillOnDrop(vec![escapee]);
+        let _cleanup = KillOnDrop::new(vec![escapee]);
         assert!(!job.in_job(other_child.id()));
         assert!(!job.in_job(beside_pid));
         assert!(!job.in_job(other_escapee));
@@ -445,7 +445,7 @@ mod linux {
         let mut lines = BufReader::new(out).lines();
         let mut next = || -> u32 { lines.next().unwrap().unwrap().trim().parse().unwrap() };
         let (marked, cleared, command) = (next(), next(), next());
-        let _cleanup = KillOnDrop(vec![marked, cleared, command]);
+        let _cleanup = KillOnDrop::new(vec![marked, cleared, command]);
         let outcome = child.wait_timeout(LONG).unwrap();
         assert_eq!(outcome.to_string(), "killed by signal 9");
         assert_eq!(
@@ -467,7 +467,7 @@ mod linux {
         let mut lines = BufReader::new(out).lines();
         let escapee: u32 = lines.next().unwrap().unwrap().trim().parse().unwrap();
         let command: u32 = lines.next().unwrap().unwrap().trim().parse().unwrap();
-        let _cleanup = KillOnDrop(vec![escapee]);
+        let _cleanup = KillOnDrop::new(vec![escapee]);
         assert!(child.in_job(escapee));
         assert!(child.in_job(command));
         assert!(!child.in_job(child.id()));
@@ -496,7 +496,7 @@ mod linux {
             tool.stdout.take().unwrap(),
             std::path::Path::new("/nonexistent"),
         );
-        let _cleanup = KillOnDrop(pids.clone());
+        let _cleanup = KillOnDrop::new(pids.clone());
         assert_eq!(pids.len(), 9, "{pids:?}");
         tool.kill().unwrap();
         tool.wait().unwrap();

@@ -211,7 +211,7 @@ impl Tmux {
         {
             tool = common::parent_of(tool).expect("the keeper's parent");
         }
-        (pid, KillOnDrop(vec![pid, tool]))
+        (pid, KillOnDrop::new(vec![pid, tool]))
     }
 
     /// Waits (bounded) for an output `pid:N` and returns N.
@@ -420,7 +420,7 @@ fn take_stop_reports_a_stop_once_and_never_consumes_the_exit() {
         .arg("30")
         .spawn_group()
         .expect("spawn sleep");
-    let _guard = KillOnDrop(vec![child.id()]);
+    let _guard = KillOnDrop::new(vec![child.id()]);
     assert_eq!(grouptimeout::host::take_stop(&child).unwrap(), None);
     child.signal(libc::SIGSTOP).unwrap();
     let mut stop = None;
@@ -519,7 +519,7 @@ fn stty_tostop_never_stops_the_tool() {
     }));
     let _ = fs::remove_file(&file);
     let pid: u32 = pid.unwrap();
-    let procs = KillOnDrop(vec![pid, common::parent_of(pid).expect("the tool")]);
+    let procs = KillOnDrop::new(vec![pid, common::parent_of(pid).expect("the tool")]);
     let screen = tmux.expect("\nrc=");
     assert!(screen.contains("rc=124"), "{screen}");
     assert!(screen.contains("sending signal TERM"), "{screen}");

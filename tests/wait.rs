@@ -164,7 +164,7 @@ fn pidfds_of_finished_waits() {
         .stdin(Stdio::piped())
         .spawn_group()
         .unwrap();
-    let _cleanup = KillOnDrop(vec![reader.id()]);
+    let _cleanup = KillOnDrop::new(vec![reader.id()]);
     assert_eq!(own_pidfds(), before, "a pidfd before any wait");
     let stdin = reader.stdin.take().unwrap();
     let observer = std::thread::spawn(move || {
@@ -179,7 +179,7 @@ fn pidfds_of_finished_waits() {
     assert_eq!(observer.join().unwrap(), PIDFD, "no pidfd during the wait");
     assert_eq!(own_pidfds(), before, "the reap kept a pidfd");
     let mut running = Command::new("sleep").arg("30").spawn_group().unwrap();
-    let cleanup = KillOnDrop(vec![running.id()]);
+    let cleanup = KillOnDrop::new(vec![running.id()]);
     assert!(running
         .wait_timeout(Duration::from_millis(1))
         .unwrap()
@@ -187,7 +187,7 @@ fn pidfds_of_finished_waits() {
     drop(running);
     drop(cleanup);
     let running = Command::new("sleep").arg("30").spawn_group().unwrap();
-    let cleanup = KillOnDrop(vec![running.id()]);
+    let cleanup = KillOnDrop::new(vec![running.id()]);
     drop(running);
     drop(cleanup);
     assert_eq!(own_pidfds(), before, "the drop kept a pidfd");
@@ -232,7 +232,7 @@ fn pidfds_of_finished_waits() {
         assert!(child.wait().unwrap().success());
         assert_eq!(own_pidfds(), before, "wait's reap kept the exit fd");
         let mut child = Command::new("sleep").arg("30").spawn_group().unwrap();
-        let _cleanup = KillOnDrop(vec![child.id()]);
+        let _cleanup = KillOnDrop::new(vec![child.id()]);
         child.exit_fd().unwrap();
         assert_eq!(own_pidfds(), before + 1);
         drop(child);
@@ -244,7 +244,7 @@ fn pidfds_of_finished_waits() {
 #[cfg(feature = "capture")]
 fn commands_inherit_no_pidfd() {
     let running = Command::new("sleep").arg("30").spawn_group().unwrap();
-    let _cleanup = KillOnDrop(vec![running.id()]);
+    let _cleanup = KillOnDrop::new(vec![running.id()]);
     let lister = sh("ls -l /proc/$$/fd")
         .stdout(Stdio::piped())
         .spawn_group()
@@ -303,7 +303,7 @@ fn a_leader_traced_by_another_process_is_waited_for_without_spinning() {
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn perl");
-    let _cleanup = KillOnDrop(vec![tracer.id()]);
+    let _cleanup = KillOnDrop::new(vec![tracer.id()]);
     let mut line = String::new();
     std::io::BufRead::read_line(
         &mut std::io::BufReader::new(tracer.stdout.take().unwrap()),
@@ -357,7 +357,7 @@ fn the_exit_fd_turns_readable_at_the_exit_and_try_wait_kills_the_leftovers() {
         .spawn_group()
         .unwrap();
     let leftover = read_pid(child.stdout.take().unwrap());
-    let _cleanup = KillOnDrop(vec![leftover, child.id()]);
+    let _cleanup = KillOnDrop::new(vec![leftover, child.id()]);
     let fd = child.exit_fd();
     assert_eq!(fd.is_ok(), PIDFD, "{fd:?}");
     match fd {
@@ -403,7 +403,7 @@ fn the_exit_fd_turns_readable_at_the_exit_and_try_wait_kills_the_leftovers() {
 fn the_exit_fd_is_close_on_exec() {
     use std::os::fd::AsRawFd as _;
     let mut child = Command::new("sleep").arg("30").spawn_group().unwrap();
-    let _cleanup = KillOnDrop(vec![child.id()]);
+    let _cleanup = KillOnDrop::new(vec![child.id()]);
     let fd = child.exit_fd();
     assert_eq!(fd.is_ok(), PIDFD, "{fd:?}");
     let Ok(fd) = fd else {

@@ -110,13 +110,36 @@ pub fn kill_pids(pids: &[u32]) {
     }
 }
 
-/// Kills the listed pids when dropped, so that a failing test leaves nothing running.
-pub struct KillOnDrop(pub Vec<u32>);
+/// Kills the listed pids when dropped, so that a failing test leaves nothing running: only those that are still the
+/// processes they were when listed (the same start time in `/proc/PID/stat`), since a pid that died meanwhile may
+/// belong to another test's process by then (the suite's fork storms wrap the pids within seconds).
+pub struct KillOnDrop(pub Vec<u32>, Vec<Option<u64>>);
+
+impl KillOnDrop {
+    pub fn new(pids: Vec<u32>) -> KillOnDrop {
+        let started = pids.iter().map(|&pid| start_time(pid)).collect();
+        KillOnDrop(pids, started)
+    }
+}
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
-        kill_pids(&self.0);
+        let same: Vec<u32> = (self.0.iter().zip(&self.1))
+            .filter(|&(&pid, &started)| started.is_some() && start_time(pid) == started)
+            .map(|(&pid, _)| pid)
+            .collect();
+        kill_pids(&same);
     }
+}
+
+/// The start time of `pid` (field 22 of `/proc/PID/stat`, in clock ticks since boot), if it exists.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
 }
 
 /// Reads one line from a child's stdout and parses it as a pid.
