@@ -243,8 +243,25 @@ impl Job {
             }
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Lineage(ref mark) => {
-                let sent = group();
-                let rest = mark.signal(leader, signal, &inner.reached);
+                // A `SIGKILL` stops the group first and kills it after the search's first pass: a member that the
+                // group kill killed at once was re-parented to init (its parent died with it), which may reap it before
+                // the search reads it, and then a process the kill reached would not be recorded.
+                let mut group = Some(group);
+                let mut sent = None;
+                if signal == libc::SIGKILL {
+                    let _ = crate::sys::signal_group(leader, libc::SIGSTOP);
+                } else {
+                    sent = group.take().map(|group| group());
+                }
+                let rest = mark.signal(leader, signal, &inner.reached, || {
+                    if let Some(group) = group.take() {
+                        sent = Some(group());
+                    }
+                });
+                // A search that failed before it signalled the group: the group's signal all the same.
+                let sent = sent
+                    .or_else(|| group.map(|group| group()))
+                    .unwrap_or(Ok(()));
                 sent.and(rest)
             }
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
@@ -252,7 +269,7 @@ impl Job {
                 // A job that killed its keeper was re-parented away from it: its mark is what is left to find it by.
                 if self.keeper_killed(leader) {
                     let sent = group();
-                    return sent.and(mark.signal(leader, signal, &inner.reached));
+                    return sent.and(mark.signal(leader, signal, &inner.reached, || {}));
                 }
                 // The members the group's SIGKILL kills stay unreaped zombies of the keeper until the walk saw them.
                 let hold = signal == libc::SIGKILL;

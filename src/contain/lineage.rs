@@ -139,11 +139,14 @@ impl Mark {
         }))
     }
 
-    /// Sends `signal` to the job's processes besides the leader, after the caller signalled the leader's group (stop
-    /// first, then sweep: see `Job::signal`): with `SIGKILL` to every marked process and group member, again and
-    /// again until a pass finds none that was not killed already (bounded), recording those reached (the members
-    /// the group's `SIGKILL` has killed already too), and then waits (within the same bound) until those killed
-    /// have exited; otherwise, once, to the marked processes outside the group (the group signal reached the rest).
+    /// Sends `signal` to the job's processes besides the leader (stop first, then sweep: see `Job::signal`): with
+    /// `SIGKILL` to every marked process and group member, again and again until a pass finds none that was not killed
+    /// already (bounded), recording those reached (the members the group's `SIGKILL` has killed already too), and then
+    /// waits (within the same bound) until those killed have exited; otherwise, once, to the marked processes outside
+    /// the group (the group signal reached the rest). `group` is called once, after the first pass: with `SIGKILL` it
+    /// sends the group's `SIGKILL` (the caller stopped the group before with `SIGSTOP`, and the first pass has killed
+    /// and recorded each member it found), so that a member is recorded before init, its new parent, can reap it;
+    /// with another signal the caller signalled the group already.
     ///
     /// A later pass skips a process that this kill reached and that has not exited yet (its pidfd, held, says so
     /// after the pass read `/proc`, so the pid is still its own): it cannot fork any more, since `SIGKILL` is
@@ -153,8 +156,10 @@ impl Mark {
         leader: u32,
         signal: i32,
         reached: &Mutex<Vec<Leftover>>,
+        group: impl FnOnce(),
     ) -> io::Result<()> {
         let kill = signal == libc::SIGKILL;
+        let mut group = Some(group);
         let deadline = Instant::now() + KILL_LIMIT;
         let mut denied = Vec::new();
         let mut dying: Vec<(u32, OwnedFd)> = Vec::new();
@@ -209,6 +214,10 @@ impl Mark {
                         &mut denied,
                     );
                 }
+            }
+            // The group's `SIGKILL`, once its members found stopped have been killed and recorded one by one.
+            if let Some(group) = group.take() {
+                group();
             }
             while !unsure.is_empty() {
                 std::thread::sleep(EXEC_STEP);

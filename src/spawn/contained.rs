@@ -130,7 +130,9 @@ use crate::contain::{Containment, Job};
 /// `/dev/urandom`), which every descendant inherits; it is removed from the `Command` again after the spawn. At each
 /// kill point the job's processes are found in `/proc` (the group's members, and processes started after the
 /// leader whose environment carries the mark), after the group itself was signalled (the leader and its group first,
-/// so that no leader runs on while its job dies around it), each is opened as a pidfd, checked again through `/proc` after the
+/// so that no leader runs on while its job dies around it; a `SIGKILL` stops the group with `SIGSTOP` first, and
+/// sends the group's `SIGKILL` once the first pass has killed and recorded the members it found, so that
+/// [`leftovers`](crate::GroupChild::leftovers) lists them even where init reaps orphans at once), each is opened as a pidfd, checked again through `/proc` after the
 /// open, and signalled through the pidfd, so a pid reused meanwhile is never signalled; with `SIGKILL` this repeats
 /// until a pass finds none that this kill has not reached already, and then waits for the killed ones to exit (all
 /// of it at most about a second, so a fork storm ends). A nested job keeps the marks of the jobs around it. A scan

@@ -338,6 +338,18 @@ pub fn in_private_pid_namespace() -> bool {
 /// ends every process of the namespace. The inner run's `SKIPPED` lines are repeated on this process's standard error.
 /// Where such a namespace cannot be made, `test` is skipped (see [`skip_or_fail`]).
 pub fn in_own_pid_namespace(test: &str) {
+    in_pid_namespace(test, false);
+}
+
+/// [`in_own_pid_namespace`], but with `/bin/sh` as the namespace's PID 1 (the test binary its child), which reaps
+/// every orphan the moment it exits, as an init such as systemd or `docker --init` does (this machine's PID 1 reaps
+/// them about 1.8 s late).
+pub fn in_own_pid_namespace_with_prompt_init(test: &str) {
+    in_pid_namespace(test, true);
+}
+
+/// [`in_own_pid_namespace`]; with `shell_init`, under a shell as PID 1.
+fn in_pid_namespace(test: &str, shell_init: bool) {
     if !runs_ok(
         "unshare",
         &["-p", "-f", "--mount-proc", "--kill-child", "true"],
@@ -349,8 +361,13 @@ pub fn in_own_pid_namespace(test: &str) {
     }
     let out_path = temp_path(&format!("pidns-{test}-out"));
     let err_path = temp_path(&format!("pidns-{test}-err"));
-    let mut inner = Command::new("unshare")
-        .args(["-p", "-f", "--mount-proc", "--kill-child", "--"])
+    let mut inner = Command::new("unshare");
+    inner.args(["-p", "-f", "--mount-proc", "--kill-child", "--"]);
+    if shell_init {
+        // Not the last command, so that the shell forks it and waits (reaping whatever else exits meanwhile).
+        inner.args(["sh", "-c", "\"$0\" \"$@\"; exit $?"]);
+    }
+    let mut inner = inner
         .arg(std::env::current_exe().unwrap())
         .args(["--exact", test, "--nocapture", "--test-threads=1"])
         .env(OWN_PID_NAMESPACE, "1")
