@@ -155,12 +155,14 @@ impl Cgroup {
     }
 
     /// Whether `cgroup.events` says `populated 0`: no live process in the cgroup or in a sub-cgroup (one that has
-    /// exited does not count). `false` when it cannot be read.
+    /// exited does not count), or the folder is gone (its keeper ended the job and removed it: `ENODEV`). `false`
+    /// when it cannot be read.
     fn empty(&self) -> bool {
         let mut buf = [0u8; 128];
-        self.events()
-            .and_then(|events| events.read_at(&mut buf, 0))
-            .is_ok_and(|n| buf[..n].windows(11).any(|w| w == b"populated 0"))
+        match self.events().and_then(|events| events.read_at(&mut buf, 0)) {
+            Ok(n) => buf[..n].windows(11).any(|w| w == b"populated 0"),
+            Err(e) => e.raw_os_error() == Some(libc::ENODEV),
+        }
     }
 
     fn kill_all(&self) -> io::Result<()> {
