@@ -833,6 +833,76 @@ mod linux {
         }
     }
 
+    /// A command that exits and leaves nothing running: its keeper ends the job by itself (the folder goes) and exits
+    /// as the command did, before any wait, without waiting for a verdict. One that leaves a process running keeps
+    /// its keeper waiting for the verdict, which can still keep that process (`set_kill_leftovers(false)`).
+    fn an_empty_job_needs_no_verdict(how: &Contain, mode: Containment) {
+        let spawn = |script: &str| {
+            let mut child = how
+                .spawn(
+                    Command::new("sh")
+                        .args(["-c", script])
+                        .stdin(Stdio::piped())
+                        .stdout(Stdio::piped()),
+                )
+                .expect("spawn_contained");
+            assert_eq!(child.containment(), mode);
+            let stdin = child.stdin.take().unwrap();
+            let mut line = String::new();
+            BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut line)
+                .expect("a line from the command");
+            (child, stdin, line.trim().to_string())
+        };
+        let zombie = |pid: u32| state_and_group(pid).is_some_and(|(state, _)| state == 'Z');
+
+        let (mut child, stdin, _) = spawn("echo ready; read line; exit 3");
+        let folder = folder_of(&child);
+        let command = command_of(child.id());
+        assert_ne!(
+            command,
+            child.id(),
+            "{mode:?}: the command is the keeper's child"
+        );
+        drop(stdin); // the command reads end of file and exits
+        assert!(
+            eventually(Duration::from_secs(20), || zombie(child.id())),
+            "{mode:?}: the keeper of a job that left nothing did not exit by itself"
+        );
+        assert_removed(folder);
+        // A signal to a job whose keeper ended it: nothing to reach, no error (the folder's files are gone).
+        child.signal(libc::SIGTERM).unwrap();
+        assert_eq!(child.wait_timeout(LONG).unwrap().status().code(), Some(3));
+
+        let (mut child, stdin, line) = spawn("sleep 30 & echo $!; read line; exit 0");
+        let kept = pids(&[line]);
+        let _cleanup = KillOnDrop::new(kept.clone());
+        let command = command_of(child.id());
+        drop(stdin);
+        assert!(eventually(Duration::from_secs(20), || is_dead(command)));
+        assert!(
+            !eventually(Duration::from_millis(500), || zombie(child.id())),
+            "{mode:?}: the keeper exited without the verdict while the job still ran"
+        );
+        child.set_kill_leftovers(false);
+        assert_eq!(child.wait_timeout(LONG).unwrap().status().code(), Some(0));
+        assert!(!is_dead(kept[0]), "{mode:?}: the kept process was killed");
+    }
+
+    #[test]
+    fn cgroup_an_empty_job_needs_no_verdict() {
+        if let Some(how) = contain("cgroup_an_empty_job_needs_no_verdict", Containment::Cgroup) {
+            an_empty_job_needs_no_verdict(&how, Containment::Cgroup);
+        }
+    }
+
+    #[test]
+    fn reaper_an_empty_job_needs_no_verdict() {
+        let mut how = Contain::new();
+        how.cgroup(false).require(Containment::Reaper);
+        an_empty_job_needs_no_verdict(&how, Containment::Reaper);
+    }
+
     /// A job that kills its keeper (`kill -9 $PPID`) ends only its guard: the wait sees the keeper killed, and the
     /// cgroup is still ended whole (the command and its escapee die) and its folder removed.
     #[test]

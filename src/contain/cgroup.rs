@@ -80,18 +80,18 @@ impl Cgroup {
         &self.dir
     }
 
-    /// The processes in the cgroup now, those in the sub-cgroups the job made included.
+    /// The processes in the cgroup now, those in the sub-cgroups the job made included; none once the folder is gone
+    /// (a cgroup that holds a process cannot be removed: its keeper removed it once the job had ended).
     fn pids(&self) -> io::Result<Vec<u32>> {
         let mut pids = Vec::new();
-        if !self.dir.exists() {
-            return Ok(pids); // removed by the job's keeper
-        }
         for dir in tree(&self.dir) {
             let path = dir.join("cgroup.procs");
             match fs::read_to_string(&path) {
                 Ok(text) => pids.extend(text.lines().filter_map(|l| l.parse::<u32>().ok())),
-                // A sub-cgroup removed meanwhile.
-                Err(e) if dir != self.dir && e.kind() == io::ErrorKind::NotFound => {}
+                // Removed before the open (ENOENT) or during the read (ENODEV): the folder, or a sub-cgroup.
+                Err(e)
+                    if e.kind() == io::ErrorKind::NotFound
+                        || e.raw_os_error() == Some(libc::ENODEV) => {}
                 Err(e) => {
                     return Err(crate::sys::os_error_or(e, |e| {
                         format!("cannot read {}: {e}", path.display())
@@ -155,12 +155,14 @@ impl Cgroup {
     }
 
     /// Whether `cgroup.events` says `populated 0`: no live process in the cgroup or in a sub-cgroup (one that has
-    /// exited does not count). `false` when it cannot be read.
+    /// exited does not count), or the folder is gone (its keeper ended the job and removed it: `ENODEV`). `false`
+    /// when it cannot be read.
     fn empty(&self) -> bool {
         let mut buf = [0u8; 128];
-        self.events()
-            .and_then(|events| events.read_at(&mut buf, 0))
-            .is_ok_and(|n| buf[..n].windows(11).any(|w| w == b"populated 0"))
+        match self.events().and_then(|events| events.read_at(&mut buf, 0)) {
+            Ok(n) => buf[..n].windows(11).any(|w| w == b"populated 0"),
+            Err(e) => e.raw_os_error() == Some(libc::ENODEV),
+        }
     }
 
     fn kill_all(&self) -> io::Result<()> {

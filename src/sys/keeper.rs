@@ -13,8 +13,8 @@
 //!   crate's group signals (and a terminal's) reach the command and not `M`.
 //! - `M` closes every descriptor but the cgroup folder's (std's error pipe and the command's stdio included, so
 //!   that the spawn returns when `L` execs), then waits for signals: `L` stopped (reported to this process, so
-//!   that a supervisor sees the stop), `L` exited (it waits for this process's verdict: kill the job, or keep it),
-//!   or this process died (`getppid()` changed: it ends the job and removes the folder). Then it reaps `L` and exits
+//!   that a supervisor sees the stop), `L` exited (if nothing else of the job runs, it ends the job at once; else
+//!   it waits for this process's verdict: kill the job, or keep it), or this process died (`getppid()` changed: it ends the job and removes the folder). Then it reaps `L` and exits
 //!   as `L` did: the same exit code, or the same signal (core dumps off). A stop of `L` is reported through the
 //!   shared page and a `SIGCHLD` (the keeper never stops itself).
 //! - Reaper mode (no cgroup folder): `M` makes itself a child subreaper (`PR_SET_CHILD_SUBREAPER`) before it makes
@@ -92,8 +92,9 @@ struct Shared {
     /// Set by this process once the spawn returned: until then a command that exits may have failed its `exec`, and
     /// std waits for the keeper (which then exits at once as the command did, and leaves the job to this process).
     spawned: AtomicU32,
-    /// Set by the keeper once the command exited (it then waits for the verdict): this process needs no descriptor
-    /// and no `/proc` to know it.
+    /// Set by the keeper once the command exited and left something running (it then waits for the verdict): this
+    /// process needs no descriptor and no `/proc` to know it. A command that left nothing is not reported here: its
+    /// keeper ends the job and exits at once, as the command did.
     exited: AtomicU32,
     /// The signal that last stopped the command, set by the keeper (which then sends this process `SIGCHLD`, as a
     /// stop of its child would), taken by this process.
@@ -361,6 +362,9 @@ fn kept(ctx: &Ctx<'_>, command: libc::pid_t) -> ! {
     shared(plan)
         .command
         .store(command.unsigned_abs(), Ordering::Release);
+    // First of all (std's error pipe among them): the spawn returns once the command's process, which has a copy of
+    // each, has exec'd and closed its own.
+    close_all_but(ctx.folder_fd);
     // SAFETY: setpgid with integer arguments; async-signal-safe.
     let mut joined = unsafe { libc::setpgid(0, ctx.group) };
     if joined != 0 {
@@ -387,7 +391,6 @@ fn kept(ctx: &Ctx<'_>, command: libc::pid_t) -> ! {
         end_job(plan, ctx.folder_fd, unsafe { libc::getpid() }, REMOVE_TRIES);
         exit_as(reap(command));
     }
-    close_all_but(ctx.folder_fd);
     keep(plan, ctx.folder_fd, command, helper)
 }
 
@@ -687,6 +690,13 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
                 _ if shared(plan).spawned.load(Ordering::Acquire) == 0 && !ran_program(command) => {
                     leave(plan, reap(command))
                 }
+                // Nothing of the job runs any more (the common end): ending it and keeping it are the same, so no
+                // verdict is waited for. This process then sees the keeper's own exit, one wake-up instead of a
+                // round trip through the shared page.
+                _ if job_empty(folder_fd, command) => {
+                    end_job(plan, folder_fd, group, REMOVE_TRIES);
+                    leave(plan, reap(command));
+                }
                 _ if !told => {
                     // The supervisor hears of the exit as it would without us: a SIGCHLD (a supervisor that takes
                     // its signals, such as the tool, wakes on it).
@@ -854,6 +864,17 @@ fn reap_adopted(folder_fd: RawFd, command: libc::pid_t) {
     }
 }
 
+/// Whether no process of the job but the command (exited) is alive: the cgroup says `populated 0`; in reaper mode
+/// the keeper has no other child (its orphans that exited were reaped: an unreaped one counts). `false` when it
+/// cannot tell.
+fn job_empty(folder_fd: RawFd, command: libc::pid_t) -> bool {
+    if folder_fd >= 0 {
+        return !populated(folder_fd);
+    }
+    let mut others = 0;
+    for_each_child(|child| others += usize::from(child != command)) && others == 0
+}
+
 /// Reaper mode: ends the rest of the job after its group (`end_job`): kills the command (our unreaped child: its pid
 /// is pinned) and every other child of the keeper's, reaps those, and repeats with the orphans that brings until the
 /// command, dead, is the only child left, for at most about `tries` milliseconds. A child of ours is pinned until we reap
@@ -891,8 +912,9 @@ fn end_adopted(folder_fd: RawFd, command: libc::pid_t, tries: u32) {
 }
 
 /// Calls `f` with the pid of each child of this (single-threaded) process, alive or exited and not reaped, as
-/// `/proc/thread-self/children` lists them (read on a fixed buffer, a number split between two reads put together).
-fn for_each_child(mut f: impl FnMut(libc::pid_t)) {
+/// `/proc/thread-self/children` lists them (read on a fixed buffer, a number split between two reads put together);
+/// `false` if the list could not be read to its end.
+fn for_each_child(mut f: impl FnMut(libc::pid_t)) -> bool {
     // SAFETY: open of a NUL-terminated path; async-signal-safe.
     let fd = unsafe {
         libc::open(
@@ -901,16 +923,18 @@ fn for_each_child(mut f: impl FnMut(libc::pid_t)) {
         )
     };
     if fd < 0 {
-        return;
+        return false;
     }
     let mut buf = [0u8; 1024];
     let mut pid: libc::pid_t = 0;
-    loop {
+    let read_all = loop {
         // SAFETY: read into `buf`, of the length passed.
         let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        let Ok(n) = usize::try_from(n) else { break };
+        let Ok(n) = usize::try_from(n) else {
+            break false;
+        };
         if n == 0 {
-            break;
+            break true;
         }
         for &b in &buf[..n] {
             if b.is_ascii_digit() {
@@ -924,12 +948,13 @@ fn for_each_child(mut f: impl FnMut(libc::pid_t)) {
                 pid = 0;
             }
         }
-    }
+    };
     if pid > 1 {
         f(pid);
     }
     // SAFETY: close of our own descriptor.
     unsafe { libc::close(fd) };
+    read_all
 }
 
 /// Whether the command (our child, alive or a zombie) ran its program: its name (`/proc/PID/comm`) is no longer the
