@@ -495,10 +495,25 @@ mod linux {
         };
         assert!(child.in_job(member[0]), "{mode:?}: a live member");
         assert!(!child.in_job(guard), "{mode:?}: the guard");
+        // The member's parent, the command, must run `sleep` (which never reaps) before the kill: while it is still
+        // the shell, it reaps the killed member at once, which then never shows as a zombie (seen under load, the
+        // member still a forked `sh`).
+        let sleeping = |pid: u32| {
+            fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c == "sleep\n")
+        };
+        assert!(
+            eventually(Duration::from_secs(10), || {
+                parent_of(member[0]).is_some_and(sleeping)
+            }),
+            "{mode:?}: the command never ran sleep"
+        );
         kill_pids(&member);
-        assert!(eventually(Duration::from_secs(10), || {
-            state_and_group(member[0]).is_some_and(|(state, _)| state == 'Z')
-        }));
+        assert!(
+            eventually(Duration::from_secs(10), || {
+                state_and_group(member[0]).is_some_and(|(state, _)| state == 'Z')
+            }),
+            "{mode:?}: the killed member never showed as a zombie"
+        );
         assert!(!child.in_job(member[0]), "{mode:?}: a zombie member");
         child.kill().unwrap();
         child.wait().unwrap();
