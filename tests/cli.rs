@@ -905,20 +905,40 @@ fn an_escapee_that_became_root_is_named() {
         .unwrap();
     fs::copy(String::from_utf8(setpriv.stdout).unwrap().trim(), &rootpriv).unwrap();
     fs::set_permissions(&rootpriv, fs::Permissions::from_mode(0o4755)).unwrap();
+    // The command also writes its parent's name: `group-keeper` in reaper mode, the tool in lineage or group mode.
     let script = format!(
-        "setsid {} --reuid=0 --regid=0 --clear-groups sleep 30 & echo $! > {}; \
+        "cat /proc/$PPID/comm > {}; \
+         setsid {} --reuid=0 --regid=0 --clear-groups sleep 30 & echo $! > {}; \
          while [ \"$(cat /proc/$!/comm)\" != sleep ]; do sleep .01; done",
+        s.file("parent"),
         rootpriv.display(),
         s.file("p")
     );
     let r = User::Nobody.run(&s, &["10", "sh", "-c", &script]);
     let escapee = s.pid("p");
     let alive = !is_dead(escapee);
+    // What a failure needs to be told apart (it failed once in CI, with an empty stderr, and not in 150 runs here):
+    // the run, the escapee as the run left it, and the command's parent.
+    let seen =
+        format!(
+        "status {:?} after {:?}, stderr {:?}; escapee {escapee}: {:?}; the command's parent: {:?}",
+        r.status,
+        r.elapsed,
+        r.stderr,
+        fs::read_to_string(format!("/proc/{escapee}/status")).map(|status| {
+            status
+                .lines()
+                .filter(|l| ["Name:", "State:", "PPid:", "Uid:"].iter().any(|f| l.starts_with(f)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        }),
+        fs::read_to_string(s.path("parent")).map(|name| name.trim().to_string()),
+    );
     kill_pids(&[escapee]);
-    assert_eq!(code(&r), 0, "{}", r.stderr);
+    assert_eq!(r.status.code(), Some(0), "{seen}");
     assert!(
         alive,
-        "the root escapee was killed: a test that cannot tell"
+        "the root escapee was killed: a test that cannot tell ({seen})"
     );
     let me = User::Nobody.name();
     assert_eq!(
@@ -926,7 +946,8 @@ fn an_escapee_that_became_root_is_named() {
         format!(
             "{me}: cannot kill every process the command left behind: no permission to signal the job's processes \
              {escapee} (sleep) (another user's: a setuid program?)\n"
-        )
+        ),
+        "{seen}"
     );
 }
 
