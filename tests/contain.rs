@@ -560,6 +560,8 @@ mod linux {
         if !in_private_pid_namespace() {
             return in_own_pid_namespace_with_prompt_init(&format!("linux::{test}"));
         }
+        // The shell is PID 1, and this test its child: else nothing would reap the orphans at once.
+        assert_eq!(parent_of(std::process::id()), Some(1));
         let Some(how) = contain(test, Containment::Lineage) else {
             return;
         };
