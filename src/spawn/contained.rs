@@ -102,8 +102,8 @@ use crate::contain::{Containment, Job};
 ///   end, waiting for the command's death, which hands it the command's children). `die_with_parent` starts no
 ///   other guard for such a job, and `guard_id` stays `None`.
 /// - When the command exits and nothing else of the job runs (the cgroup is empty; in reaper mode the keeper has no
-///   other child), the keeper removes the folder, reaps the command and exits as it did: the same exit code, or
-///   the same signal (without a core dump), so [`Outcome`](crate::Outcome) is what `spawn_group` gives. When
+///   other child), the keeper removes the folder (if there is one), reaps the command and exits as it did: the same
+///   exit code, or the same signal (without a core dump), so [`Outcome`](crate::Outcome) is what `spawn_group` gives. When
 ///   something of the job still runs, the keeper tells this process (`SIGCHLD`, as the command's own exit would)
 ///   and keeps the command unreaped until a wait reaps the job: the wait then tells the keeper to end the job (or,
 ///   with `set_kill_leftovers(false)`, to leave it), and the keeper does so, reaps the command and exits as it did.
