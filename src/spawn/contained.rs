@@ -103,10 +103,11 @@ use crate::contain::{Containment, Job};
 ///   other guard for such a job, and `guard_id` stays `None`.
 /// - When the command exits and nothing else of the job runs (the cgroup is empty; in reaper mode the keeper has no
 ///   other child), the keeper removes the folder (if there is one), reaps the command and exits as it did: the same
-///   exit code, or the same signal (without a core dump), so [`Outcome`](crate::Outcome) is what `spawn_group` gives. When
-///   something of the job still runs, the keeper tells this process (`SIGCHLD`, as the command's own exit would)
-///   and keeps the command unreaped until a wait reaps the job: the wait then tells the keeper to end the job (or,
-///   with `set_kill_leftovers(false)`, to leave it), and the keeper does so, reaps the command and exits as it did.
+///   exit code, or the same signal (without a core dump), so [`Outcome`](crate::Outcome) is what `spawn_group`
+///   gives. When something of the job still runs, the keeper tells this process (`SIGCHLD`, as the command's own
+///   exit would) and keeps the command unreaped until a wait reaps the job: the wait then tells the keeper to end the
+///   job (or, with `set_kill_leftovers(false)`, to leave it), and the keeper does so, reaps the command and exits as
+///   it did.
 ///   A command that stops is reported by its keeper instead (`host::take_stop` says so, and the keeper sends this
 ///   process `SIGCHLD`, as the command's own stop would); the keeper itself never stops.
 /// - A command that fails its `exec` fails the spawn with std's error (`NotFound` for a missing program), and the

@@ -14,8 +14,8 @@
 //! - `M` closes every descriptor but the cgroup folder's (std's error pipe and the command's stdio included, so
 //!   that the spawn returns when `L` execs), then waits for signals: `L` stopped (reported to this process, so
 //!   that a supervisor sees the stop), `L` exited (if nothing else of the job runs, it ends the job at once; else
-//!   it waits for this process's verdict: kill the job, or keep it), or this process died (`getppid()` changed: it ends the job and removes the folder). Then it reaps `L` and exits
-//!   as `L` did: the same exit code, or the same signal (core dumps off). A stop of `L` is reported through the
+//!   it waits for this process's verdict: kill the job, or keep it), or this process died (`getppid()` changed: it
+//!   ends the job and removes the folder). Then it reaps `L` and exits as `L` did: the same exit code, or the same signal (core dumps off). A stop of `L` is reported through the
 //!   shared page and a `SIGCHLD` (the keeper never stops itself).
 //! - Reaper mode (no cgroup folder): `M` makes itself a child subreaper (`PR_SET_CHILD_SUBREAPER`) before it makes
 //!   `L` (without `CLONE_INTO_CGROUP`), so every orphan of the job is re-parented to it. While `L` runs it reaps the

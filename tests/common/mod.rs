@@ -8,25 +8,25 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// State letter and process group of `pid`, from `/proc/PID/stat`; `None` once the process is gone.
-pub fn state_and_group(pid: u32) -> Option<(char, u32)> {
+/// The fields of `/proc/PID/stat` after the command name (the state first); `None` once the process is gone.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may hold spaces and parentheses: the fields we want follow the last ')'.
-    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
-    let pgrp = fields.next()?.parse().ok()?;
+    let fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    Some(fields.map(str::to_owned).collect())
+}
+
+/// State letter and process group of `pid`, from `/proc/PID/stat`; `None` once the process is gone.
+pub fn state_and_group(pid: u32) -> Option<(char, u32)> {
+    let fields = stat_fields(pid)?;
+    let state = fields.first()?.chars().next()?;
+    let pgrp = fields.get(2)?.parse().ok()?;
     Some((state, pgrp))
 }
 
 /// Parent pid of `pid`, if it still exists.
 pub fn parent_of(pid: u32) -> Option<u32> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat[stat.rfind(')')? + 1..]
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    stat_fields(pid)?.get(1)?.parse().ok()
 }
 
 /// Dead means gone, a zombie (`Z`) or dying (`X`): it runs no more code.
@@ -134,12 +134,7 @@ impl Drop for KillOnDrop {
 
 /// The start time of `pid` (field 22 of `/proc/PID/stat`, in clock ticks since boot), if it exists.
 fn start_time(pid: u32) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat[stat.rfind(')')? + 1..]
-        .split_whitespace()
-        .nth(19)?
-        .parse()
-        .ok()
+    stat_fields(pid)?.get(19)?.parse().ok()
 }
 
 /// Reads one line from a child's stdout and parses it as a pid.
