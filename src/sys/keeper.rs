@@ -890,6 +890,9 @@ fn end_adopted(folder_fd: RawFd, command: libc::pid_t, tries: u32) {
         tv_nsec: 1_000_000,
     };
     for _ in 0..tries {
+        // Asked before the children are listed: once the command is a zombie, the kernel has already handed its
+        // children to us, so the list below holds them (listed first, a dying command's children could be missed).
+        let command_dead = exited(command);
         let mut others = 0;
         for_each_child(|child| {
             if child != command {
@@ -903,7 +906,7 @@ fn end_adopted(folder_fd: RawFd, command: libc::pid_t, tries: u32) {
         });
         // Done once the command has died too: until then its children are still its own, and are re-parented to us
         // only when it dies.
-        if others == 0 && exited(command) {
+        if others == 0 && command_dead {
             return;
         }
         // SAFETY: nanosleep reads `pause`; a null remainder is allowed.
