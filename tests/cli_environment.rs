@@ -611,3 +611,35 @@ fn a_proc_of_the_outer_namespace_is_not_trusted_when_our_pid_matches() {
     }
     panic!("the tool never got the same pid in both namespaces in {tries} tries (20 s)");
 }
+
+/// The copies that `runnable_by_anyone` makes do not pile up in the temporary directory: a folder of them whose test
+/// process has ended (its lock free) is removed, one whose process still runs (its lock held) is kept, and so is this
+/// process's own.
+#[test]
+fn copies_for_other_users_of_ended_test_processes_are_removed() {
+    let tmp = std::env::temp_dir();
+    let folder = |what| tmp.join(format!("{}{what}-{}", common::COPIES, std::process::id()));
+    let (ended, running) = (folder("test-ended"), folder("test-running"));
+    for dir in [&ended, &running] {
+        fs::create_dir_all(dir).unwrap();
+        fs::write(dir.join("copy"), "").unwrap();
+    }
+    fs::File::create(ended.join("lock")).unwrap();
+    // Locked (through a file description of its own, as another process would hold it) before it is named `lock`:
+    // another test process that starts meanwhile must not take it for an ended one's.
+    let held = fs::File::create(running.join(".lock")).unwrap();
+    assert!(common::flock(&held, libc::LOCK_EX));
+    fs::rename(running.join(".lock"), running.join("lock")).unwrap();
+    let own = common::runnable_by_anyone(BIN.as_ref());
+    common::remove_ended_copies();
+    let kept = running.join("copy").exists();
+    drop(held);
+    common::remove_ended_copies();
+    assert!(!ended.exists(), "the folder of an ended process is left");
+    assert!(kept, "the folder of a running process was removed");
+    assert!(own.exists(), "this process's own copy was removed");
+    assert!(
+        !running.exists(),
+        "the folder of a process that ended since is left"
+    );
+}

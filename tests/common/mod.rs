@@ -180,27 +180,19 @@ impl Drop for TempDir {
 /// A copy of the executable `path` that every user may run, for a test that runs it as another user (nobody): the
 /// checkout, and so `target/`, may sit in a folder that only its owner may enter (`/root`, a `mktemp -d`).
 ///
-/// The copy is made once per build of `path` (named by its size and modification time) in a folder of the temporary
-/// directory that every user may enter, so that repeated runs reuse it rather than pile up copies.
+/// The copy is made once per test process, in a folder of the temporary directory that every user may enter and that
+/// this process alone uses (see [`copies_folder`]): the folders of processes that have ended are removed by the next
+/// test process that makes one, so copies no longer pile up, and a copy never vanishes while its process may run it.
 pub fn runnable_by_anyone(path: &std::path::Path) -> PathBuf {
-    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    use std::os::unix::fs::PermissionsExt as _;
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let meta = fs::metadata(path).unwrap();
+    let dir = copies_folder();
     let name = path.file_name().unwrap().to_str().unwrap();
-    let dir = std::env::temp_dir().join(format!(
-        "grouptimeout-test-bin-{name}-{}-{}.{}",
-        meta.len(),
-        meta.mtime(),
-        meta.mtime_nsec()
-    ));
     let copy = dir.join(name);
     if !copy.exists() {
-        fs::create_dir_all(&dir).unwrap();
-        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
-        // Copied under a name of this process's and call's, then renamed: tests (and threads) running at once never
-        // run a half copy.
+        // Copied under a name of this call's, then renamed: threads of this process never run a half copy.
         let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let part = dir.join(format!(".{name}.{}.{call}", std::process::id()));
+        let part = dir.join(format!(".{name}.{call}"));
         // Copied by `cp`, not in this process: a process forked by another thread meanwhile would inherit the copy's
         // descriptor open for writing until its exec, and an exec of the copy then fails with ETXTBSY.
         assert!(Command::new("cp")
@@ -213,6 +205,77 @@ pub fn runnable_by_anyone(path: &std::path::Path) -> PathBuf {
         fs::rename(&part, &copy).unwrap();
     }
     copy
+}
+
+/// This process's folder for [`runnable_by_anyone`]'s copies, `grouptimeout-test-copies-PID-N` in the temporary
+/// directory, made at the first call; the folders of ended processes are removed first ([`remove_ended_copies`]).
+///
+/// Why so: a test has no hook at its process's end that could remove the copies, and copies shared by the processes
+/// of one build (as before) cannot tell when the last user has ended. Here each folder holds a `lock` file that its
+/// process keeps locked (`flock`, exclusive) for as long as it lives (the lock goes with its last descriptor, at the
+/// process's end, however it ends): a folder whose lock can be taken is no test process's any more and is removed.
+/// So two runs at once (two worktrees, each with its own build) never remove each other's copies, and what a run
+/// leaves is only the folders of its processes, until the next test process of any run starts. A copy costs one
+/// `cp` per test process that needs it (tens of milliseconds). Folders of the old naming
+/// (`grouptimeout-test-bin-*`) are left alone: a run of an older checkout may still be using them.
+fn copies_folder() -> &'static std::path::Path {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    static FOLDER: std::sync::OnceLock<(PathBuf, fs::File)> = std::sync::OnceLock::new();
+    &FOLDER
+        .get_or_init(|| {
+            remove_ended_copies();
+            for n in 0..100 {
+                let dir = std::env::temp_dir().join(format!("{COPIES}{}-{n}", std::process::id()));
+                match fs::create_dir(&dir) {
+                    // A folder of an earlier process with this id, still in use (or locked by a remover).
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                    made => made.unwrap_or_else(|e| panic!("{}: {e}", dir.display())),
+                }
+                fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+                let Ok(file) = fs::File::create(dir.join("lock")) else {
+                    continue; // removed meanwhile by another process that found it unlocked
+                };
+                assert!(flock(&file, libc::LOCK_EX));
+                // Another process may have taken the lock first (it was not ours yet) and removed the folder: then
+                // the lock file is no longer there.
+                let ours = fs::metadata(dir.join("lock")).is_ok_and(|m| {
+                    file.metadata()
+                        .is_ok_and(|f| f.ino() == m.ino() && f.dev() == m.dev())
+                });
+                if ours {
+                    return (dir, file);
+                }
+            }
+            panic!(
+                "no folder for copies could be made in {}",
+                std::env::temp_dir().display()
+            )
+        })
+        .0
+}
+
+/// The start of the name of a folder of [`runnable_by_anyone`]'s copies.
+pub const COPIES: &str = "grouptimeout-test-copies-";
+
+/// Removes the folders of [`runnable_by_anyone`]'s copies whose `lock` is not locked: their processes have ended.
+pub fn remove_ended_copies() {
+    for entry in fs::read_dir(std::env::temp_dir()).unwrap().flatten() {
+        if entry.file_name().to_string_lossy().starts_with(COPIES) {
+            // Not locked: its process has ended (or never locked it: it made another folder since).
+            if let Ok(file) = fs::File::open(entry.path().join("lock")) {
+                if flock(&file, libc::LOCK_EX | libc::LOCK_NB) {
+                    let _ = fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+    }
+}
+
+/// `flock(2)` on `file` with `how`: whether it succeeded.
+pub fn flock(file: &fs::File, how: i32) -> bool {
+    use std::os::unix::io::AsRawFd as _;
+    // SAFETY: flock on a descriptor that `file` keeps open; no memory is passed.
+    unsafe { libc::flock(file.as_raw_fd(), how) == 0 }
 }
 
 /// The cgroup v2 folder of process `pid` (a job's, in cgroup mode), from its `/proc/PID/cgroup` and the cgroup2
