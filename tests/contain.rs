@@ -920,6 +920,69 @@ mod linux {
         an_empty_job_needs_no_verdict(&how, Containment::Reaper);
     }
 
+    /// The keeper, a fork of this process, sheds this process's large memory once the command runs, so that it holds
+    /// no copy of the pages this process writes while the job runs (each would be copied, and kept by the keeper); and
+    /// it still ends the job.
+    fn a_keeper_sheds_the_callers_memory(how: &Contain, mode: Containment) {
+        const HEAP_KIB: u64 = 64 * 1024;
+        let resident_kib = |pid: u32| {
+            let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmRSS:"))
+                .and_then(|kib| kib.trim().trim_end_matches(" kB").parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        let mut heap = vec![1u8; usize::try_from(HEAP_KIB * 1024).unwrap()];
+        let (mut child, lines) = start(how, mode, "setsid sleep 30 & echo $!; exec sleep 30", 1);
+        let escapee = pids(&lines);
+        let _cleanup = KillOnDrop::new(escapee.clone());
+        let folder = folder_of(&child);
+        let keeper = child.id();
+        assert!(
+            eventually(Duration::from_secs(20), || resident_kib(keeper)
+                < HEAP_KIB / 4),
+            "{mode:?}: the keeper still holds {} KiB",
+            resident_kib(keeper)
+        );
+        for page in heap.iter_mut().step_by(4096) {
+            *page = 2;
+        }
+        std::hint::black_box(&heap);
+        assert!(
+            resident_kib(keeper) < HEAP_KIB / 4,
+            "{mode:?}: the keeper holds {} KiB after this process wrote its heap",
+            resident_kib(keeper)
+        );
+        assert!(child
+            .wait_timeout(Duration::from_millis(100))
+            .unwrap()
+            .timed_out());
+        assert_eq!(
+            survivors_after(Duration::from_secs(5), &escapee),
+            [] as [u32; 0],
+            "{mode:?}"
+        );
+        assert_removed(folder);
+    }
+
+    #[test]
+    fn cgroup_a_keeper_sheds_the_callers_memory() {
+        if let Some(how) = contain(
+            "cgroup_a_keeper_sheds_the_callers_memory",
+            Containment::Cgroup,
+        ) {
+            a_keeper_sheds_the_callers_memory(&how, Containment::Cgroup);
+        }
+    }
+
+    #[test]
+    fn reaper_a_keeper_sheds_the_callers_memory() {
+        let mut how = Contain::new();
+        how.cgroup(false).require(Containment::Reaper);
+        a_keeper_sheds_the_callers_memory(&how, Containment::Reaper);
+    }
+
     /// A job that kills its keeper (`kill -9 $PPID`) ends only its guard: the wait sees the keeper killed, and the
     /// cgroup is still ended whole (the command and its escapee die) and its folder removed.
     #[test]

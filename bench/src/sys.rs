@@ -142,3 +142,13 @@ pub fn is_dead(pid: u32) -> bool {
         Some((s, _)) => s == 'Z' || s == 'X',
     }
 }
+
+/// Resident memory of `pid` (`VmRSS` in `/proc/PID/status`), in MiB; 0 if it cannot be read.
+pub fn resident_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|kib| kib.trim().trim_end_matches(" kB").parse::<f64>().ok())
+        .map_or(0.0, |kib| kib / 1024.0)
+}

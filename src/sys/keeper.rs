@@ -23,12 +23,15 @@
 //!   children (pinned until it reaps them: no pid names another process), reaps them and repeats with the orphans
 //!   that brings until only `L` is left (bounded). It reads `/proc/thread-self/children` on a fixed buffer.
 //!
+//! - Once `L` runs, `M` unmaps the large private memory its fork copied from this process (see `shed_memory`): it
+//!   needs none of it, and while it holds it, every page this process writes is copied.
+//!
 //! Everything `M` and `L` run before `exec` is async-signal-safe: raw system calls on memory copied by the fork (or
 //! shared with this process through one anonymous page; `M`'s and `L`'s own, shared between them on x86-64, which
 //! `M` only reads and writes once `L` is gone from it), no allocation, no lock. This process talks to `M` only
 //! through that page and `SIGCONT`.
 
-use std::ffi::CString;
+use std::ffi::CStr;
 use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::RawFd;
@@ -226,13 +229,42 @@ impl KeeperHook {
     }
 }
 
-/// What the keeper needs, prepared before the fork (the hook allocates nothing).
+/// What the keeper needs, prepared before the fork (the hook allocates nothing). Held by value, not on the heap: the
+/// keeper keeps a copy on its own stack, and sheds the rest of the caller's memory (see [`shed_memory`]).
+#[derive(Clone, Copy)]
 struct Plan {
     supervisor: libc::pid_t,
-    /// The job's cgroup folder, which the keeper makes (so that no folder is left by a supervisor that dies before
-    /// the keeper exists) and removes; `None` in reaper mode (the keeper is the job's child subreaper instead).
-    folder: Option<CString>,
+    /// The job's cgroup folder (NUL-terminated), which the keeper makes (so that no folder is left by a supervisor
+    /// that dies before the keeper exists) and removes; `None` in reaper mode (the keeper is the job's child subreaper
+    /// instead).
+    folder: Option<[u8; PATH_MAX]>,
     page: usize,
+}
+
+/// The longest path a system call takes, its NUL included.
+const PATH_MAX: usize = libc::PATH_MAX as usize;
+
+impl Plan {
+    fn folder(&self) -> Option<&CStr> {
+        self.folder
+            .as_ref()
+            .and_then(|path| CStr::from_bytes_until_nul(path).ok())
+    }
+}
+
+/// A path as a `Plan` holds it; `ENAMETOOLONG` (as a system call would say) if it is too long, `EINVAL` if it holds
+/// a NUL.
+fn path_bytes(path: &Path) -> io::Result<[u8; PATH_MAX]> {
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.contains(&0) {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    let mut held = [0; PATH_MAX];
+    held.get_mut(..bytes.len())
+        .filter(|_| bytes.len() < PATH_MAX)
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::ENAMETOOLONG))?
+        .copy_from_slice(bytes);
+    Ok(held)
 }
 
 /// Makes every spawn of `command`, while the returned hook lives, go through a keeper (see the module docs). With a
@@ -251,9 +283,7 @@ pub(crate) fn arm_keeper(
     let plan = Plan {
         // SAFETY: getpid has no preconditions.
         supervisor: unsafe { libc::getpid() },
-        folder: folder
-            .map(|folder| CString::new(folder.as_os_str().as_bytes()))
-            .transpose()?,
+        folder: folder.map(path_bytes).transpose()?,
         page: page.addr,
     };
     let armed = Arc::new(AtomicBool::new(true));
@@ -331,8 +361,8 @@ fn start(plan: &Plan) -> io::Result<()> {
     // never finds the keeper.
     // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes, which KEEPER_NAME is.
     unsafe { libc::prctl(libc::PR_SET_NAME, KEEPER_NAME.as_ptr()) };
-    let folder_fd = match plan.folder {
-        Some(ref folder) => make_folder(folder)?,
+    let folder_fd = match plan.folder() {
+        Some(folder) => make_folder(folder)?,
         None => become_reaper()?,
     };
     if let Err(e) = make_command(plan, folder_fd) {
@@ -346,8 +376,8 @@ fn start(plan: &Plan) -> io::Result<()> {
 
 /// What the keeper needs once the command's process exists.
 #[repr(C)]
-struct Ctx<'a> {
-    plan: &'a Plan,
+struct Ctx {
+    plan: Plan,
     folder_fd: RawFd,
     /// The helper whose group the keeper joins (see `make_group`), made before the command: once the command exists,
     /// nothing can fail.
@@ -357,8 +387,8 @@ struct Ctx<'a> {
 /// The keeper, once the command's process `command` exists (it started in the keeper's group, `G`): leaves `G` for
 /// the helper's group, closes every descriptor but the folder's, and keeps the job (which reaps the helper once it
 /// exited). Never returns.
-fn kept(ctx: &Ctx<'_>, command: libc::pid_t) -> ! {
-    let plan = ctx.plan;
+fn kept(ctx: &Ctx, command: libc::pid_t) -> ! {
+    let plan = &ctx.plan;
     shared(plan)
         .command
         .store(command.unsigned_abs(), Ordering::Release);
@@ -394,6 +424,143 @@ fn kept(ctx: &Ctx<'_>, command: libc::pid_t) -> ! {
     keep(plan, ctx.folder_fd, command, helper)
 }
 
+/// Below this much of the caller's memory (anonymous and resident in the keeper, as the fork copied it), shedding is
+/// not worth reading `/proc/self/maps`, about 0.1 ms while the command starts.
+const SHED_FROM_RESIDENT: usize = 8 << 20;
+
+/// Whether the keeper holds at least [`SHED_FROM_RESIDENT`] bytes of anonymous memory (`/proc/self/statm`: resident
+/// minus shared pages).
+fn worth_shedding() -> bool {
+    let mut buf = [0u8; 128];
+    let Some(text) = read_start(libc::AT_FDCWD, c"/proc/self/statm", &mut buf) else {
+        return false;
+    };
+    let mut pages = text
+        .split(u8::is_ascii_whitespace)
+        .map(|field| std::str::from_utf8(field).ok()?.parse::<usize>().ok());
+    let (_size, Some(Some(resident)), Some(Some(shared))) =
+        (pages.next(), pages.next(), pages.next())
+    else {
+        return false;
+    };
+    resident.saturating_sub(shared).saturating_mul(PAGE) >= SHED_FROM_RESIDENT
+}
+
+/// Mappings smaller than this are never shed.
+const SHED_AT_LEAST: usize = 256 * 1024;
+/// How much is kept on each side of an address the keeper uses, in a mapping it sheds: its stack (the keeper's frames
+/// reach at most 33 levels of `remove_below`, 4 KiB each, below its own) and its TLS block.
+const KEPT_AROUND: usize = 256 * 1024;
+
+/// Unmaps the large private, writable, anonymous mappings that the fork copied from the supervisor (its heap, its
+/// large allocations, its threads' stacks), but for [`KEPT_AROUND`] bytes on each side of the addresses in `keep`
+/// (this stack, this thread's TLS) and at the start of one that follows a file's mapping (a library's `.bss`, such
+/// as the data of the keeper's libc: adjacent anonymous mappings are merged into one). Until then the keeper shares
+/// that memory with the supervisor copy-on-write: each page the supervisor writes while the job runs is copied, and
+/// the keeper holds the old one (a supervisor that rewrote a 512 MiB heap took 0.6-2 s instead of 3 ms, and its
+/// keeper held 512 MiB). The keeper uses nothing of it: its plan is on its own stack, and it allocates nothing. Best
+/// effort: without `/proc`, the keeper keeps the copy.
+fn shed_memory(keep: [usize; 2]) {
+    // SAFETY: open of a NUL-terminated path; async-signal-safe.
+    let maps = unsafe {
+        libc::open(
+            c"/proc/self/maps".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    if maps < 0 {
+        return;
+    }
+    // A line is at most a path (PATH_MAX) and its fields: two always fit.
+    let mut buf = [0u8; 2 * PATH_MAX];
+    let mut held = 0;
+    // Where the last line's mapping ended, if it was a file's.
+    let mut file_end = None;
+    loop {
+        let free = &mut buf[held..];
+        // SAFETY: read into the free part of `buf`, at most its length.
+        let got = unsafe { libc::read(maps, free.as_mut_ptr().cast(), free.len()) };
+        let Ok(got @ 1..) = usize::try_from(got) else {
+            break;
+        };
+        held += got;
+        let mut line_start = 0;
+        while let Some(end) = buf[line_start..held].iter().position(|&b| b == b'\n') {
+            match mapping(&buf[line_start..line_start + end]) {
+                Some(Mapping::Sheddable(from, to)) => {
+                    let bss = Some(from).filter(|_| file_end == Some(from));
+                    shed(from, to, [Some(keep[0]), Some(keep[1]), bss]);
+                    file_end = None;
+                }
+                Some(Mapping::File(to)) => file_end = Some(to),
+                _ => file_end = None,
+            }
+            line_start += end + 1;
+        }
+        buf.copy_within(line_start..held, 0);
+        held -= line_start;
+        if held == buf.len() {
+            break;
+        }
+    }
+    // SAFETY: close of the descriptor opened above.
+    unsafe { libc::close(maps) };
+}
+
+/// Unmaps `from..to` but for [`KEPT_AROUND`] bytes on each side of the addresses in `keep`.
+fn shed(from: usize, to: usize, mut keep: [Option<usize>; 3]) {
+    keep.sort_unstable();
+    let mut next = from;
+    for at in keep.into_iter().flatten() {
+        let kept_from = at.saturating_sub(KEPT_AROUND) & !(PAGE - 1);
+        let kept_to = at.saturating_add(KEPT_AROUND) & !(PAGE - 1);
+        unmap(next, kept_from.min(to));
+        next = next.max(kept_to);
+    }
+    unmap(next, to);
+}
+
+fn unmap(from: usize, to: usize) {
+    if from < to {
+        // SAFETY: unmaps a range of the keeper's own address space that holds nothing it uses (see `shed_memory`).
+        unsafe { libc::munmap(from as *mut libc::c_void, to - from) };
+    }
+}
+
+/// A line of `/proc/self/maps`, as `shed_memory` sees it.
+enum Mapping {
+    /// A private, writable, anonymous mapping of at least [`SHED_AT_LEAST`] bytes: its range.
+    Sheddable(usize, usize),
+    /// A file's mapping: where it ends.
+    File(usize),
+    Other,
+}
+
+/// Reads a line of `/proc/self/maps`: `FROM-TO PERMS OFFSET DEVICE INODE [NAME]`.
+fn mapping(line: &[u8]) -> Option<Mapping> {
+    let hex = |digits: &[u8]| usize::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok();
+    let mut fields = line.split(|&b| b == b' ').filter(|field| !field.is_empty());
+    let (range, perms, _offset, _device, inode) = (
+        fields.next()?,
+        fields.next()?,
+        fields.next()?,
+        fields.next()?,
+        fields.next()?,
+    );
+    let dash = range.iter().position(|&b| b == b'-')?;
+    let (from, to) = (hex(&range[..dash])?, hex(&range[dash + 1..])?);
+    Some(if inode != b"0" {
+        Mapping::File(to)
+    } else if perms.get(1) == Some(&b'w')
+        && perms.get(3) == Some(&b'p')
+        && to.saturating_sub(from) >= SHED_AT_LEAST
+    {
+        Mapping::Sheddable(from, to)
+    } else {
+        Mapping::Other
+    })
+}
+
 /// Makes the command's process in the job's cgroup (`CLONE_INTO_CGROUP`) as this process's child: returns `Ok` in
 /// it, the errno in this process if it could not be made; this process goes on in [`kept`] (never returns).
 ///
@@ -408,7 +575,7 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
     /// `_exit`).
     const STACK: usize = 256 * 1024;
     const HELPER_STACK: usize = 4 * PAGE;
-    extern "C" fn entry(pid: libc::c_long, ctx: *const Ctx<'_>) -> ! {
+    extern "C" fn entry(pid: libc::c_long, ctx: *const Ctx) -> ! {
         // SAFETY: `ctx` points to the copy at the top of the keeper's own stack (below), which lives as long as the
         // keeper, and no one else writes it.
         let ctx = unsafe { &*ctx };
@@ -438,12 +605,12 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
     unsafe { libc::setpgid(group, group) };
     let end = base as usize + STACK + HELPER_STACK + PAGE;
     // The context at the top, the stack below it (16-byte aligned, as the ABI wants at a call).
-    let at = (end - std::mem::size_of::<Ctx<'_>>()) & !15;
-    let copy = at as *mut Ctx<'_>;
+    let at = (end - std::mem::size_of::<Ctx>()) & !15;
+    let copy = at as *mut Ctx;
     // SAFETY: `copy` is inside the mapping, aligned (16 bytes), and nothing else uses that memory.
     unsafe {
         copy.write(Ctx {
-            plan,
+            plan: *plan,
             folder_fd,
             group,
         });
@@ -455,7 +622,7 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
         cgroup: u64::try_from(folder_fd).unwrap_or(0),
         ..CloneArgs::default()
     };
-    let keeper: extern "C" fn(libc::c_long, *const Ctx<'_>) -> ! = entry;
+    let keeper: extern "C" fn(libc::c_long, *const Ctx) -> ! = entry;
     let ret: libc::c_long;
     // SAFETY: clone3 with `args` (a valid clone_args of the size passed) and no stack of its own for the child, which
     // therefore goes on with this stack pointer and every register as they are, and returns 0 through the normal end
@@ -500,7 +667,7 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
 #[cfg(not(target_arch = "x86_64"))]
 fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
     let ctx = Ctx {
-        plan,
+        plan: *plan,
         folder_fd,
         group: make_group(None)?,
     };
@@ -551,7 +718,7 @@ fn become_reaper() -> io::Result<RawFd> {
 
 /// Makes the job's cgroup folder and opens it (`O_DIRECTORY`); fails (and removes it) where it has no
 /// `cgroup.kill` (before Linux 5.14).
-fn make_folder(folder: &CString) -> io::Result<RawFd> {
+fn make_folder(folder: &CStr) -> io::Result<RawFd> {
     // SAFETY: mkdir and open of a NUL-terminated path that lives across the calls; faccessat with a NUL-terminated
     // name on the descriptor just opened. All async-signal-safe system calls.
     unsafe {
@@ -581,7 +748,7 @@ fn remove_folder(plan: &Plan, fd: RawFd) {
         if fd >= 0 {
             libc::close(fd);
         }
-        if let Some(ref folder) = plan.folder {
+        if let Some(folder) = plan.folder() {
             libc::rmdir(folder.as_ptr());
         }
     }
@@ -649,15 +816,27 @@ fn reaped(pid: libc::pid_t) -> bool {
     got == pid || (got < 0 && errno() == libc::ECHILD)
 }
 
-/// The keeper's life: see the module docs; `helper` is the group helper until it was reaped (0 then). Never returns.
+/// The keeper's life: see the module docs; `helper` is the group helper until it was reaped (0 then: the keeper then
+/// sheds the caller's memory, see [`shed_memory`]). Never returns.
 fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::pid_t) -> ! {
     let all = full_set();
     // SAFETY: getpid has no preconditions. The group the command started in has this id.
     let group = unsafe { libc::getpid() };
     let mut told = false;
+    let mut shed = false;
     loop {
         if helper > 0 && reaped(helper) {
             helper = 0;
+        }
+        if helper == 0 && !shed {
+            // Not before the helper is gone: it ran on the stack below the keeper's, in the same mapping.
+            shed = true;
+            if worth_shedding() {
+                let on_this_stack = 0u8;
+                // SAFETY: __errno_location has no preconditions; it returns this thread's errno, in its TLS block.
+                let tls = unsafe { libc::__errno_location() } as usize;
+                shed_memory([(&raw const on_this_stack) as usize, tls]);
+            }
         }
         // SAFETY: getppid has no preconditions.
         if unsafe { libc::getppid() } != plan.supervisor {
@@ -788,7 +967,7 @@ fn reap(command: libc::pid_t) -> Option<libc::siginfo_t> {
 fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, tries: u32) {
     // SAFETY: kill with integer arguments; the group's id is our own pid (> 1), pinned while we live.
     unsafe { libc::kill(-group, libc::SIGKILL) };
-    let Some(folder) = plan.folder.as_ref().filter(|_| folder_fd >= 0) else {
+    let Some(folder) = plan.folder().filter(|_| folder_fd >= 0) else {
         return;
     };
     // SAFETY: rmdir of a NUL-terminated path that lives across the call. It succeeds on an empty folder without
@@ -808,10 +987,6 @@ fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, tries: u32) {
             libc::close(kill);
         }
     }
-    let pause = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 1_000_000,
-    };
     for _ in 0..tries {
         // SAFETY: rmdir of a NUL-terminated path that lives across the call.
         if unsafe { libc::rmdir(folder.as_ptr()) } == 0 || errno() != libc::EBUSY {
@@ -821,9 +996,18 @@ fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, tries: u32) {
             // Empty, but it holds sub-cgroups of the job's: those go first, deepest first.
             remove_below(folder_fd, 0);
         }
-        // SAFETY: nanosleep reads `pause`; a null remainder is allowed.
-        unsafe { libc::nanosleep(&raw const pause, std::ptr::null_mut()) };
+        nap();
     }
+}
+
+/// Sleeps a millisecond.
+fn nap() {
+    let pause = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 1_000_000,
+    };
+    // SAFETY: nanosleep reads `pause`; a null remainder is allowed.
+    unsafe { libc::nanosleep(&raw const pause, std::ptr::null_mut()) };
 }
 
 /// Reaper mode (no cgroup folder, `folder_fd` -1): reaps the orphans the keeper adopted that have exited, never the
@@ -885,10 +1069,6 @@ fn end_adopted(folder_fd: RawFd, command: libc::pid_t, tries: u32) {
     }
     // SAFETY: kill with integer arguments; the command is our unreaped child.
     unsafe { libc::kill(command, libc::SIGKILL) };
-    let pause = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 1_000_000,
-    };
     for _ in 0..tries {
         // Asked before the children are listed: once the command is a zombie, the kernel has already handed its
         // children to us, so the list below holds them (listed first, a dying command's children could be missed).
@@ -909,8 +1089,7 @@ fn end_adopted(folder_fd: RawFd, command: libc::pid_t, tries: u32) {
         if others == 0 && command_dead {
             return;
         }
-        // SAFETY: nanosleep reads `pause`; a null remainder is allowed.
-        unsafe { libc::nanosleep(&raw const pause, std::ptr::null_mut()) };
+        nap();
     }
 }
 
@@ -982,22 +1161,15 @@ fn ran_program(command: libc::pid_t) -> bool {
     }
     path[6 + len..6 + len + 5].copy_from_slice(b"/comm");
     let mut name = [0u8; 32];
-    // SAFETY: open of a NUL-terminated path in `path` (zero-filled past its end), read into `name` (its length
-    // passed), close of the result: async-signal-safe system calls.
-    let read = unsafe {
-        let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
-        if fd < 0 {
-            return false;
-        }
-        let n = libc::read(fd, name.as_mut_ptr().cast(), name.len());
-        libc::close(fd);
-        n
-    };
-    let Ok(read) = usize::try_from(read) else {
+    // `path` is zero-filled past its end.
+    let Some(name) = CStr::from_bytes_until_nul(&path)
+        .ok()
+        .and_then(|path| read_start(libc::AT_FDCWD, path, &mut name))
+    else {
         return false;
     };
     let keeper = &KEEPER_NAME[..KEEPER_NAME.len() - 1];
-    read > 0 && name[..read].strip_suffix(b"\n").unwrap_or(&name[..read]) != keeper
+    !name.is_empty() && name.strip_suffix(b"\n").unwrap_or(name) != keeper
 }
 
 /// Exits as the command did (`exit_as`), after telling this process that the keeper leaves on its own.
@@ -1065,22 +1237,24 @@ fn remove_below(dir: RawFd, depth: u32) {
 /// Whether `cgroup.events` of the folder says `populated 1` (or cannot be read).
 fn populated(folder_fd: RawFd) -> bool {
     let mut buf = [0u8; 128];
-    // SAFETY: openat with a NUL-terminated name, read into `buf` (its length passed), close of the result.
-    let n = unsafe {
-        let events = libc::openat(
-            folder_fd,
-            c"cgroup.events".as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        );
-        if events < 0 {
-            return true;
+    read_start(folder_fd, c"cgroup.events", &mut buf)
+        .is_none_or(|text| !text.windows(11).any(|w| w == b"populated 0"))
+}
+
+/// The start of file `name` (relative to `dir`, or absolute), as much as fits in `buf`; `None` if it cannot be read.
+fn read_start<'a>(dir: RawFd, name: &CStr, buf: &'a mut [u8]) -> Option<&'a [u8]> {
+    // SAFETY: openat with a NUL-terminated name, read into `buf` (its length passed), close of the result:
+    // async-signal-safe system calls.
+    let read = unsafe {
+        let fd = libc::openat(dir, name.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return None;
         }
-        let n = libc::read(events, buf.as_mut_ptr().cast(), buf.len());
-        libc::close(events);
+        let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+        libc::close(fd);
         n
     };
-    let text = &buf[..usize::try_from(n).unwrap_or(0)];
-    !text.windows(11).any(|w| w == b"populated 0")
+    buf.get(..usize::try_from(read).ok()?)
 }
 
 /// Exits as the command did: its exit code, or death by its signal (no core dump). Without a report (cannot
