@@ -162,7 +162,9 @@ impl AsFd for Terminal {
 ///
 /// A `waitid(P_PID, …, WSTOPPED | WNOHANG)`: it never blocks and never consumes an exit, so `child`'s waits still
 /// see and reap it. Each stop is reported once. `Ok(None)` when the leader did not stop, already exited, or was
-/// reaped. Only the leader is checked: members of its group that stop without it are not reported.
+/// reaped. Only the leader is checked: members of its group that stop without it are not reported. A lineage job's
+/// `SIGKILL` stops the leader with `SIGSTOP` for a moment first (see [`Contain`](crate::Contain)): a call from
+/// another thread during such a kill may report that `SIGSTOP`.
 ///
 /// A process learns of a child's stop through `SIGCHLD` ([`Signals`](crate::host::Signals) reports those), unless
 /// its handler was installed with `SA_NOCLDSTOP`; otherwise call this when convenient.

@@ -145,6 +145,11 @@ use crate::contain::{Containment, Job};
 /// until a pass finds none that this kill has not reached already, and then waits for the killed ones to exit (all
 /// of it at most about a second, so a fork storm ends). A nested job keeps the marks of the jobs around it. A scan
 /// reads every process's `/proc/PID/stat` (one `read` each), and the environment of the young ones.
+///
+/// The `SIGSTOP` of a lineage `SIGKILL` is a real stop of the leader, this process's child, for the milliseconds of
+/// the first pass: the kernel may send this process a `SIGCHLD` for it (`CLD_STOPPED`), and another thread that
+/// waits for the leader with `WSTOPPED` or `WUNTRACED` (or calls `host::take_stop`) may see it stopped by
+/// `SIGSTOP` just before it is killed. The other modes send no `SIGSTOP`.
 #[derive(Debug, Clone)]
 pub struct Contain {
     parent: Option<PathBuf>,
