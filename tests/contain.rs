@@ -38,52 +38,23 @@ mod linux {
 
     /// How the tests of one mode spawn: `None` (skipped, said why) when the mode cannot be had here.
     fn contain(test: &str, mode: Containment) -> Option<Contain> {
-        let mut how = Contain::new();
-        match mode {
-            Containment::Cgroup => {
-                how.require(Containment::Cgroup);
-                if let Err(e) = how
-                    .spawn(&mut Command::new("true"))
-                    .and_then(|mut c| c.wait())
-                {
-                    skip_or_fail(test, &format!("no cgroup can be made here: {e}"));
-                    return None;
-                }
-            }
-            _ => {
-                how.cgroup(false)
-                    .reaper(false)
-                    .require(Containment::Lineage);
-            }
+        if mode == Containment::Cgroup {
+            return cgroup_or_skip(test);
         }
+        let mut how = Contain::new();
+        how.cgroup(false)
+            .reaper(false)
+            .require(Containment::Lineage);
         Some(how)
     }
 
-    /// Spawns `script` under `sh -c` in `mode`, with stdout piped; returns the child and the first `n` lines it printed
-    /// (pids, or "ready").
     fn start(
         how: &Contain,
         mode: Containment,
         script: &str,
         n: usize,
     ) -> (GroupChild, Vec<String>) {
-        let mut child = how
-            .spawn(
-                Command::new("sh")
-                    .args(["-c", script])
-                    .stdout(Stdio::piped()),
-            )
-            .expect("spawn_contained");
-        assert_eq!(child.containment(), mode);
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let lines = (0..n)
-            .map(|_| {
-                let mut line = String::new();
-                out.read_line(&mut line).expect("a line from the command");
-                line.trim().to_string()
-            })
-            .collect();
-        (child, lines)
+        start_job(how, mode, script, n)
     }
 
     fn pids(lines: &[String]) -> Vec<u32> {
@@ -920,70 +891,6 @@ mod linux {
         an_empty_job_needs_no_verdict(&how, Containment::Reaper);
     }
 
-    /// The keeper, a fork of this process, sheds this process's large memory once the command runs, so that it holds
-    /// no copy of the pages this process writes while the job runs (each would be copied, and kept by the keeper); and
-    /// it still ends the job.
-    fn a_keeper_sheds_the_callers_memory(how: &Contain, mode: Containment) {
-        const HEAP_KIB: u64 = 64 * 1024;
-        let resident_kib = |pid: u32| {
-            let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("VmRSS:"))
-                .and_then(|kib| kib.trim().trim_end_matches(" kB").parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        let mut heap = vec![1u8; usize::try_from(HEAP_KIB * 1024).unwrap()];
-        let (mut child, lines) = start(how, mode, "setsid sleep 30 & echo $!; exec sleep 30", 1);
-        let escapee = pids(&lines);
-        let _cleanup = KillOnDrop::new(escapee.clone());
-        let folder = folder_of(&child);
-        let keeper = child.id();
-        assert!(
-            eventually(Duration::from_secs(20), || resident_kib(keeper)
-                < HEAP_KIB / 4),
-            "{mode:?}: the keeper still holds {} KiB; its mappings:\n{}",
-            resident_kib(keeper),
-            fs::read_to_string(format!("/proc/{keeper}/maps")).unwrap_or_default()
-        );
-        for page in heap.iter_mut().step_by(4096) {
-            *page = 2;
-        }
-        std::hint::black_box(&heap);
-        assert!(
-            resident_kib(keeper) < HEAP_KIB / 4,
-            "{mode:?}: the keeper holds {} KiB after this process wrote its heap",
-            resident_kib(keeper)
-        );
-        assert!(child
-            .wait_timeout(Duration::from_millis(100))
-            .unwrap()
-            .timed_out());
-        assert_eq!(
-            survivors_after(Duration::from_secs(5), &escapee),
-            [] as [u32; 0],
-            "{mode:?}"
-        );
-        assert_removed(folder);
-    }
-
-    #[test]
-    fn cgroup_a_keeper_sheds_the_callers_memory() {
-        if let Some(how) = contain(
-            "cgroup_a_keeper_sheds_the_callers_memory",
-            Containment::Cgroup,
-        ) {
-            a_keeper_sheds_the_callers_memory(&how, Containment::Cgroup);
-        }
-    }
-
-    #[test]
-    fn reaper_a_keeper_sheds_the_callers_memory() {
-        let mut how = Contain::new();
-        how.cgroup(false).require(Containment::Reaper);
-        a_keeper_sheds_the_callers_memory(&how, Containment::Reaper);
-    }
-
     /// A job that kills its keeper (`kill -9 $PPID`) ends only its guard: the wait sees the keeper killed, and the
     /// cgroup is still ended whole (the command and its escapee die) and its folder removed.
     #[test]
@@ -1319,27 +1226,14 @@ mod linux {
         if contain(test, Containment::Cgroup).is_none() {
             return;
         }
-        let mut supervisor = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", &format!("linux::{test}"), "--nocapture"])
-            .env("GROUPTIMEOUT_TEST_SUPERVISOR", "1")
-            .env("CG", cgroup_folder("").unwrap_or_default())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let cgroups = cgroup_folder("").unwrap_or_default();
+        let (mut supervisor, words) = run_as_supervisor(
+            &format!("linux::{test}"),
+            &[("CG", cgroups.to_str().unwrap())],
+        );
         let _cleanup_supervisor = KillOnDrop::new(vec![supervisor.id()]);
-        let mut out = BufReader::new(supervisor.stdout.take().unwrap());
-        let mut line = String::new();
-        while !line.starts_with("escapee ") {
-            line.clear();
-            assert_ne!(
-                out.read_line(&mut line).unwrap(),
-                0,
-                "the supervisor ended early"
-            );
-        }
-        let words: Vec<&str> = line.split_whitespace().collect();
         let escapee: u32 = words[1].parse().unwrap();
-        let folder = PathBuf::from(words[3]);
+        let folder = PathBuf::from(&words[3]);
         let leader: u32 = words[5].parse().unwrap();
         let _cleanup = KillOnDrop::new(vec![escapee, leader]);
         let mut busy = Vec::new();

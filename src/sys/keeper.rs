@@ -23,8 +23,9 @@
 //!   children (pinned until it reaps them: no pid names another process), reaps them and repeats with the orphans
 //!   that brings until only `L` is left (bounded). It reads `/proc/thread-self/children` on a fixed buffer.
 //!
-//! - Once `L` runs, `M` unmaps the large private memory its fork copied from this process (see `shed_memory`): it
-//!   needs none of it, and while it holds it, every page this process writes is copied.
+//! - Once `L` runs, `M` unmaps most of the memory its fork copied from this process, if that is 8 MiB or more (see
+//!   `shed_memory` for what it keeps): it needs none of it, and while it holds it, every page this process writes is
+//!   copied.
 //!
 //! Everything `M` and `L` run before `exec` is async-signal-safe: raw system calls on memory copied by the fork (or
 //! shared with this process through one anonymous page; `M`'s and `L`'s own, shared between them on x86-64, which
@@ -239,6 +240,11 @@ struct Plan {
     /// instead).
     folder: Option<[u8; PATH_MAX]>,
     page: usize,
+    /// This system's page size.
+    page_size: usize,
+    /// The size of the static TLS blocks of this program and its libraries (the sum of their `PT_TLS` segments): how
+    /// far from the thread pointer libc may keep a thread's data (its errno, its `rseq` area).
+    tls_span: usize,
 }
 
 /// The longest path a system call takes, its NUL included.
@@ -267,6 +273,33 @@ fn path_bytes(path: &Path) -> io::Result<[u8; PATH_MAX]> {
     Ok(held)
 }
 
+/// The sum of the sizes of the `PT_TLS` segments of this program and the libraries it has loaded (each rounded up to
+/// its alignment): at least the size of a thread's static TLS blocks.
+fn static_tls_span() -> usize {
+    extern "C" fn add(
+        info: *mut libc::dl_phdr_info,
+        _: libc::size_t,
+        sum: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: dl_iterate_phdr passes a valid `info` whose `dlpi_phdr` points to `dlpi_phnum` program headers, and
+        // our `sum` (a usize that lives across the call).
+        unsafe {
+            let info = &*info;
+            let headers = std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum));
+            for tls in headers.iter().filter(|h| h.p_type == libc::PT_TLS) {
+                let size =
+                    usize::try_from(tls.p_memsz.next_multiple_of(tls.p_align.max(1))).unwrap_or(0);
+                *sum.cast::<usize>() = (*sum.cast::<usize>()).saturating_add(size);
+            }
+        }
+        0
+    }
+    let mut sum = 0usize;
+    // SAFETY: `add` matches the callback's signature and writes only to `sum`, which lives across the call.
+    unsafe { libc::dl_iterate_phdr(Some(add), (&raw mut sum).cast()) };
+    sum
+}
+
 /// Makes every spawn of `command`, while the returned hook lives, go through a keeper (see the module docs). With a
 /// `folder` (cgroup mode) the keeper makes that cgroup (it must not exist), starts the command in it, ends it with
 /// `cgroup.kill` and removes it. Without one (reaper mode) the keeper makes itself a child subreaper
@@ -285,6 +318,9 @@ pub(crate) fn arm_keeper(
         supervisor: unsafe { libc::getpid() },
         folder: folder.map(path_bytes).transpose()?,
         page: page.addr,
+        // SAFETY: sysconf with an integer argument.
+        page_size: usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(PAGE),
+        tls_span: static_tls_span(),
     };
     let armed = Arc::new(AtomicBool::new(true));
     let hook = Arc::clone(&armed);
@@ -440,8 +476,12 @@ fn control_block() -> usize {
 const SHED_FROM_RESIDENT: usize = 8 << 20;
 
 /// Whether the keeper holds at least [`SHED_FROM_RESIDENT`] bytes of anonymous memory (`/proc/self/statm`: resident
-/// minus shared pages).
-fn worth_shedding() -> bool {
+/// minus shared pages; swapped-out pages are not counted), and has no shadow stack (x86-64 CET, arm64 GCS: an anonymous
+/// writable mapping that the CPU uses at every return, which `shed_memory` cannot tell apart).
+fn worth_shedding(page_size: usize) -> bool {
+    if shadow_stack() {
+        return false;
+    }
     let mut buf = [0u8; 128];
     let Some(text) = read_start(libc::AT_FDCWD, c"/proc/self/statm", &mut buf) else {
         return false;
@@ -454,25 +494,45 @@ fn worth_shedding() -> bool {
     else {
         return false;
     };
-    resident.saturating_sub(shared).saturating_mul(PAGE) >= SHED_FROM_RESIDENT
+    resident.saturating_sub(shared).saturating_mul(page_size) >= SHED_FROM_RESIDENT
+}
+
+/// Whether this thread has a shadow stack enabled (`false` where the kernel knows none).
+fn shadow_stack() -> bool {
+    let mut features: u64 = 0;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: arch_prctl(ARCH_SHSTK_STATUS) writes a u64 of features to the address given, which lives across the
+    // call; a kernel without it fails with EINVAL and writes nothing.
+    let asked = unsafe { libc::syscall(libc::SYS_arch_prctl, 0x5005, &raw mut features) };
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: prctl(PR_GET_SHADOW_STACK_STATUS) writes a u64 of flags to the address given, which lives across the
+    // call; a kernel without it fails with EINVAL and writes nothing.
+    let asked = libc::c_long::from(unsafe { libc::prctl(74, &raw mut features, 0, 0, 0) });
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    let asked: libc::c_long = -1;
+    asked == 0 && features & 1 != 0
 }
 
 /// Mappings smaller than this are never shed.
 const SHED_AT_LEAST: usize = 256 * 1024;
-/// How much is kept on each side of an address the keeper uses, in a mapping it sheds: its stack (the keeper's frames
-/// reach at most 33 levels of `remove_below`, 4 KiB each, below its own), its thread's control block and its errno.
+/// How much is kept on each side of an address the keeper uses, in a mapping it sheds: its stack (its deepest frames
+/// are at most 33 levels of `remove_below`, about 4.5 KiB each unoptimised, below `keep`'s 8.5 KiB), and, with the
+/// program's static TLS span added, its thread's control block and its errno.
 const KEPT_AROUND: usize = 256 * 1024;
 
 /// Unmaps the large private, writable, anonymous mappings that the fork copied from the supervisor (its heap, its large
-/// allocations, its threads' stacks), but for [`KEPT_AROUND`] bytes on each side of the addresses in `keep` (this
-/// stack, this thread's control block and errno). One that begins where a file's data (a private, writable mapping of a
-/// file) ends is kept whole: it holds that program's or library's `.bss` (adjacent anonymous mappings are merged into
-/// one), such as the data of the keeper's libc, which a static build places anywhere in the program's. Until then the
-/// keeper shares that memory with the supervisor copy-on-write: each page the supervisor writes while the job runs is
-/// copied, and the keeper holds the old one (a supervisor that rewrote a 512 MiB heap took 0.6-2 s instead of 3 ms, and
-/// its keeper held 512 MiB). The keeper uses nothing of it: its plan is on its own stack, and it allocates nothing.
-/// Best effort: without `/proc`, the keeper keeps the copy.
-fn shed_memory(keep: [usize; 3]) {
+/// allocations, its threads' stacks), but for the pages within a distance of each address in `keep` (`(address,
+/// distance)`: this stack, this thread's control block and errno, whose distance covers the program's static TLS, where
+/// libc may keep the thread's `rseq` area, which the kernel writes). One that begins where a file's data (a private,
+/// writable mapping of a file) ends is kept whole: it holds that program's or library's `.bss` (adjacent anonymous
+/// mappings are merged into one), such as the data of the keeper's libc, which a static build places anywhere in the
+/// program's. Until then the keeper shares that memory with the supervisor copy-on-write: each page the supervisor
+/// writes while the job runs is copied, and the keeper holds the old one (a supervisor that rewrote a 512 MiB heap took
+/// 0.5-2 s instead of 3 ms, and its keeper held 512 MiB). The keeper uses nothing of it: its plan is on its own stack,
+/// it allocates nothing, uses no Rust thread-local, and calls libc through bindings resolved at load (Rust links with
+/// `-z now`). Best effort: without `/proc`, the keeper keeps the copy; a line of `/proc/self/maps` longer than the
+/// buffer ends the unmapping.
+fn shed_memory(keep: [(usize, usize); 3], page_size: usize) {
     // SAFETY: open of a NUL-terminated path; async-signal-safe.
     let maps = unsafe {
         libc::open(
@@ -501,7 +561,7 @@ fn shed_memory(keep: [usize; 3]) {
             match mapping(&buf[line_start..line_start + end]) {
                 Some(Mapping::Sheddable(from, to)) => {
                     if data_end != Some(from) {
-                        shed(from, to, keep);
+                        shed(from, to, keep, page_size);
                     }
                     data_end = None;
                 }
@@ -520,13 +580,13 @@ fn shed_memory(keep: [usize; 3]) {
     unsafe { libc::close(maps) };
 }
 
-/// Unmaps `from..to` but for [`KEPT_AROUND`] bytes on each side of the addresses in `keep`.
-fn shed(from: usize, to: usize, mut keep: [usize; 3]) {
+/// Unmaps `from..to` but for the pages within the given distance of each address in `keep` (`(address, distance)`).
+fn shed(from: usize, to: usize, mut keep: [(usize, usize); 3], page_size: usize) {
     keep.sort_unstable();
     let mut next = from;
-    for at in keep {
-        let kept_from = at.saturating_sub(KEPT_AROUND) & !(PAGE - 1);
-        let kept_to = at.saturating_add(KEPT_AROUND) & !(PAGE - 1);
+    for (at, around) in keep {
+        let kept_from = at.saturating_sub(around) / page_size * page_size;
+        let kept_to = at.saturating_add(around).div_ceil(page_size) * page_size;
         unmap(next, kept_from.min(to));
         next = next.max(kept_to);
     }
@@ -845,11 +905,19 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
         if helper == 0 && !shed {
             // Not before the helper is gone: it ran on the stack below the keeper's, in the same mapping.
             shed = true;
-            if worth_shedding() {
+            if worth_shedding(plan.page_size) {
                 let on_this_stack = 0u8;
                 // SAFETY: __errno_location has no preconditions; it returns this thread's errno, in its TLS block.
                 let errno = unsafe { libc::__errno_location() } as usize;
-                shed_memory([(&raw const on_this_stack) as usize, control_block(), errno]);
+                let tls = KEPT_AROUND.saturating_add(plan.tls_span);
+                shed_memory(
+                    [
+                        ((&raw const on_this_stack) as usize, KEPT_AROUND),
+                        (control_block(), tls),
+                        (errno, tls),
+                    ],
+                    plan.page_size,
+                );
             }
         }
         // SAFETY: getppid has no preconditions.

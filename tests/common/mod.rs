@@ -620,3 +620,76 @@ pub fn wait_for_guard(tool: u32) -> u32 {
     assert!(found, "the tool {tool} started no guard");
     guard.unwrap()
 }
+
+/// Re-runs test `test` (its full name) of this test program as a supervisor: with `GROUPTIMEOUT_TEST_SUPERVISOR=1`
+/// and `envs` in its environment and stdout piped. Returns it and the words of the first line it printed that starts
+/// with "escapee " (it fails if the supervisor ends before).
+pub fn run_as_supervisor(test: &str, envs: &[(&str, &str)]) -> (std::process::Child, Vec<String>) {
+    use std::io::BufRead as _;
+    let mut supervisor = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture"])
+        .env("GROUPTIMEOUT_TEST_SUPERVISOR", "1")
+        .envs(envs.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(supervisor.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("escapee ") {
+        line.clear();
+        if out.read_line(&mut line).unwrap_or(0) == 0 {
+            let _ = supervisor.kill();
+            let _ = supervisor.wait();
+            panic!("the supervisor ended early");
+        }
+    }
+    (
+        supervisor,
+        line.split_whitespace().map(str::to_string).collect(),
+    )
+}
+
+/// A `Contain` that requires a cgroup, if a cgroup can be made here (checked with a spawn of `true`); else `None`,
+/// and the test skipped (or failed where it must run: see `skip_or_fail`), saying why.
+#[cfg(all(feature = "contain", target_os = "linux"))]
+pub fn cgroup_or_skip(test: &str) -> Option<grouptimeout::Contain> {
+    let mut how = grouptimeout::Contain::new();
+    how.require(grouptimeout::Containment::Cgroup);
+    if let Err(e) = how
+        .spawn(&mut Command::new("true"))
+        .and_then(|mut c| c.wait())
+    {
+        skip_or_fail(test, &format!("no cgroup can be made here: {e}"));
+        return None;
+    }
+    Some(how)
+}
+
+/// Spawns `script` under `sh -c` with `how`, stdout piped, and checks that it got containment `mode`; returns the
+/// child and the first `n` lines it printed (pids, or "ready").
+#[cfg(all(feature = "contain", target_os = "linux"))]
+pub fn start_job(
+    how: &grouptimeout::Contain,
+    mode: grouptimeout::Containment,
+    script: &str,
+    n: usize,
+) -> (grouptimeout::GroupChild, Vec<String>) {
+    use std::io::BufRead as _;
+    let mut child = how
+        .spawn(
+            Command::new("sh")
+                .args(["-c", script])
+                .stdout(std::process::Stdio::piped()),
+        )
+        .expect("spawn_contained");
+    assert_eq!(child.containment(), mode);
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let lines = (0..n)
+        .map(|_| {
+            let mut line = String::new();
+            out.read_line(&mut line).expect("a line from the command");
+            line.trim().to_string()
+        })
+        .collect();
+    (child, lines)
+}
