@@ -942,8 +942,9 @@ mod linux {
         assert!(
             eventually(Duration::from_secs(20), || resident_kib(keeper)
                 < HEAP_KIB / 4),
-            "{mode:?}: the keeper still holds {} KiB",
-            resident_kib(keeper)
+            "{mode:?}: the keeper still holds {} KiB; its mappings:\n{}",
+            resident_kib(keeper),
+            fs::read_to_string(format!("/proc/{keeper}/maps")).unwrap_or_default()
         );
         for page in heap.iter_mut().step_by(4096) {
             *page = 2;

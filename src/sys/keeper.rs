@@ -424,6 +424,17 @@ fn kept(ctx: &Ctx, command: libc::pid_t) -> ! {
     keep(plan, ctx.folder_fd, command, helper)
 }
 
+/// This thread's control block (the thread pointer, or next to it), as `pthread_self` gives it: an integer in glibc,
+/// a pointer in musl.
+fn control_block() -> usize {
+    // SAFETY: pthread_self has no preconditions.
+    let me = unsafe { libc::pthread_self() };
+    #[cfg(target_env = "musl")]
+    return me as usize;
+    #[cfg(not(target_env = "musl"))]
+    usize::try_from(me).unwrap_or(0)
+}
+
 /// Below this much of the caller's memory (anonymous and resident in the keeper, as the fork copied it), shedding is
 /// not worth reading `/proc/self/maps`, about 0.1 ms while the command starts.
 const SHED_FROM_RESIDENT: usize = 8 << 20;
@@ -449,18 +460,19 @@ fn worth_shedding() -> bool {
 /// Mappings smaller than this are never shed.
 const SHED_AT_LEAST: usize = 256 * 1024;
 /// How much is kept on each side of an address the keeper uses, in a mapping it sheds: its stack (the keeper's frames
-/// reach at most 33 levels of `remove_below`, 4 KiB each, below its own) and its TLS block.
+/// reach at most 33 levels of `remove_below`, 4 KiB each, below its own), its thread's control block and its errno.
 const KEPT_AROUND: usize = 256 * 1024;
 
-/// Unmaps the large private, writable, anonymous mappings that the fork copied from the supervisor (its heap, its
-/// large allocations, its threads' stacks), but for [`KEPT_AROUND`] bytes on each side of the addresses in `keep`
-/// (this stack, this thread's TLS) and at the start of one that follows a file's mapping (a library's `.bss`, such
-/// as the data of the keeper's libc: adjacent anonymous mappings are merged into one). Until then the keeper shares
-/// that memory with the supervisor copy-on-write: each page the supervisor writes while the job runs is copied, and
-/// the keeper holds the old one (a supervisor that rewrote a 512 MiB heap took 0.6-2 s instead of 3 ms, and its
-/// keeper held 512 MiB). The keeper uses nothing of it: its plan is on its own stack, and it allocates nothing. Best
-/// effort: without `/proc`, the keeper keeps the copy.
-fn shed_memory(keep: [usize; 2]) {
+/// Unmaps the large private, writable, anonymous mappings that the fork copied from the supervisor (its heap, its large
+/// allocations, its threads' stacks), but for [`KEPT_AROUND`] bytes on each side of the addresses in `keep` (this
+/// stack, this thread's control block and errno). One that begins where a file's data (a private, writable mapping of a
+/// file) ends is kept whole: it holds that program's or library's `.bss` (adjacent anonymous mappings are merged into
+/// one), such as the data of the keeper's libc, which a static build places anywhere in the program's. Until then the
+/// keeper shares that memory with the supervisor copy-on-write: each page the supervisor writes while the job runs is
+/// copied, and the keeper holds the old one (a supervisor that rewrote a 512 MiB heap took 0.6-2 s instead of 3 ms, and
+/// its keeper held 512 MiB). The keeper uses nothing of it: its plan is on its own stack, and it allocates nothing.
+/// Best effort: without `/proc`, the keeper keeps the copy.
+fn shed_memory(keep: [usize; 3]) {
     // SAFETY: open of a NUL-terminated path; async-signal-safe.
     let maps = unsafe {
         libc::open(
@@ -474,8 +486,8 @@ fn shed_memory(keep: [usize; 2]) {
     // A line is at most a path (PATH_MAX) and its fields: two always fit.
     let mut buf = [0u8; 2 * PATH_MAX];
     let mut held = 0;
-    // Where the last line's mapping ended, if it was a file's.
-    let mut file_end = None;
+    // Where the last line's mapping ended, if it was a file's data.
+    let mut data_end = None;
     loop {
         let free = &mut buf[held..];
         // SAFETY: read into the free part of `buf`, at most its length.
@@ -488,12 +500,13 @@ fn shed_memory(keep: [usize; 2]) {
         while let Some(end) = buf[line_start..held].iter().position(|&b| b == b'\n') {
             match mapping(&buf[line_start..line_start + end]) {
                 Some(Mapping::Sheddable(from, to)) => {
-                    let bss = Some(from).filter(|_| file_end == Some(from));
-                    shed(from, to, [Some(keep[0]), Some(keep[1]), bss]);
-                    file_end = None;
+                    if data_end != Some(from) {
+                        shed(from, to, keep);
+                    }
+                    data_end = None;
                 }
-                Some(Mapping::File(to)) => file_end = Some(to),
-                _ => file_end = None,
+                Some(Mapping::Data(to)) => data_end = Some(to),
+                _ => data_end = None,
             }
             line_start += end + 1;
         }
@@ -508,10 +521,10 @@ fn shed_memory(keep: [usize; 2]) {
 }
 
 /// Unmaps `from..to` but for [`KEPT_AROUND`] bytes on each side of the addresses in `keep`.
-fn shed(from: usize, to: usize, mut keep: [Option<usize>; 3]) {
+fn shed(from: usize, to: usize, mut keep: [usize; 3]) {
     keep.sort_unstable();
     let mut next = from;
-    for at in keep.into_iter().flatten() {
+    for at in keep {
         let kept_from = at.saturating_sub(KEPT_AROUND) & !(PAGE - 1);
         let kept_to = at.saturating_add(KEPT_AROUND) & !(PAGE - 1);
         unmap(next, kept_from.min(to));
@@ -531,8 +544,9 @@ fn unmap(from: usize, to: usize) {
 enum Mapping {
     /// A private, writable, anonymous mapping of at least [`SHED_AT_LEAST`] bytes: its range.
     Sheddable(usize, usize),
-    /// A file's mapping: where it ends.
-    File(usize),
+    /// A private, writable mapping of a file (a program's or library's data, which its `.bss` follows): where it
+    /// ends.
+    Data(usize),
     Other,
 }
 
@@ -549,12 +563,12 @@ fn mapping(line: &[u8]) -> Option<Mapping> {
     );
     let dash = range.iter().position(|&b| b == b'-')?;
     let (from, to) = (hex(&range[..dash])?, hex(&range[dash + 1..])?);
-    Some(if inode != b"0" {
-        Mapping::File(to)
-    } else if perms.get(1) == Some(&b'w')
-        && perms.get(3) == Some(&b'p')
-        && to.saturating_sub(from) >= SHED_AT_LEAST
-    {
+    let private_writable = perms.get(1) == Some(&b'w') && perms.get(3) == Some(&b'p');
+    Some(if !private_writable {
+        Mapping::Other
+    } else if inode != b"0" {
+        Mapping::Data(to)
+    } else if to.saturating_sub(from) >= SHED_AT_LEAST {
         Mapping::Sheddable(from, to)
     } else {
         Mapping::Other
@@ -834,8 +848,8 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
             if worth_shedding() {
                 let on_this_stack = 0u8;
                 // SAFETY: __errno_location has no preconditions; it returns this thread's errno, in its TLS block.
-                let tls = unsafe { libc::__errno_location() } as usize;
-                shed_memory([(&raw const on_this_stack) as usize, tls]);
+                let errno = unsafe { libc::__errno_location() } as usize;
+                shed_memory([(&raw const on_this_stack) as usize, control_block(), errno]);
             }
         }
         // SAFETY: getppid has no preconditions.
