@@ -296,8 +296,12 @@ fn ctrl_z_then_bg_continues_the_command_without_the_terminal() {
     let Some(tmux) = Tmux::start("ctrl_z_bg") else {
         return;
     };
+    // The command finishes once told to (`go` made), not after a fixed time: a Ctrl-Z that comes after the command's
+    // end (a test slowed down on a loaded machine) would stop nothing, and no "Stopped" would ever come.
+    let go = common::temp_path("ctrl_z_bg_go");
     let (pid, procs) = tmux.start_job(&format!(
-        "{BIN} 20 sh -c 'echo pid:$$; read x; echo read:$x; sleep 3; echo done:$x'"
+        "{BIN} 20 sh -c 'echo pid:$$; read x; echo read:$x; until [ -e {} ]; do sleep 0.1; done; echo done:$x'",
+        go.display()
     ));
     assert!(eventually(LIMIT, || holds_terminal(pid)));
     tmux.type_line("early");
@@ -307,11 +311,13 @@ fn ctrl_z_then_bg_continues_the_command_without_the_terminal() {
     tmux.type_line("bg");
     // The command runs on in the background, and the shell keeps the terminal.
     assert!(
-        eventually(LIMIT, || !is_stopped(pid) || is_dead(pid)),
+        eventually(LIMIT, || !is_stopped(pid)),
         "bg did not continue the command"
     );
     assert!(!holds_terminal(pid));
+    fs::write(&go, "").unwrap();
     tmux.expect("done:early");
+    let _ = fs::remove_file(&go);
     tmux.type_line("wait; echo rc=$?");
     tmux.expect("rc=0");
     assert!(procs.0.iter().all(|&p| is_dead(p)));

@@ -52,8 +52,8 @@ impl GroupChild {
     ///
     /// It reads `/proc/PID/stat` (of `pid`, and in reaper mode of its parents), and, in lineage mode,
     /// `/proc/PID/environ` (which reads empty for a moment while the process is in the middle of `execve`: that is
-    /// read again until the process has run 20 ms on a CPU, for up to a second where it waits for one; a process
-    /// started with no environment, `env -i`, is told at once).
+    /// read again, at least 20 times and until the process has run 20 ms on a CPU, for up to a second where it waits
+    /// for one; a process started with no environment, `env -i`, is told at once).
     ///
     #[cfg_attr(feature = "host", doc = "[host-subreaper]: crate::host::Subreaper")]
     #[cfg_attr(not(feature = "host"), doc = "[host-subreaper]: crate#features")]

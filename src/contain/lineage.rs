@@ -24,9 +24,12 @@ const EXEC_LIMIT: Duration = Duration::from_millis(20);
 const EXEC_WAIT: Duration = Duration::from_secs(1);
 /// The pause between two reads of an empty environment: the unit of [`pause`].
 const EXEC_STEP: Duration = Duration::from_millis(1);
-/// How many times an empty environment is read at least, however long that takes: on a loaded machine a pause of
-/// `EXEC_STEP` may last past `EXEC_LIMIT`, and a process that execs in a loop may be in the middle of `execve` twice.
-const EXEC_LOOKS: u32 = 5;
+/// How many times an empty environment is read at least, however long that takes: on a loaded machine this process
+/// may wait for a CPU past `EXEC_LIMIT` of the other's time between two reads, and then only this count is left to
+/// tell a process that execs in a loop (each read a fresh draw, see [`pause`]: 10-15 % of them empty) from one whose
+/// environment stays empty. With 5, 2 of about 2,000 runs of `lineage_a_process_in_execve_is_in_the_job` beside busy
+/// loops still failed; with 20, none of 600.
+const EXEC_LOOKS: u32 = 20;
 /// `/proc/PID/stat`'s flag of a kernel thread (include/linux/sched.h).
 const PF_KTHREAD: u32 = 0x0020_0000;
 
@@ -390,9 +393,9 @@ impl Patience {
 /// replaces the image, and then reads the new image before its environment is in place. With the same pause each
 /// time, the next read of a process that execs in a loop about once per pause came at the same point of its next
 /// `execve`, waited again, and read empty again: measured, 38-41 % of the reads after an empty one were empty (10-15 %
-/// of all reads), up to 14 in a row over 20 ms of the process's time on a CPU, and `in_job` said no (4 of 800 runs of
-/// `lineage_a_process_in_execve_is_in_the_job` beside a busy loop). With a pause that varies by two steps: 15-17 %,
-/// and 0 of 600 runs.
+/// of all reads), up to 14 in a row over 20 ms of the process's time on a CPU, and `in_job` said no (7 of 1,400 runs of
+/// `lineage_a_process_in_execve_is_in_the_job` beside busy loops). With a pause that varies by two steps: 15-17 %, and
+/// 2 of about 2,000 runs (see [`EXEC_LOOKS`]).
 fn pause() -> Duration {
     // The clock's nanoseconds as the random part: cheap, and unrelated to the process's cycle.
     let nanos = std::time::SystemTime::now()
