@@ -891,8 +891,9 @@ mod linux {
         an_empty_job_needs_no_verdict(&how, Containment::Reaper);
     }
 
-    /// A job that kills its keeper (`kill -9 $PPID`) ends only its guard: the wait sees the keeper killed, and the
-    /// cgroup is still ended whole (the command and its escapee die) and its folder removed.
+    /// A job that kills its keeper (`kill -9 $PPID`) ends only its guard: the wait, asleep by then, wakes (the command
+    /// dies with its keeper) and sees the keeper killed, and the cgroup is still ended whole (the command and its
+    /// escapee die) and its folder removed.
     #[test]
     fn cgroup_a_job_that_kills_its_keeper_still_ends() {
         let Some(how) = contain(
@@ -901,13 +902,19 @@ mod linux {
         ) else {
             return;
         };
-        let script = "setsid sleep 30 & echo $!; echo $$; kill -9 $PPID; sleep 30";
+        let script = "setsid sleep 30 & echo $!; echo $$; sleep 0.3; kill -9 $PPID; sleep 30";
         let (mut child, lines) = start(&how, Containment::Cgroup, script, 2);
         let pids = pids(&lines);
         let _cleanup = KillOnDrop::new(pids.clone());
         let folder = job_folder(pids[1]).expect("the command's cgroup");
+        let started = std::time::Instant::now();
         let outcome = child.wait_timeout(LONG).unwrap();
         assert_eq!(outcome.to_string(), "killed by signal 9");
+        assert!(
+            started.elapsed() < LONG / 3,
+            "the wait saw the keeper's death only after {:?}",
+            started.elapsed()
+        );
         assert_eq!(
             survivors_after(Duration::from_secs(5), &pids),
             [] as [u32; 0]

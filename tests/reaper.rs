@@ -438,16 +438,23 @@ mod linux {
     #[test]
     fn a_job_that_kills_its_reaper_is_ended_by_its_group_and_mark() {
         let mut child = spawn_script(
-            "setsid sleep 311 & echo $!; env -i setsid sleep 312 & echo $!; sleep 0.1; kill -9 $PPID; \
-             echo $$; exec sleep 313",
+            "setsid sleep 311 & echo $!; env -i setsid sleep 312 & echo $!; echo $$; sleep 0.1; \
+             kill -9 $PPID; exec sleep 313",
         );
         let out = child.stdout.take().unwrap();
         let mut lines = BufReader::new(out).lines();
         let mut next = || -> u32 { lines.next().unwrap().unwrap().trim().parse().unwrap() };
         let (marked, cleared, command) = (next(), next(), next());
         let _cleanup = KillOnDrop::new(vec![marked, cleared, command]);
+        let started = std::time::Instant::now();
         let outcome = child.wait_timeout(LONG).unwrap();
         assert_eq!(outcome.to_string(), "killed by signal 9");
+        // The wait sleeps until the command exits: the command dies with its keeper, so the wait wakes at once.
+        assert!(
+            started.elapsed() < LONG / 3,
+            "the wait saw the keeper's death only after {:?}",
+            started.elapsed()
+        );
         assert_eq!(
             survivors_after(Duration::from_secs(5), &[marked, command]),
             [] as [u32; 0]

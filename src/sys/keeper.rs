@@ -3,8 +3,8 @@
 //!
 //! - `M` blocks every signal, asks for `SIGCONT` when this process (the thread that forked it) dies
 //!   (`PR_SET_PDEATHSIG`), and makes `L` with `clone3`: with `CLONE_INTO_CGROUP` the command is born inside the
-//!   job's cgroup, so it never migrates (a migration waits for an RCU grace period: 5-19 ms measured). `L` returns
-//!   from the hook with the caller's signal mask, and std applies the rest of the `Command` and execs it. On x86-64
+//!   job's cgroup, so it never migrates (a migration waits for an RCU grace period: 5-19 ms measured). `L` asks for
+//!   `SIGKILL` when `M` dies (a wait sleeps until `L` exits) and returns from the hook with the caller's signal mask, and std applies the rest of the `Command` and execs it. On x86-64
 //!   `L` shares `M`'s memory until it execs, while `M` sleeps (`CLONE_VM | CLONE_VFORK`, as `posix_spawn` does: no
 //!   copy of the address space is made, and none is torn down at the exec); `M` then goes on on a stack of its own,
 //!   since `L` returned on `M`'s. Elsewhere `L` is a copy, as after a fork.
@@ -401,11 +401,29 @@ fn start(plan: &Plan) -> io::Result<()> {
         Some(folder) => make_folder(folder)?,
         None => become_reaper()?,
     };
+    // SAFETY: getpid has no preconditions.
+    let keeper = unsafe { libc::getpid() };
     if let Err(e) = make_command(plan, folder_fd) {
         remove_folder(plan, folder_fd);
         return Err(failed(e));
     }
-    // The command: the caller's mask back, then std applies the rest of the `Command` and execs.
+    // The command: it dies with its keeper (a job that killed its keeper, `kill -9 $PPID`, or an OOM kill), so that a
+    // wait, which sleeps until the command exits, wakes and ends the job at once. Then the caller's mask back, and std
+    // applies the rest of the `Command` and execs (an `exec` of a set-user-ID program clears the flag).
+    // SAFETY: prctl with integer arguments, getppid with none; async-signal-safe.
+    let orphaned = unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        ) != 0
+            || libc::getppid() != keeper
+    };
+    if orphaned {
+        return Err(failed(libc::ESRCH));
+    }
     set_mask(libc::SIG_SETMASK, &old, None);
     Ok(())
 }
