@@ -80,11 +80,11 @@ use crate::contain::{Containment, Job};
 /// the rest of the `Command`: stdio, environment, working folder, user and groups were applied before the hooks
 /// and are inherited, and the caller's signal mask is restored), closes every descriptor it holds but the folder's,
 /// and then only waits. It is named `group-keeper` (so that killing this program by its name spares it). Once the
-/// command runs, a keeper that holds 8 MiB or more of this process's memory unmaps most of what its fork copied (every
-/// private anonymous mapping of 256 KiB and more, but the pages around its own stack and its thread's data, and a
-/// program's or library's `.bss`), so it holds no copy of the pages this process writes while the job runs. What a fork
-/// costs still applies: the spawn takes longer the more memory this process has mapped, and this process's first write
-/// to each of its pages after the spawn takes a page fault (`BENCHMARKS.md` has both).
+/// command has run for 10 ms, a keeper that holds 8 MiB or more of this process's memory unmaps most of what its fork
+/// copied (every private anonymous mapping of 256 KiB and more, but the pages around its own stack and its thread's
+/// data, and a program's or library's `.bss`), so it holds no copy of the pages this process writes while the job runs.
+/// What a fork costs still applies: the spawn takes longer the more memory this process has mapped, and this process's
+/// first write to each of its pages after the spawn takes a page fault (`BENCHMARKS.md` has both).
 ///
 /// In reaper mode (no cgroup) the keeper makes no folder: it makes itself a child subreaper
 /// (`PR_SET_CHILD_SUBREAPER`, which needs no privilege) and starts the command with a plain `clone3`. Every orphan of

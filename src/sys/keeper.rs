@@ -23,9 +23,9 @@
 //!   children (pinned until it reaps them: no pid names another process), reaps them and repeats with the orphans
 //!   that brings until only `L` is left (bounded). It reads `/proc/thread-self/children` on a fixed buffer.
 //!
-//! - Once `L` runs, `M` unmaps most of the memory its fork copied from this process, if that is 8 MiB or more (see
-//!   `shed_memory` for what it keeps): it needs none of it, and while it holds it, every page this process writes is
-//!   copied.
+//! - Once `L` has run for 10 ms, `M` unmaps most of the memory its fork copied from this process, if that is 8 MiB
+//!   or more (see `shed_memory` for what it keeps): it needs none of it, and while it holds it, every page this
+//!   process writes is copied.
 //!
 //! Everything `M` and `L` run before `exec` is async-signal-safe: raw system calls on memory copied by the fork (or
 //! shared with this process through one anonymous page; `M`'s and `L`'s own, shared between them on x86-64, which
@@ -490,7 +490,7 @@ fn control_block() -> usize {
 }
 
 /// Below this much of the caller's memory (anonymous and resident in the keeper, as the fork copied it), shedding is
-/// not worth reading `/proc/self/maps`, about 0.1 ms while the command starts.
+/// not worth reading `/proc/self/maps` (about 0.1 ms).
 const SHED_FROM_RESIDENT: usize = 8 << 20;
 
 /// Whether the keeper holds at least [`SHED_FROM_RESIDENT`] bytes of anonymous memory (`/proc/self/statm`: resident
@@ -529,6 +529,24 @@ fn shadow_stack() -> bool {
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     let asked: libc::c_long = -1;
     asked == 0 && features & 1 != 0
+}
+
+/// How long after its start the keeper sheds the caller's memory (if the command still runs): a command that ends
+/// sooner costs no read of `/proc`, and leaves its caller's pages copied for at most that long.
+const SHED_AFTER_MS: u16 = 10;
+
+/// `CLOCK_MONOTONIC` now.
+fn monotonic() -> std::time::Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given, which lives across the call; async-signal-safe.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut now) };
+    std::time::Duration::new(
+        now.tv_sec.unsigned_abs(),
+        u32::try_from(now.tv_nsec).unwrap_or(0),
+    )
 }
 
 /// Mappings smaller than this are never shed.
@@ -916,12 +934,17 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
     let group = unsafe { libc::getpid() };
     let mut told = false;
     let mut shed = false;
+    let started = monotonic();
     loop {
         if helper > 0 && reaped(helper) {
             helper = 0;
         }
-        if helper == 0 && !shed {
-            // Not before the helper is gone: it ran on the stack below the keeper's, in the same mapping.
+        // Not before the helper is gone (it ran on the stack below the keeper's, in the same mapping), and not for a
+        // command that ends within SHED_AFTER_MS (the common short job, which then pays nothing for it).
+        if helper == 0
+            && !shed
+            && monotonic().saturating_sub(started).as_millis() >= SHED_AFTER_MS.into()
+        {
             shed = true;
             if worth_shedding(plan.page_size) {
                 let on_this_stack = 0u8;
@@ -988,10 +1011,20 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
             }
         }
         let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
-        // SAFETY: every signal is blocked; sigtimedwait (a system call) takes one pending signal, or waits for one,
-        // into `info`, which lives across the call.
-        let signal =
-            unsafe { libc::sigtimedwait(&raw const all, info.as_mut_ptr(), std::ptr::null()) };
+        // Until the memory is shed, at most until it is due.
+        let due = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: libc::c_long::from(SHED_AFTER_MS) * 1_000_000,
+        };
+        let timeout = if shed {
+            std::ptr::null()
+        } else {
+            &raw const due
+        };
+        // SAFETY: every signal is blocked; sigtimedwait (a system call) takes one pending signal, or waits for one (no
+        // longer than `timeout`, if not null: `due`, which lives across the call), into `info`, which lives across
+        // the call.
+        let signal = unsafe { libc::sigtimedwait(&raw const all, info.as_mut_ptr(), timeout) };
         // A signal sent to the keeper's pid (the job's id) is meant for the command, as it was for a leader without
         // a keeper: passed on, but for the keeper's own wake-ups, and but for one the kernel sent (`SI_KERNEL`): a
         // terminal's signal to the command's group, which the keeper is in for a moment after the command's exec
