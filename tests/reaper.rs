@@ -430,11 +430,11 @@ mod linux {
         other_child.wait().unwrap();
     }
 
-    /// A job that kills its reaper (`kill -9 $PPID`): the wait sees the keeper killed (`SIGKILL`), and ends the rest
-    /// another way: the command's group (its id is the keeper's pid, still unreaped) and, through the backup
-    /// lineage mark, the escapee that kept its environment. An escapee that cleared its environment (`env -i`) and
-    /// left the group survives: the README says so. This is also the case lineage still catches where the reaper
-    /// does not.
+    /// A job that kills its reaper (`kill -9 $PPID`): the command dies with it, so the wait wakes at once, sees the
+    /// keeper killed (`SIGKILL`), and ends the rest another way: the command's group (its id is the keeper's pid, still
+    /// unreaped) and, through the backup lineage mark, the escapee that kept its environment. An escapee that cleared
+    /// its environment (`env -i`) and left the group survives: the README says so. This is also the case lineage still
+    /// catches where the reaper does not.
     #[test]
     fn a_job_that_kills_its_reaper_is_ended_by_its_group_and_mark() {
         let mut child = spawn_script(

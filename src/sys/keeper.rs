@@ -2,12 +2,13 @@
 //! this process and the command, and the command is its child (`L`), made inside the `pre_exec` hook.
 //!
 //! - `M` blocks every signal, asks for `SIGCONT` when this process (the thread that forked it) dies
-//!   (`PR_SET_PDEATHSIG`), and makes `L` with `clone3`: with `CLONE_INTO_CGROUP` the command is born inside the
-//!   job's cgroup, so it never migrates (a migration waits for an RCU grace period: 5-19 ms measured). `L` asks for
-//!   `SIGKILL` when `M` dies (a wait sleeps until `L` exits) and returns from the hook with the caller's signal mask, and std applies the rest of the `Command` and execs it. On x86-64
-//!   `L` shares `M`'s memory until it execs, while `M` sleeps (`CLONE_VM | CLONE_VFORK`, as `posix_spawn` does: no
-//!   copy of the address space is made, and none is torn down at the exec); `M` then goes on on a stack of its own,
-//!   since `L` returned on `M`'s. Elsewhere `L` is a copy, as after a fork.
+//!   (`PR_SET_PDEATHSIG`), and makes `L` with `clone3`: with `CLONE_INTO_CGROUP` the command is born inside the job's
+//!   cgroup, so it never migrates (a migration waits for an RCU grace period: 5-19 ms measured). `L` asks for `SIGKILL`
+//!   when `M` dies (a wait sleeps until `L` exits) and returns from the hook with the caller's signal mask, and std
+//!   applies the rest of the `Command` and execs it. On x86-64 `L` shares `M`'s memory until it execs, while `M` sleeps
+//!   (`CLONE_VM | CLONE_VFORK`, as `posix_spawn` does: no copy of the address space is made, and none is torn down at
+//!   the exec); `M` then goes on on a stack of its own, since `L` returned on `M`'s. Elsewhere `L` is a copy, as after
+//!   a fork.
 //! - `L` starts in `M`'s process group `G` (whose id is `M`'s pid, the `GroupChild`'s id); `M` then leaves `G` for a
 //!   group of its own (made by a helper child before `L`, so that nothing can fail once `L` exists), so that the
 //!   crate's group signals (and a terminal's) reach the command and not `M`.
@@ -15,14 +16,14 @@
 //!   that the spawn returns when `L` execs), then waits for signals: `L` stopped (reported to this process, so
 //!   that a supervisor sees the stop), `L` exited (if nothing else of the job runs, it ends the job at once; else
 //!   it waits for this process's verdict: kill the job, or keep it), or this process died (`getppid()` changed: it
-//!   ends the job and removes the folder). Then it reaps `L` and exits as `L` did: the same exit code, or the same signal (core dumps off). A stop of `L` is reported through the
-//!   shared page and a `SIGCHLD` (the keeper never stops itself).
+//!   ends the job and removes the folder). Then it reaps `L` and exits as `L` did: the same exit code, or the same
+//!   signal (core dumps off). A stop of `L` is reported through the shared page and a `SIGCHLD` (the keeper never
+//!   stops itself).
 //! - Reaper mode (no cgroup folder): `M` makes itself a child subreaper (`PR_SET_CHILD_SUBREAPER`) before it makes
 //!   `L` (without `CLONE_INTO_CGROUP`), so every orphan of the job is re-parented to it. While `L` runs it reaps the
 //!   adopted orphans that exit (never `L` before the verdict); to end the job it kills `G`, then `L` and its other
 //!   children (pinned until it reaps them: no pid names another process), reaps them and repeats with the orphans
 //!   that brings until only `L` is left (bounded). It reads `/proc/thread-self/children` on a fixed buffer.
-//!
 //! - Once `L` has run for 10 ms, `M` unmaps most of the memory its fork copied from this process, if that is 8 MiB
 //!   or more (see `shed_memory` for what it keeps): it needs none of it, and while it holds it, every page this
 //!   process writes is copied.
@@ -490,7 +491,7 @@ fn control_block() -> usize {
 }
 
 /// Below this much of the caller's memory (anonymous and resident in the keeper, as the fork copied it), shedding is
-/// not worth reading `/proc/self/maps` (about 0.1 ms).
+/// not worth reading `/proc/self/maps` (up to about 0.1 ms per spawn, measured under load).
 const SHED_FROM_RESIDENT: usize = 8 << 20;
 
 /// Whether the keeper holds at least [`SHED_FROM_RESIDENT`] bytes of anonymous memory (`/proc/self/statm`: resident
@@ -564,7 +565,7 @@ const KEPT_AROUND: usize = 256 * 1024;
 /// mappings are merged into one), such as the data of the keeper's libc, which a static build places anywhere in the
 /// program's. Until then the keeper shares that memory with the supervisor copy-on-write: each page the supervisor
 /// writes while the job runs is copied, and the keeper holds the old one (a supervisor that rewrote a 512 MiB heap took
-/// 0.5-2 s instead of 3 ms, and its keeper held 512 MiB). The keeper uses nothing of it: its plan is on its own stack,
+/// 0.4-2 s instead of 3 ms, and its keeper held 512 MiB). The keeper uses nothing of it: its plan is on its own stack,
 /// it allocates nothing, uses no Rust thread-local, and calls libc through bindings resolved at load (Rust links with
 /// `-z now`). Best effort: without `/proc`, the keeper keeps the copy; a line of `/proc/self/maps` longer than the
 /// buffer ends the unmapping.
@@ -1194,8 +1195,8 @@ fn job_empty(folder_fd: RawFd, command: libc::pid_t) -> bool {
 
 /// Reaper mode: ends the rest of the job after its group (`end_job`): kills the command (our unreaped child: its pid
 /// is pinned) and every other child of the keeper's, reaps those, and repeats with the orphans that brings until the
-/// command, dead, is the only child left, for at most about `tries` milliseconds. A child of ours is pinned until we reap
-/// it, so no pid names another process.
+/// command, dead, is the only child left, for at most about `tries` milliseconds. A child of ours is pinned until we
+/// reap it, so no pid names another process.
 fn end_adopted(folder_fd: RawFd, command: libc::pid_t, tries: u32) {
     if folder_fd >= 0 {
         return;
