@@ -717,9 +717,37 @@ mod linux {
     /// there (about 1 read in 40 of a process that execs in a loop), which once made `in_job` and the lineage kill
     /// miss a `setsid sleep` escapee between `setsid`'s exec and `sleep`'s.
     fn exec_in_a_loop(how: &Contain, mode: Containment) {
-        let script =
-            "R='exec sh -c \"$R\"'; export R; setsid sh -c \"$R\" & echo $!; exec sleep 30";
-        let (child, lines) = start(how, mode, script, 1);
+        execs_in_a_loop(how, mode, "");
+    }
+    both_modes!(
+        exec_in_a_loop,
+        cgroup_a_process_in_execve_is_in_the_job,
+        lineage_a_process_in_execve_is_in_the_job
+    );
+
+    /// The same with an environment of 256 KiB (32 variables of 8 KiB, the mark among them, in an order of dash's
+    /// own): `/proc/PID/environ` then takes more than one `read`, and an `execve` between two of them once cut the
+    /// environment short, without the mark.
+    fn exec_in_a_loop_with_a_large_environment(how: &Contain, mode: Containment) {
+        execs_in_a_loop(
+            how,
+            mode,
+            "P=x; for i in 1 2 3 4 5 6 7 8 9 10 11 12 13; do P=$P$P; done; \
+             for i in $(seq 0 31); do export P$i=$P; done; ",
+        );
+    }
+    both_modes!(
+        exec_in_a_loop_with_a_large_environment,
+        cgroup_a_process_with_a_large_environment_in_execve_is_in_the_job,
+        lineage_a_process_with_a_large_environment_in_execve_is_in_the_job
+    );
+
+    /// `prelude` runs first, in the command's shell.
+    fn execs_in_a_loop(how: &Contain, mode: Containment, prelude: &str) {
+        let script = format!(
+            "{prelude}R='exec sh -c \"$R\"'; export R; setsid sh -c \"$R\" & echo $!; exec sleep 30"
+        );
+        let (child, lines) = start(how, mode, &script, 1);
         let looping = pids(&lines);
         let _cleanup = KillOnDrop::new(looping.clone());
         let missed = (0..2000).filter(|_| !child.in_job(looping[0])).count();
@@ -731,11 +759,6 @@ mod linux {
             [] as [u32; 0]
         );
     }
-    both_modes!(
-        exec_in_a_loop,
-        cgroup_a_process_in_execve_is_in_the_job,
-        lineage_a_process_in_execve_is_in_the_job
-    );
 
     /// A command that forks at once, into a session of its own and with no environment, never escapes the cgroup: the
     /// leader is inside before it runs one instruction.
