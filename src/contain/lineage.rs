@@ -4,12 +4,12 @@
 use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd as _, OwnedFd};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::proc::{
-    random_hex, read_proc, record, room_for, signal_checked, Leftover, Sent, Stat, STAT_BUF,
+    lock, random_hex, read_proc, record, room_for, signal_checked, Leftover, Sent, Stat, STAT_BUF,
 };
 
 /// How long a kill of the job may go on finding new marked processes (a fork storm) before it gives up: a pass that
@@ -34,15 +34,20 @@ const EXEC_LOOKS: u32 = 20;
 const PF_KTHREAD: u32 = 0x0020_0000;
 
 /// A job's mark: the name of the environment variable its processes carry.
-#[derive(Debug)]
 pub(crate) struct Mark {
     /// `GROUPTIMEOUT_JOB_<32 hex digits>`.
     name: String,
     /// The leader's start time (clock ticks after boot): a process that carries the mark started no earlier.
     since: AtomicU64,
-    /// The size of the buffer an environment is read into: 16 KiB, doubled each time an environment of the job filled
-    /// it (see [`environ_has_mark`](Self::environ_has_mark)).
-    env_room: AtomicUsize,
+    /// The buffer an environment is read into: 16 KiB at its first use, doubled each time an environment filled it,
+    /// and kept for the job (see [`environ_has_mark`](Self::environ_has_mark)).
+    env: Mutex<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Mark {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Mark({})", self.name)
+    }
 }
 
 impl Mark {
@@ -91,7 +96,7 @@ impl Mark {
         Ok(Mark {
             name: format!("GROUPTIMEOUT_JOB_{}", random_hex()?),
             since: AtomicU64::new(0),
-            env_room: AtomicUsize::new(16 * 1024),
+            env: Mutex::new(Vec::new()),
         })
     }
 
@@ -124,19 +129,22 @@ impl Mark {
     /// memory of the program that ran when it was opened, and nothing once that program was replaced (`execve`), so an
     /// environment read in several calls could end early, cut short by an `execve` between two of them, without the
     /// mark (measured: 1,116 of 2,000 reads missed the mark of a process that execs in a loop with 256 KiB of
-    /// environment). A buffer that the environment fills is doubled for the rest of the job, and the read made again.
+    /// environment). A buffer that the environment fills is doubled, and the read made again; the buffer is kept for
+    /// the job, so that the next read of that process is one call. (A fresh 16 KiB buffer each time, doubled as
+    /// needed, made that process's reads several calls each, and most of the 2,000 calls read it empty: an `execve`
+    /// came between two of them.)
     fn environ_has_mark(&self, pid: u32) -> Option<bool> {
         use std::os::unix::fs::FileExt as _;
         let Ok(file) = fs::File::open(format!("/proc/{pid}/environ")) else {
             return Some(false);
         };
-        let mut env = vec![0u8; self.env_room.load(Ordering::Relaxed)];
+        let mut env = lock(&self.env);
+        if env.is_empty() {
+            env.resize(16 * 1024, 0);
+        }
         let len = loop {
             match file.read_at(&mut env, 0) {
-                Ok(n) if n == env.len() => {
-                    env.resize(n * 2, 0);
-                    self.env_room.fetch_max(n * 2, Ordering::Relaxed);
-                }
+                Ok(n) if n == env.len() => env.resize(n * 2, 0),
                 Ok(n) => break n,
                 Err(_) => return Some(false),
             }
