@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::proc::{
-    lock, random_hex, read_proc, record, room_for, signal_checked, Leftover, Sent, Stat, STAT_BUF,
+    random_hex, read_proc, record, room_for, signal_checked, Leftover, Sent, Stat, STAT_BUF,
 };
 
 /// How long a kill of the job may go on finding new marked processes (a fork storm) before it gives up: a pass that
@@ -30,6 +30,10 @@ const EXEC_STEP: Duration = Duration::from_millis(1);
 /// environment stays empty. With 5, 2 of about 2,000 runs of `lineage_a_process_in_execve_is_in_the_job` beside busy
 /// loops still failed; with 20, none of 600.
 const EXEC_LOOKS: u32 = 20;
+/// The most of an environment that is read: `execve` takes at most 6 MiB of arguments and environment (Linux's
+/// `bprm_stack_limits`); a larger one can only be faked (`prctl(PR_SET_MM_MAP)`), and must not make the job allocate
+/// and keep any size it names.
+const ENV_MAX: usize = 8 * 1024 * 1024;
 /// `/proc/PID/stat`'s flag of a kernel thread (include/linux/sched.h).
 const PF_KTHREAD: u32 = 0x0020_0000;
 
@@ -39,8 +43,8 @@ pub(crate) struct Mark {
     name: String,
     /// The leader's start time (clock ticks after boot): a process that carries the mark started no earlier.
     since: AtomicU64,
-    /// The buffer an environment is read into: 16 KiB at its first use, doubled each time an environment filled it,
-    /// and kept for the job (see [`environ_has_mark`](Self::environ_has_mark)).
+    /// The buffer an environment is read into: 16 KiB at its first use, doubled (up to [`ENV_MAX`]) each time an
+    /// environment filled it, and kept for the job (see [`environ_has_mark`](Self::environ_has_mark)).
     env: Mutex<Vec<u8>>,
 }
 
@@ -128,23 +132,27 @@ impl Mark {
     /// The answer comes from one `read` (from the start, into a buffer larger than the environment): the file reads the
     /// memory of the program that ran when it was opened, and nothing once that program was replaced (`execve`), so an
     /// environment read in several calls could end early, cut short by an `execve` between two of them, without the
-    /// mark (measured: 1,116 of 2,000 reads missed the mark of a process that execs in a loop with 256 KiB of
-    /// environment). A buffer that the environment fills is doubled, and the read made again; the buffer is kept for
-    /// the job, so that the next read of that process is one call. (A fresh 16 KiB buffer each time, doubled as
-    /// needed, made that process's reads several calls each, and most of the 2,000 calls read it empty: an `execve`
-    /// came between two of them.)
+    /// mark (measured: `in_job` missed a process that execs in a loop with 256 KiB of environment in 10 to 1,999 of
+    /// 2,000 calls, in 7 of 8 runs). A buffer that the environment fills is doubled, up to [`ENV_MAX`], and the read
+    /// made again; the buffer is kept for the job, so that the next read of that process is one call (a fresh 16 KiB
+    /// buffer each time, doubled as needed, made most of those 2,000 calls read it empty: an `execve` came between two
+    /// reads). Only the first `ENV_MAX` bytes of a larger environment are searched. A thread that finds the job's
+    /// buffer in use reads into one of its own, so that a read that blocks (the process's memory locked or swapped
+    /// out) holds up no other thread.
     fn environ_has_mark(&self, pid: u32) -> Option<bool> {
         use std::os::unix::fs::FileExt as _;
-        let Ok(file) = fs::File::open(format!("/proc/{pid}/environ")) else {
-            return Some(false);
-        };
-        let mut env = lock(&self.env);
+        let mut kept = self.env.try_lock().ok();
+        let mut own = Vec::new();
+        let env = kept.as_deref_mut().unwrap_or(&mut own);
         if env.is_empty() {
             env.resize(16 * 1024, 0);
         }
+        let Ok(file) = fs::File::open(format!("/proc/{pid}/environ")) else {
+            return Some(false);
+        };
         let len = loop {
-            match file.read_at(&mut env, 0) {
-                Ok(n) if n == env.len() => env.resize(n * 2, 0),
+            match file.read_at(env, 0) {
+                Ok(n) if n == env.len() && n < ENV_MAX => env.resize(n * 2, 0),
                 Ok(n) => break n,
                 Err(_) => return Some(false),
             }
@@ -153,9 +161,12 @@ impl Mark {
             return None;
         }
         let entry = self.name.as_bytes();
-        Some(env[..len].split(|&b| b == 0).any(|var| {
+        let found = env[..len].split(|&b| b == 0).any(|var| {
             var.len() > entry.len() && var.starts_with(entry) && var[entry.len()] == b'='
-        }))
+        });
+        // Another process's environment (another user's, as root) is not kept until the job ends.
+        env[..len].fill(0);
+        Some(found)
     }
 
     /// Sends `signal` to the job's processes besides the leader (stop first, then sweep: see `Job::signal`): with
