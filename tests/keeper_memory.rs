@@ -156,6 +156,10 @@ fn a_keeper_that_shed_still_guards(test: &str, mode: Containment) {
     if mode == Containment::Cgroup {
         let folder = PathBuf::from(words.get(7).cloned().unwrap_or_default());
         assert!(
+            folder.is_absolute(),
+            "{mode:?}: the supervisor named no job folder: {words:?}"
+        );
+        assert!(
             eventually(Duration::from_secs(10), || !folder.exists()),
             "{} left behind",
             folder.display()
