@@ -17,6 +17,21 @@ impl GroupChild {
         self.job.containment()
     }
 
+    /// Why the job's boundary is weaker than the first mode [`spawn_contained`](crate::GroupCommandExt::spawn_contained)
+    /// tried: each mode that was tried and could not be had, with its reason, in the order tried
+    /// (`cgroup: …; reaper: …`). `None` when the job got the first mode tried (and for
+    /// [`spawn_group`](crate::GroupCommandExt::spawn_group)).
+    ///
+    /// A fallback is never silent: where [`containment`](GroupChild::containment) is less than the caller could
+    /// expect (an unprivileged user gets no cgroup, a process limit left no room for the keeper, a caller's
+    /// `pre_exec` hook made the keeper impossible), this says why. The tool's `-v` prints it.
+    ///
+    /// Needs the `contain` feature (on by default).
+    #[must_use]
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.job.fallback()
+    }
+
     /// The processes besides the leader that the job's `SIGKILL`s reached (pid and name at the time), once each, in
     /// the order found (in reaper mode: those this process found below the keeper; what the keeper itself kills at
     /// the job's end, orphans of those killed, is not listed); complete when a wait has returned (a [`GroupHandle`](crate::GroupHandle)'s kills are added at the next wait).

@@ -52,7 +52,7 @@ impl Containment {
 
 /// A job's boundary beyond its process group; empty (a plain group) by default. Clones share it.
 #[derive(Clone, Default)]
-pub(crate) struct Job(Option<Arc<Inner>>);
+pub(crate) struct Job(Option<Arc<Inner>>, Option<Arc<str>>);
 
 impl fmt::Debug for Job {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -84,11 +84,24 @@ pub(crate) enum Bound {
 impl Job {
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     pub(crate) fn new(bound: Bound, keeper: Option<Keeper>) -> Job {
-        Job(Some(Arc::new(Inner {
-            bound,
-            keeper,
-            reached: Mutex::new(Vec::new()),
-        })))
+        Job(
+            Some(Arc::new(Inner {
+                bound,
+                keeper,
+                reached: Mutex::new(Vec::new()),
+            })),
+            None,
+        )
+    }
+
+    /// Records why the job has a weaker boundary than the first mode tried (see `GroupChild::fallback_reason`).
+    pub(crate) fn set_fallback(&mut self, why: Option<Arc<str>>) {
+        self.1 = why;
+    }
+
+    /// Why the job has a weaker boundary than the first mode tried, if it has.
+    pub(crate) fn fallback(&self) -> Option<&str> {
+        self.1.as_deref()
     }
 
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
@@ -100,6 +113,12 @@ impl Job {
     #[allow(clippy::unused_self, reason = "no keeper outside Linux")]
     fn keeper(&self) -> Option<&std::convert::Infallible> {
         None
+    }
+
+    /// What a kept job's keeper said of its failure to start the command (see `Keeper::failure`).
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    pub(crate) fn keeper_failure(&self) -> Option<crate::sys::KeeperFailure> {
+        self.keeper()?.failure()
     }
 
     /// Whether the job has a keeper: the spawned process (`id`) is the keeper, outside the group whose id is its pid;

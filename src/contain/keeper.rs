@@ -59,6 +59,11 @@ impl Keeper {
         self.page.keeper_left()
     }
 
+    /// What the keeper said of its failure to start the command, beyond its errno (see `SharedPage::failure`).
+    pub(crate) fn failure(&self) -> Option<sys::KeeperFailure> {
+        self.page.failure()
+    }
+
     /// The signal that stopped the command since the last call (see `SharedPage::take_stop`).
     #[cfg(feature = "host")]
     pub(crate) fn take_stop(&self) -> Option<i32> {

@@ -12,6 +12,8 @@ use crate::child::GroupChild;
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 use crate::contain::{cgroup, keeper::Keeper, lineage, Bound};
 use crate::contain::{Containment, Job};
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+use crate::sys::KeeperFailure;
 
 /// How [`spawn_contained`](crate::GroupCommandExt::spawn_contained) draws a job's boundary; [`Contain::spawn`] spawns
 /// with it.
@@ -130,7 +132,28 @@ use crate::contain::{Containment, Job};
 ///   signal does not. Hooks added later, and on a later spawn of the same `Command` (the keeper's hook stays on it,
 ///   disarmed), run as usual; on x86-64 the later ones run in a process that shares the keeper's memory until its
 ///   `exec` (as the child of `posix_spawn` does), so what they change in memory the keeper sees too (it only waits
-///   meanwhile, and uses none of it).
+///   meanwhile, and uses none of it). A hook that unshared the PID namespace (`unshare(CLONE_NEWPID)`, which puts
+///   the keeper's children in a new namespace, its first one PID 1) is undone in the keeper (`setns` to its own) and
+///   done again by the command's process, so the command's first child is PID 1 of the new namespace, as without a
+///   keeper, and the job stays contained (a namespace dies with its PID 1, and its processes are the job's). Where
+///   the keeper cannot go back (`setns` needs `CAP_SYS_ADMIN` over its own namespace: a hook that also made a user
+///   namespace), the keeper modes fail, saying so, and lineage runs the command as without a keeper. A time
+///   namespace (`CLONE_NEWTIME`) is not treated so: the keeper and the command's process are born in it.
+/// - A command run as another user (`Command::uid`): std switches users before the hooks, so the keeper runs as that
+///   user too. As root, the spawn sets this thread's `PR_SET_KEEPCAPS` (set back before it returns; the kernel reads
+///   it only when a user id changes), so the keeper keeps its permitted capabilities across std's switch; in cgroup
+///   mode it keeps `CAP_DAC_OVERRIDE` alone (to make the folder in this process's cgroup and start the command in
+///   it: the folder is then that user's, as a cgroup delegated to it), in reaper mode none, and the command's process
+///   drops them all before it runs anything of the caller's. Where the keeper cannot keep that capability (the thread
+///   has `SECBIT_KEEP_CAPS_LOCKED`, or this process lacks `CAP_DAC_OVERRIDE`), the cgroup counts as none, and the
+///   error, or [`GroupChild::fallback_reason`], says so and what to do.
+///
+/// # Falling back, and saying why
+///
+/// [`GroupChild::fallback_reason`] lists each mode that was tried and could not be had, with its reason; the tool's
+/// `-v` prints it. Besides the cases above: a process limit (`RLIMIT_NPROC`, a pids controller's `pids.max`) that
+/// leaves room for the command but not for a kept job's two more processes (its keeper and a short-lived helper)
+/// makes the keeper modes fail with `EAGAIN`, and the reason names the limit.
 ///
 /// # The lineage mark
 ///
@@ -227,65 +250,91 @@ impl Contain {
     /// removed), or too few free descriptors for a mode (the kind of `EMFILE`, `ENFILE`). Nothing runs then. Without
     /// `require`, a spawn fails for want of descriptors only where `spawn_group` would.
     pub fn spawn(&self, command: &mut Command) -> io::Result<GroupChild> {
+        // Each mode that was tried and could not be had, and why.
         #[cfg_attr(
             not(all(target_os = "linux", not(grouptimeout_portable))),
             allow(unused_mut)
         )]
-        let mut why: Vec<io::Error> = Vec::new();
+        let mut why: Vec<(&str, io::Error)> = Vec::new();
         #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
         {
+            let tried = |why: &mut Vec<(&str, io::Error)>,
+                         name,
+                         spawned: io::Result<io::Result<GroupChild>>|
+             -> io::Result<Option<GroupChild>> {
+                match spawned? {
+                    Ok(child) => Ok(Some(child)),
+                    Err(not_had) => {
+                        why.push((name, not_had));
+                        Ok(None)
+                    }
+                }
+            };
+            let mut child = None;
             if self.cgroup {
-                match cgroup::Cgroup::make(self.parent.as_deref()) {
-                    Ok(cgroup) => match spawn_kept(Bound::Cgroup(cgroup), command)? {
-                        Ok(child) => return Ok(child),
-                        Err(not_had) => why.push(not_had),
-                    },
-                    Err(e) => why.push(e),
-                }
+                let spawned = cgroup::Cgroup::make(self.parent.as_deref())
+                    .map(|cgroup| spawn_kept(Bound::Cgroup(cgroup), command));
+                child = match spawned {
+                    Ok(spawned) => tried(&mut why, "cgroup", spawned)?,
+                    Err(e) => tried(&mut why, "cgroup", Ok(Err(e)))?,
+                };
             }
-            if self.reaper && self.require.rank() <= Containment::Reaper.rank() {
-                match reaper_mark() {
-                    Ok(mark) => match spawn_kept(Bound::Reaper(mark), command)? {
-                        Ok(child) => return Ok(child),
-                        Err(not_had) => why.push(not_had),
-                    },
-                    Err(e) => why.push(e),
-                }
+            if child.is_none() && self.reaper && self.require.rank() <= Containment::Reaper.rank() {
+                child = match reaper_mark() {
+                    Ok(mark) => {
+                        tried(&mut why, "reaper", spawn_kept(Bound::Reaper(mark), command))?
+                    }
+                    Err(e) => tried(&mut why, "reaper", Ok(Err(e)))?,
+                };
             }
-            if self.lineage && self.require.rank() <= Containment::Lineage.rank() {
-                match lineage::Mark::new() {
-                    Ok(mark) => match spawn_with_mark(mark, command)? {
-                        Ok(child) => return Ok(child),
-                        Err(not_had) => why.push(not_had),
-                    },
-                    Err(e) => why.push(e),
-                }
+            if child.is_none() && self.lineage && self.require.rank() <= Containment::Lineage.rank()
+            {
+                child = match lineage::Mark::new() {
+                    Ok(mark) => tried(&mut why, "lineage", spawn_with_mark(mark, command))?,
+                    Err(e) => tried(&mut why, "lineage", Ok(Err(e)))?,
+                };
+            }
+            if let Some(mut child) = child {
+                child.job.set_fallback(fallback(&why));
+                return Ok(child);
             }
         }
         if self.require.rank() > Containment::Group.rank() {
             // The first failure's OS error as it is, where it has one (see "Errors").
-            if why.first().is_some_and(|e| e.raw_os_error().is_some()) {
-                return Err(why.swap_remove(0));
+            if why.first().is_some_and(|(_, e)| e.raw_os_error().is_some()) {
+                return Err(why.swap_remove(0).1);
             }
             let kind = why
                 .first()
-                .map_or(io::ErrorKind::Unsupported, io::Error::kind);
-            let mut reasons: Vec<String> = why.iter().map(ToString::to_string).collect();
-            if reasons.is_empty() {
-                reasons.push("only the process group is available on this system".into());
-            }
+                .map_or(io::ErrorKind::Unsupported, |(_, e)| e.kind());
+            let reasons = fallback(&why)
+                .unwrap_or_else(|| "only the process group is available on this system".into());
             return Err(io::Error::new(
                 kind,
                 format!(
-                    "cannot run {:?} in a {:?} boundary: {}",
+                    "cannot run {:?} in a {:?} boundary: {reasons}",
                     command.get_program(),
                     self.require,
-                    reasons.join("; ")
                 ),
             ));
         }
-        GroupChild::spawn(command, Job::default())
+        let mut child = GroupChild::spawn(command, Job::default())?;
+        child.job.set_fallback(fallback(&why));
+        Ok(child)
     }
+}
+
+/// The modes that could not be had, each with its reason (`cgroup: …; reaper: …`); `None` if none failed. An OS
+/// error as it is (where the mode failed on a system call of this process's) says which mode's setup it failed.
+fn fallback(why: &[(&str, io::Error)]) -> Option<std::sync::Arc<str>> {
+    let reasons: Vec<String> = why
+        .iter()
+        .map(|(mode, e)| match e.raw_os_error() {
+            Some(_) => format!("{mode}: cannot set it up here: {e}"),
+            None => format!("{mode}: {e}"),
+        })
+        .collect();
+    (!reasons.is_empty()).then(|| reasons.join("; ").into())
 }
 
 /// What reaper mode needs: lineage's (the `/proc` of this PID namespace, pidfds, room for a kill point's descriptors:
@@ -342,7 +391,9 @@ fn spawn_kept(bound: Bound, command: &mut Command) -> io::Result<io::Result<Grou
         command.env(name, "1");
     }
     let job = Job::new(bound, Some(keeper));
-    let spawned = GroupChild::spawn(command, job.clone());
+    // As root, for a `Command::uid`: the keeper keeps the right to make the job's cgroup across std's user switch.
+    let spawned =
+        crate::sys::with_kept_caps(folder.is_some(), || GroupChild::spawn(command, job.clone()));
     if let Some(name) = &mark {
         command.env_remove(name);
     }
@@ -355,10 +406,24 @@ fn spawn_kept(bound: Bound, command: &mut Command) -> io::Result<io::Result<Grou
         Err(e) => {
             let _ = job.end(false);
             if let Some(start) = not_started {
-                let how = if folder.is_some() {
-                    "the keeper could not make it or clone3 into it"
-                } else {
-                    "the keeper could not become a child subreaper or make it"
+                let how = match job.keeper_failure() {
+                    Some(KeeperFailure::User) => {
+                        "the command runs as another user (`Command::uid`), and its keeper, switched with it by \
+                         std, kept no CAP_DAC_OVERRIDE to make the job's cgroup and start the command in it: \
+                         spawn as root with that capability, or start the command as that user in a cgroup \
+                         delegated to it (`Contain::cgroup_parent`)"
+                    }
+                    Some(KeeperFailure::PidNamespace) => {
+                        "a `pre_exec` hook put the keeper's children in a new PID namespace, and the keeper \
+                         cannot go back to its own (setns needs CAP_SYS_ADMIN over it: a hook that also made a \
+                         user namespace); lineage mode runs such a hook's command as without a keeper"
+                    }
+                    None if start.raw_os_error() == Some(libc::EAGAIN) => {
+                        "no process could be made: RLIMIT_NPROC, or the pids controller's pids.max, leaves too \
+                         few (a kept job needs two more than the command: its keeper and a short-lived helper)"
+                    }
+                    None if folder.is_some() => "the keeper could not make it or clone3 into it",
+                    None => "the keeper could not become a child subreaper or make it",
                 };
                 return Ok(Err(io::Error::new(
                     start.kind(),

@@ -110,6 +110,24 @@ struct Shared {
     /// Set by this process during a kill of a reaper job: the keeper leaves the job's exited orphans unreaped
     /// meanwhile, so that the kill can still see (and record) the members its group signal killed.
     hold: AtomicU32,
+    /// Set by the keeper before it fails the spawn for a reason its errno alone does not tell (`WHY_*`).
+    why: AtomicU32,
+}
+
+/// Why a keeper failed the spawn, beyond its errno (see [`KeeperFailure`]).
+const WHY_USER: u32 = 1;
+const WHY_PID_NAMESPACE: u32 = 2;
+
+/// What a keeper that could not start the command says of it, beyond its errno.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeeperFailure {
+    /// The command runs as another user (`Command::uid`: std switched users before the hooks), and the keeper, which
+    /// switched with it, could not keep `CAP_DAC_OVERRIDE` to make the job's cgroup and start the command in it.
+    User,
+    /// A `pre_exec` hook that ran before the keeper's put the keeper's children in a new PID namespace, and the
+    /// keeper could not go back to its own (`setns` needs `CAP_SYS_ADMIN` over it: a hook that made a user namespace
+    /// too).
+    PidNamespace,
 }
 
 /// One anonymous page mapped `MAP_SHARED` before the spawn: the keeper (a fork) shares it with this process; the
@@ -179,6 +197,15 @@ impl SharedPage {
         }
     }
 
+    /// What the keeper said of its failure to start the command, beyond its errno.
+    pub(crate) fn failure(&self) -> Option<KeeperFailure> {
+        match self.shared().why.load(Ordering::Acquire) {
+            WHY_USER => Some(KeeperFailure::User),
+            WHY_PID_NAMESPACE => Some(KeeperFailure::PidNamespace),
+            _ => None,
+        }
+    }
+
     /// Whether the keeper exited on its own (see `Shared::leaving`); `false` also while it runs.
     pub(crate) fn keeper_left(&self) -> bool {
         self.shared().leaving.load(Ordering::Acquire) != 0
@@ -236,6 +263,8 @@ impl KeeperHook {
 #[derive(Clone, Copy)]
 struct Plan {
     supervisor: libc::pid_t,
+    /// This process's real user id: a keeper that runs as another one was switched by std (`Command::uid`).
+    uid: libc::uid_t,
     /// The job's cgroup folder (NUL-terminated), which the keeper makes (so that no folder is left by a supervisor
     /// that dies before the keeper exists) and removes; `None` in reaper mode (the keeper is the job's child subreaper
     /// instead).
@@ -317,6 +346,8 @@ pub(crate) fn arm_keeper(
     let plan = Plan {
         // SAFETY: getpid has no preconditions.
         supervisor: unsafe { libc::getpid() },
+        // SAFETY: getuid has no preconditions.
+        uid: unsafe { libc::getuid() },
         folder: folder.map(path_bytes).transpose()?,
         page: page.addr,
         // SAFETY: sysconf with an integer argument.
@@ -398,6 +429,32 @@ fn start(plan: &Plan) -> io::Result<()> {
     // never finds the keeper.
     // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes, which KEEPER_NAME is.
     unsafe { libc::prctl(libc::PR_SET_NAME, KEEPER_NAME.as_ptr()) };
+    // std switched users before the hooks (`Command::uid`): the keeper keeps only what it needs of the rights this
+    // process lent it across the switch (`with_kept_caps`): `CAP_DAC_OVERRIDE` to make the job's cgroup in this
+    // process's and start the command in it; nothing in reaper mode.
+    // SAFETY: getuid has no preconditions.
+    let switched = unsafe { libc::getuid() } != plan.uid;
+    if switched {
+        let keep = if plan.folder.is_some() {
+            1 << CAP_DAC_OVERRIDE
+        } else {
+            0
+        };
+        if let Err(e) = limit_caps(keep) {
+            shared(plan).why.store(WHY_USER, Ordering::Release);
+            return Err(failed(e));
+        }
+    }
+    // A hook before ours unshared the PID namespace: the keeper's children would be born in it (its first, PID 1,
+    // ending it at once). The keeper goes back to its own, and the command unshares it again for its own children,
+    // as it would have without a keeper.
+    let renew_pid_namespace = match own_pid_namespace() {
+        Ok(renew) => renew,
+        Err(e) => {
+            shared(plan).why.store(WHY_PID_NAMESPACE, Ordering::Release);
+            return Err(failed(e));
+        }
+    };
     let folder_fd = match plan.folder() {
         Some(folder) => make_folder(folder)?,
         None => become_reaper()?,
@@ -407,6 +464,17 @@ fn start(plan: &Plan) -> io::Result<()> {
     if let Err(e) = make_command(plan, folder_fd) {
         remove_folder(plan, folder_fd);
         return Err(failed(e));
+    }
+    // The command's process: none of the rights lent to the keeper, and its own children in a new PID namespace if
+    // the caller's hook asked for one.
+    if switched {
+        limit_caps(0).map_err(failed)?;
+        // SAFETY: prctl with integer arguments; async-signal-safe.
+        unsafe { libc::prctl(libc::PR_SET_KEEPCAPS, 0, 0, 0, 0) };
+    }
+    // SAFETY: unshare with an integer argument; async-signal-safe.
+    if renew_pid_namespace && unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
+        return Err(failed(errno()));
     }
     // The command: it dies with its keeper (a job that killed its keeper, `kill -9 $PPID`, or an OOM kill), so that a
     // wait, which sleeps until the command exits, wakes and ends the job at once. Then the caller's mask back, and std
@@ -427,6 +495,138 @@ fn start(plan: &Plan) -> io::Result<()> {
     }
     set_mask(libc::SIG_SETMASK, &old, None);
     Ok(())
+}
+
+/// The capability that lets the keeper of a command run as another user make the job's cgroup in this process's and
+/// start the command in it (both need write access to root's `cgroup.procs`).
+const CAP_DAC_OVERRIDE: u32 = 1;
+/// `_LINUX_CAPABILITY_VERSION_3`: two 32-bit words per set.
+const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+/// `PR_CAP_AMBIENT` and its `PR_CAP_AMBIENT_CLEAR_ALL` (Linux 4.3).
+const PR_CAP_AMBIENT: libc::c_int = 47;
+const PR_CAP_AMBIENT_CLEAR_ALL: libc::c_ulong = 4;
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// Limits this process's capabilities to `keep` (bits of the first 32), permitted and effective, none inheritable
+/// or ambient; the errno (`EPERM`) if it does not have all of `keep` permitted.
+fn limit_caps(keep: u32) -> Result<(), i32> {
+    let mut header = CapHeader {
+        version: CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: capget writes two `CapData` (version 3) into `data`, which lives across the call; a raw system call.
+    if unsafe { libc::syscall(libc::SYS_capget, &raw mut header, data.as_mut_ptr()) } != 0 {
+        return Err(errno());
+    }
+    if data[0].permitted & keep != keep {
+        return Err(libc::EPERM);
+    }
+    let data = [
+        CapData {
+            effective: keep,
+            permitted: keep,
+            inheritable: 0,
+        },
+        CapData::default(),
+    ];
+    // SAFETY: capset reads the header and two `CapData`, which live across the call; prctl with integer arguments.
+    // Both async-signal-safe system calls; lowering one's own capabilities is always allowed.
+    unsafe {
+        if libc::syscall(libc::SYS_capset, &raw mut header, data.as_ptr()) != 0 {
+            return Err(errno());
+        }
+        libc::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    }
+    Ok(())
+}
+
+/// Runs `f` (a spawn through the keeper hook) with this thread's `PR_SET_KEEPCAPS` on, where this process is root
+/// and `on`: a keeper that std switches to another user (`Command::uid`) then keeps the permitted capabilities it
+/// needs to make the job's cgroup (it keeps only those, and the command none: see `start`). The flag is this
+/// thread's, read by the kernel only when a user id changes, and set back as it was before this returns; it is not
+/// set where this thread has it already or may not change it (the keeper then fails as another user, saying why).
+pub(crate) fn with_kept_caps<T>(on: bool, f: impl FnOnce() -> T) -> T {
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            // SAFETY: prctl with integer arguments, on this thread.
+            unsafe { libc::prctl(libc::PR_SET_KEEPCAPS, 0, 0, 0, 0) };
+        }
+    }
+    // SAFETY: getuid, geteuid and prctl with integer arguments.
+    let set = on
+        && unsafe {
+            (libc::getuid() == 0 || libc::geteuid() == 0)
+                && libc::prctl(libc::PR_GET_KEEPCAPS, 0, 0, 0, 0) == 0
+                && libc::prctl(libc::PR_SET_KEEPCAPS, 1, 0, 0, 0) == 0
+        };
+    let _restore = set.then_some(Restore);
+    f()
+}
+
+/// Whether this process's children would be born in another PID namespace than its own (a hook before the keeper's
+/// called `unshare(CLONE_NEWPID)`); if so, it goes back to its own first (`setns`), and says so (`Ok(true)`); the
+/// errno if it cannot. `Ok(false)` where `/proc` does not tell (no `/proc`, Linux before 4.12).
+fn own_pid_namespace() -> Result<bool, i32> {
+    let inode = |path: &CStr| {
+        let mut st = MaybeUninit::<libc::stat>::zeroed();
+        // SAFETY: stat of a NUL-terminated path into a struct that lives across the call; async-signal-safe.
+        if unsafe { libc::stat(path.as_ptr(), st.as_mut_ptr()) } != 0 {
+            return Err(errno());
+        }
+        // SAFETY: filled in by stat.
+        let st = unsafe { st.assume_init() };
+        Ok((st.st_dev, st.st_ino))
+    };
+    let Ok(own) = inode(c"/proc/self/ns/pid") else {
+        return Ok(false);
+    };
+    match inode(c"/proc/self/ns/pid_for_children") {
+        Ok(children) if children != own => {}
+        // The kernel names no namespace for children before its PID 1 exists: one made by `unshare` just now (the
+        // own namespace always has one), where the link itself exists (Linux 4.12+).
+        Err(libc::ENOENT) => {
+            let mut st = MaybeUninit::<libc::stat>::zeroed();
+            // SAFETY: lstat of a NUL-terminated path into a struct that lives across the call; async-signal-safe.
+            if unsafe { libc::lstat(c"/proc/self/ns/pid_for_children".as_ptr(), st.as_mut_ptr()) }
+                != 0
+            {
+                return Ok(false);
+            }
+        }
+        _ => return Ok(false),
+    }
+    // SAFETY: open of a NUL-terminated path, setns and close on the descriptor it gave; async-signal-safe.
+    unsafe {
+        let fd = libc::open(
+            c"/proc/self/ns/pid".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        );
+        if fd < 0 {
+            return Err(errno());
+        }
+        let back = libc::setns(fd, libc::CLONE_NEWPID);
+        let e = errno();
+        libc::close(fd);
+        if back != 0 {
+            return Err(e);
+        }
+    }
+    Ok(true)
 }
 
 /// What the keeper needs once the command's process exists.

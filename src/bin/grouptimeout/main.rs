@@ -95,7 +95,7 @@ fn print_stdout(text: &[u8]) -> i32 {
 
 /// The command: in its own group (the default), or in ours (`--foreground`).
 enum Leader {
-    Group(GroupChild),
+    Group(Box<GroupChild>),
     Foreground(Child),
 }
 
@@ -299,7 +299,9 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
             if opts.foreground {
                 command.spawn().map(Leader::Foreground)
             } else {
-                command.spawn_contained().map(Leader::Group)
+                command
+                    .spawn_contained()
+                    .map(|child| Leader::Group(Box::new(child)))
             }
         })
     });
@@ -323,6 +325,13 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
     // the tool dies. Not fatal if it cannot be arranged. On Linux a forked one (cheaper than a shell in a process this
     // small), which renames itself; elsewhere a fork cannot, and would die with a `killall grouptimeout`: a shell.
     if let Leader::Group(child) = &mut leader {
+        // A weaker boundary than the first one tried is never silent with -v: which one the job got, and why.
+        if let (true, Some(why)) = (opts.verbose, child.fallback_reason()) {
+            say!(
+                "command {name} runs with a job boundary of {}: {why}",
+                mode_name(child.containment())
+            );
+        }
         let guarded = if cfg!(all(
             any(target_os = "linux", target_os = "android"),
             not(grouptimeout_portable)
@@ -606,6 +615,16 @@ fn cleanup(
                 signals::signal_name(signal)
             );
         }
+    }
+}
+
+/// A job boundary's name as `-v` says it.
+fn mode_name(mode: Containment) -> &'static str {
+    match mode {
+        Containment::Cgroup => "cgroup",
+        Containment::Reaper => "reaper",
+        Containment::Lineage => "lineage",
+        _ => "group",
     }
 }
 
