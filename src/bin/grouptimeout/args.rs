@@ -90,9 +90,11 @@ Run COMMAND as the leader of a new process group; if it still runs after
 DURATION, send it SIGNAL. On exit, nothing COMMAND started is left running.
 
 What COMMAND starts is found, on Linux, in a cgroup made for it (cgroup v2,
-where grouptimeout may make one: as root, or in a delegated cgroup), else by
-its group and a mark in its processes' environment (a process that left the
-group and cleared its environment escapes). Elsewhere only its group is
+where grouptimeout may make one: as root, or in a delegated cgroup), else
+below a keeper process that adopts every orphan of the job (any user, also
+in containers), else by its group and a mark in its processes' environment
+(a process that left the group and cleared its environment escapes); -v says
+which, and why, when it is not the cgroup. Elsewhere only its group is
 reached; with --foreground (no group), on Linux, every orphan it leaves.
 
   -s, --signal=SIGNAL      signal to send on timeout (default TERM): a name
@@ -104,8 +106,9 @@ reached; with --foreground (no group), on Linux, every orphan it leaves.
                              rarely needed (see below). SIGNAL and KILL then
                              reach COMMAND only (on Linux the rest is killed
                              once COMMAND exits)
-  -v, --verbose            report every signal sent, on stderr, and the
-                             processes killed besides COMMAND
+  -v, --verbose            report every signal sent, on stderr, the
+                             processes killed besides COMMAND, and a job
+                             boundary weaker than the cgroup, with why
       --leave-running      when COMMAND exits by itself, leave the processes
                              it started running (default: kill them)
       --help               display this help and exit
