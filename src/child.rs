@@ -215,27 +215,14 @@ impl GroupChild {
     /// The leader's process id, which is also the id of its process group.
     ///
     /// For a job of `spawn_contained` in a cgroup or with its own reaper, the id of its keeper (see `Contain`), which is also the id of the
-    /// command's process group, though the keeper is not in it; the command's own pid is
-    /// [`command_id`](GroupChild::command_id). A signal sent to this pid reaches the command (the keeper passes it
+    /// command's process group, though the keeper is not in it; the command's own pid is `command_id` (with the
+    /// `contain` feature). A signal sent to this pid reaches the command (the keeper passes it
     /// on), but for `SIGCONT` (it only wakes the keeper), and `SIGKILL` and `SIGSTOP`, which hit the keeper itself (a
     /// stopped keeper is continued by the next check of a wait or `try_wait`, see `Contain`): signal the job through
     /// this handle ([`signal`](GroupChild::signal)).
     #[must_use]
     pub fn id(&self) -> u32 {
         self.child.id()
-    }
-
-    /// The command's own process id: [`id`](GroupChild::id) for a plain group and wherever the command is the
-    /// process the spawn made (lineage mode, the group alone); for a job of `spawn_contained` in a cgroup or with its
-    /// own reaper, the pid of its keeper's child, the command (see `Contain`), never equal to `id()`.
-    ///
-    /// For looking at the command (`/proc/PID/…`, `in_job`, which is `true` for it while it
-    /// runs), not for signalling it: the command is not this process's child, and once it has exited and been reaped
-    /// (by its keeper, when a wait reaps the job) its pid may name another process. Signal the job through this
-    /// handle ([`signal`](GroupChild::signal)), which reaches the command and its group while they are the job's.
-    #[must_use]
-    pub fn command_id(&self) -> u32 {
-        self.job.watched(self.id())
     }
 
     /// Whether the leader was not reaped yet through this handle, so that its id still names our group.

@@ -749,7 +749,7 @@ fn escapees_die_and_verbose_names_them() {
             format!("{me}: killed 1 process left behind: {a} (sleep)\n"),
             "{user:?}"
         );
-        // At the deadline (TERM reaches the escapee too).
+        // At the deadline (TERM reaches the command's group, and the command's death the KILL of the escapee).
         let script = format!("setsid sleep 30 & echo $! > {}; sleep 30", s.file("b"));
         let r = user.run(&s, &["1", "sh", "-c", &script]);
         assert_eq!(code(&r), 124, "{user:?}: {}", r.stderr);
