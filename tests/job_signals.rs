@@ -297,4 +297,45 @@ mod linux {
         reaper_a_stopped_keeper_keeps_no_wait,
         lineage_a_stopped_keeper_keeps_no_wait
     );
+
+    /// A kept job's command that left its group (`setpgrp`) still gets a catchable signal sent to the job: by its
+    /// pid (the group's signal misses it), and once (its handler counts). Passes on 138652e too (each process of the
+    /// job was signalled then): it checks that the group-only signal still reaches a command outside its group.
+    fn a_command_that_left_its_group_gets_the_signal(test: &str, how: &Contain, mode: Containment) {
+        if !have(test, "perl", "-v") {
+            return;
+        }
+        let script = "setpgrp(0, 0); my $n = 0; $SIG{TERM} = sub { $n++ }; \
+                      $| = 1; print \"$$\\n\"; sleep 1 until $n; sleep 1; exit 40 + $n";
+        let mut child = how
+            .spawn(
+                Command::new("perl")
+                    .args(["-e", script])
+                    .stdout(Stdio::piped()),
+            )
+            .expect("spawn_contained");
+        assert_eq!(child.containment(), mode);
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("a line from the command");
+        let command: u32 = line.trim().parse().unwrap();
+        let _cleanup = KillOnDrop::new(vec![command]);
+        assert_eq!(child.command_id(), command, "{mode:?}");
+        if mode != Containment::Lineage {
+            // (In lineage mode the command leads its group: `setpgrp` leaves it there.)
+            let group = state_and_group(command).unwrap().1;
+            assert_ne!(group, child.id(), "{mode:?}: still in its group");
+        }
+        child.signal(libc::SIGTERM).unwrap();
+        let outcome = child.wait_timeout(LONG).unwrap();
+        assert_eq!(outcome.to_string(), "exited with status 41", "{mode:?}");
+    }
+
+    each_mode!(
+        a_command_that_left_its_group_gets_the_signal,
+        cgroup_a_command_that_left_its_group_gets_the_signal,
+        reaper_a_command_that_left_its_group_gets_the_signal,
+        lineage_a_command_that_left_its_group_gets_the_signal
+    );
 }

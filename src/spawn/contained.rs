@@ -137,7 +137,9 @@ use crate::contain::{Containment, Job};
 ///   alone: the command runs on, and the keeper, stopped, could not report its exit. The next check of a wait (or
 ///   of [`try_wait`](GroupChild::try_wait)) that finds the keeper stopped continues it (`SIGCONT`): a wait sleeps
 ///   until the command exits and checks then at the latest, so a stopped keeper never keeps a wait past the
-///   command's exit (the tool hears of the stop through `SIGCHLD`, and continues its keeper at once). Stop the job
+///   command's exit (the tool hears of the stop through `SIGCHLD`, and continues its keeper at once). The check is a
+///   `waitid(WSTOPPED | WNOWAIT)` on the keeper: a caller that consumes the keeper's stop report itself (`waitpid`
+///   of `id()` with `WUNTRACED`) hides the stop from it. Stop the job
 ///   with [`signal`](GroupChild::signal) instead (`SIGSTOP` to the command's group, `SIGCONT` to continue it).
 /// - The keeper is a process of this user: a job that kills it (`kill -9 $PPID`) ends its own guard; the wait then
 ///   sees the keeper killed (`SIGKILL`, the outcome), kills the cgroup, and removes the folder, as for any leader.
