@@ -96,9 +96,11 @@ pub trait GroupCommandExt: sealed::Sealed {
     fn spawn_group(&mut self) -> io::Result<GroupChild>;
 
     /// [`spawn_group`](GroupCommandExt::spawn_group) plus a job boundary: every promise of `spawn_group` holds, and
-    /// wherever the group is killed (the deadline, a grace signal, the leftovers after the leader's exit,
-    /// [`kill`](GroupChild::kill) and [`signal`](GroupChild::signal), a [`GroupHandle`](crate::GroupHandle)'s, the drop), the job's
-    /// processes that left the group (`setsid`, double-forking daemons) are signalled too, before the call returns.
+    /// wherever the group is killed (the deadline, the end of a grace period, the leftovers after the leader's exit,
+    /// [`kill`](GroupChild::kill), a [`GroupHandle`](crate::GroupHandle)'s, the drop), the job's processes that left
+    /// the group (`setsid`, double-forking daemons) are killed too, before the call returns. Any other signal (a grace
+    /// signal, [`signal`](GroupChild::signal)) reaches the command's group (and the command) only, so that a
+    /// supervisor inside the job keeps its own signal plan (see [`Contain`](crate::Contain)).
     ///
     /// Needs the `contain` feature (on by default).
     ///

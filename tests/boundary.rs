@@ -101,7 +101,7 @@ mod linux {
             .expect("a cgroup for a command run as another user");
         assert_eq!(child.containment(), Containment::Cgroup);
         assert_eq!(child.fallback_reason(), None);
-        let folder = job_folder(command_of(child.id()));
+        let folder = job_folder(child.command_id());
         let got = lines(&mut child, 3);
         let escapee: u32 = got[2].parse().unwrap();
         let _cleanup = KillOnDrop::new(vec![escapee]);
@@ -196,11 +196,7 @@ mod linux {
                 got[0], "inner 1",
                 "{mode:?}: the command's first child is PID 1 of its namespace"
             );
-            assert_eq!(
-                got[1],
-                format!("outer {}", command_of(child.id())),
-                "{mode:?}"
-            );
+            assert_eq!(got[1], format!("outer {}", child.command_id()), "{mode:?}");
             // The namespace's processes, found outside by their command lines: its PID 1 and an escapee.
             let inside: Vec<u32> = ["sleep\u{0}313", "sleep\u{0}315"]
                 .iter()

@@ -763,7 +763,7 @@ fn escapees_die_and_verbose_names_them() {
             format!("{me}: killed 1 process left behind: {a} (sleep)\n"),
             "{user:?}"
         );
-        // At the deadline (TERM reaches the escapee too).
+        // At the deadline (TERM reaches the command's group, and the command's death the KILL of the escapee).
         let script = format!("setsid sleep 30 & echo $! > {}; sleep 30", s.file("b"));
         let r = user.run(&s, &["1", "sh", "-c", &script]);
         assert_eq!(code(&r), 124, "{user:?}: {}", r.stderr);
@@ -785,6 +785,79 @@ fn escapees_die_and_verbose_names_them() {
             ),
             "{user:?}"
         );
+    }
+}
+
+/// Issue 32.6: the tool inside the tool, `-s ALRM` outside and `-s USR1` inside (as GNU's `timeout-group.sh` nests
+/// `-sALRM 30` over `-sINT 25`). `ALRM` sent to the outer tool is its timeout: it sends `ALRM` to its command, the
+/// inner tool, whose own timeout then sends `USR1` to its command. That command's `USR1` trap runs, and its `ALRM`
+/// trap never does (the outer job's catchable signal reaches the inner job only through the inner tool; it reached
+/// the inner command directly when every process of the job was signalled one by one). Each tool exits 124, and
+/// nothing of the inner job survives (a `setsid` escapee, a member of its group); as root (cgroups) and as nobody
+/// (the reaper).
+#[test]
+fn nested_tools_keep_their_own_signal_plan() {
+    for user in User::available("nested_tools_keep_their_own_signal_plan") {
+        let s = Scratch::new();
+        let script = format!(
+            "trap 'echo USR1 >> {t}; exit 3' USR1; trap 'echo ALRM >> {t}' ALRM; \
+             setsid sleep 30 & echo $! > {e}; sleep 30 & echo $! > {m}; echo > {r}; \
+             while :; do wait; sleep .1; done",
+            t = s.file("trapped"),
+            e = s.file("escapee"),
+            m = s.file("member"),
+            r = s.file("ready"),
+        );
+        let bin = user.bin();
+        let args = [
+            "-s", "ALRM", "30", &bin, "-s", "USR1", "25", "sh", "-c", &script,
+        ];
+        let words = user.command(&s, &bin, &args);
+        let mut running = Running::start(&words[0], &words[1..]);
+        s.wait_for("ready");
+        let pids = [s.pid("escapee"), s.pid("member")];
+        running.signal(libc::SIGALRM);
+        let tool = running.child.id();
+        let r = running.finish();
+        assert_eq!(code(&r), 124, "{user:?}: {}", r.stderr);
+        assert_eq!(
+            fs::read_to_string(s.path("trapped")).unwrap_or_default(),
+            "USR1\n",
+            "{user:?}: what the inner command's traps saw"
+        );
+        for pid in pids {
+            assert_dies(pid, "a process of the inner job");
+        }
+        let left = common::job_folders_made_by(tool);
+        assert!(left.is_empty(), "{user:?}: cgroup folders left: {left:?}");
+    }
+}
+
+/// Issue 32.5 for the tool: `kill -STOP` of the command's keeper (the tool's child named `group-keeper`) stops only
+/// the keeper, which then could not report the command's exit: the tool, with no deadline, would wait for ever. It
+/// hears of the stop (`SIGCHLD`) and continues the keeper, so it exits as the command did, at its exit.
+#[test]
+fn a_stopped_keeper_does_not_hold_the_tool() {
+    for user in User::available("a_stopped_keeper_does_not_hold_the_tool") {
+        let s = Scratch::new();
+        let script = format!(
+            "echo > {r}; while [ ! -e {go} ]; do sleep .05; done; exit 5",
+            r = s.file("ready"),
+            go = s.file("go"),
+        );
+        let bin = user.bin();
+        let words = user.command(&s, &bin, &["0", "sh", "-c", &script]);
+        let running = Running::start(&words[0], &words[1..]);
+        s.wait_for("ready");
+        let keeper = common::wait_for_guard(running.child.id());
+        let stopped = Command::new("kill")
+            .args(["-STOP", &keeper.to_string()])
+            .status()
+            .unwrap();
+        assert!(stopped.success());
+        fs::write(s.path("go"), "").unwrap();
+        let r = running.finish();
+        assert_eq!(code(&r), 5, "{user:?}: {}", r.stderr);
     }
 }
 

@@ -1,5 +1,6 @@
 //! What a [`GroupChild`] tells of its job's boundary: [`containment`](GroupChild::containment),
-//! [`leftovers`](GroupChild::leftovers) and [`in_job`](GroupChild::in_job) (the boundary itself is in `contain/`).
+//! [`command_id`](GroupChild::command_id), [`leftovers`](GroupChild::leftovers) and [`in_job`](GroupChild::in_job)
+//! (the boundary itself is in `contain/`).
 //!
 //! Needs the `contain` feature (on by default).
 
@@ -30,6 +31,22 @@ impl GroupChild {
     #[must_use]
     pub fn fallback_reason(&self) -> Option<&str> {
         self.job.fallback()
+    }
+
+    /// The command's own process id: [`id`](GroupChild::id) for a plain group and wherever the command is the
+    /// process the spawn made (lineage mode, the group alone); for a job of `spawn_contained` in a cgroup or with its
+    /// own reaper, the pid of its keeper's child, the command (see [`Contain`](crate::Contain)), never equal to
+    /// `id()`, which is the keeper's.
+    ///
+    /// Needs the `contain` feature (on by default).
+    ///
+    /// For looking at the command (`/proc/PID/…`; [`in_job`](GroupChild::in_job) is `true` for it while it runs),
+    /// not for signalling it: in a kept job the command is not this process's child, and once it has exited and been
+    /// reaped (by its keeper, when a wait reaps the job) its pid may name another process. Signal the job through
+    /// this handle ([`signal`](GroupChild::signal)), which reaches the command and its group while they are the job's.
+    #[must_use]
+    pub fn command_id(&self) -> u32 {
+        self.job.watched(self.id())
     }
 
     /// The processes besides the leader that the job's `SIGKILL`s reached (pid and name at the time), once each, in

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::proc::{random_hex, record, signal_checked, Leftover, Stat};
+use super::proc::{random_hex, record, Leftover, Stat};
 use crate::sys;
 
 /// How long the end of a job waits for its cgroup to empty before it leaves the folder behind.
@@ -102,56 +102,40 @@ impl Cgroup {
         Ok(pids)
     }
 
-    /// `SIGKILL`: every process of the cgroup at once (`cgroup.kill`), then `group` (the leader's group; see
-    /// `Job::signal`), recording what the kill reached besides the command (pid `command`: the leader, or a kept
-    /// job's keeper's child). Another signal: `group` first, then each process in the cgroup that is not in the
-    /// leader's group, through a checked pidfd. `group`'s error comes first.
-    pub(super) fn signal(
+    /// Kills the job: every process of the cgroup at once (`cgroup.kill`), then `group` (the leader's group; see
+    /// `Job::signal`), recording what the kill reached besides the command (pid `command`, the keeper's child).
+    /// `group`'s error comes first. (Other signals reach the command's group only: see `Job::signal`.)
+    pub(super) fn kill_job(
         &self,
-        leader: u32,
         command: u32,
-        signal: i32,
         group: impl FnOnce() -> io::Result<()>,
         reached: &Mutex<Vec<Leftover>>,
     ) -> io::Result<()> {
-        if signal == libc::SIGKILL {
-            if self.empty() {
-                // No live process in the cgroup or below it (a command that left nothing, the common end): nothing to
-                // list or kill there. A process enters only as the child of a live member, or moved in from outside
-                // (the job's end kills the cgroup again).
-                return group();
-            }
-            // One read of the list before the kill (a process leaves it as it dies); the kill goes on if it cannot be
-            // read (no descriptor left). The names are read before the kill, for `leftovers()`: a killed orphan may be
-            // reaped at once by whoever adopted it (PID 1), and then its name is gone.
-            let before: Vec<(u32, Stat)> = self
-                .pids()
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|&pid| pid != command)
-                .filter_map(|pid| Some((pid, Stat::read(pid)?))) // (not one gone before the kill)
-                .collect();
-            let killed = self.kill_all();
-            let sent = group();
-            for (pid, stat) in before {
-                // Still there: reached unless it had exited before the kill; reaped at once: as it was before.
-                if Stat::read(pid).as_ref().unwrap_or(&stat).reached_by_kill() {
-                    record(reached, pid, stat.name);
-                }
-            }
-            return sent.and(killed);
+        if self.empty() {
+            // No live process in the cgroup or below it (a command that left nothing, the common end): nothing to
+            // list or kill there. A process enters only as the child of a live member, or moved in from outside
+            // (the job's end kills the cgroup again).
+            return group();
         }
+        // One read of the list before the kill (a process leaves it as it dies); the kill goes on if it cannot be
+        // read (no descriptor left). The names are read before the kill, for `leftovers()`: a killed orphan may be
+        // reaped at once by whoever adopted it (PID 1), and then its name is gone.
+        let before: Vec<(u32, Stat)> = self
+            .pids()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|&pid| pid != command)
+            .filter_map(|pid| Some((pid, Stat::read(pid)?))) // (not one gone before the kill)
+            .collect();
+        let killed = self.kill_all();
         let sent = group();
-        let rest = (|| {
-            for pid in self.pids()? {
-                if pid == leader || sys::group_of(pid).is_ok_and(|pgid| pgid == leader) {
-                    continue; // the group signal reached it
-                }
-                signal_checked(pid, signal, |pid| self.contains(pid))?;
+        for (pid, stat) in before {
+            // Still there: reached unless it had exited before the kill; reaped at once: as it was before.
+            if Stat::read(pid).as_ref().unwrap_or(&stat).reached_by_kill() {
+                record(reached, pid, stat.name);
             }
-            Ok(())
-        })();
-        sent.and(rest)
+        }
+        sent.and(killed)
     }
 
     /// Whether `cgroup.events` says `populated 0`: no live process in the cgroup or in a sub-cgroup (one that has

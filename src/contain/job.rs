@@ -142,19 +142,26 @@ impl Job {
 
     /// Whether our child `id` (the leader, or a kept job's keeper) has exited, or a kept job's command has (its
     /// keeper then waits for [`judge`](Job::judge)). Errors as for `has_exited`.
+    ///
+    /// A kept job's keeper found stopped (`kill -STOP` of `id`: `SIGSTOP` cannot be blocked, so it stops the keeper
+    /// alone, and the command runs on) is continued at once (`SIGCONT`): stopped, it could neither report the
+    /// command's exit nor end the job, and a wait, which sleeps until the command exits, would sleep on to its
+    /// deadline. One `waitid` tells both the keeper's exit and its stop.
     #[cfg_attr(
         not(all(target_os = "linux", not(grouptimeout_portable))),
         allow(clippy::unused_self, reason = "no keeper outside Linux")
     )]
     pub(crate) fn exited(&self, id: u32) -> io::Result<bool> {
-        if crate::sys::has_exited(id)? {
-            return Ok(true);
-        }
         #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
         if let Some(keeper) = self.keeper() {
+            match crate::sys::exited_or_stopped(id)? {
+                Some(true) => return Ok(true),
+                Some(false) => crate::sys::wake_child(id),
+                None => {}
+            }
             return Ok(keeper.command_exited());
         }
-        Ok(false)
+        crate::sys::has_exited(id)
     }
 
     /// For a kept job, sends `signal` to its group `pgid` (`signal_kept_group`, see `sys/keeper.rs`): `None` for a
@@ -236,9 +243,40 @@ impl Job {
             .is_some_and(|k| !k.left() && crate::sys::has_exited(keeper).unwrap_or(true))
     }
 
-    /// Sends `signal` to the whole job of `leader`: `group` (which signals the leader's group, and the leader by pid)
-    /// first, or at once with what signals the whole job (`cgroup.kill`), and only then the search for the job's
-    /// processes outside the group (with `SIGKILL`: all of them, until none is left, recording the ones reached), so
+    /// Sends `signal` to a kept job's command by its pid if it left its group (`setpgid`, `setsid`), which the group
+    /// signal of its keeper `keeper` (whose pid is the group's id) then missed, as `signal_group` does for a leader
+    /// without a keeper. Through a pidfd, opened before the process is checked to be the keeper's child: the command
+    /// is pinned (unreaped) by its keeper until the verdict, and a keeper that was killed took it along.
+    ///
+    /// # Errors
+    ///
+    /// A pidfd that cannot be opened (the OS error), or `EPERM` (a command that became another user).
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    fn signal_moved_command(&self, keeper: u32, signal: i32) -> io::Result<()> {
+        let Some(command) = self.keeper().and_then(Keeper::command) else {
+            return Ok(());
+        };
+        let moved = |pid| {
+            super::proc::Stat::read(pid)
+                .is_some_and(|s| s.ppid == keeper && s.pgid != keeper && !s.dead())
+        };
+        if !moved(command) {
+            return Ok(());
+        }
+        match super::proc::signal_checked(command, signal, moved)? {
+            super::proc::Sent::Denied => Err(io::Error::from_raw_os_error(libc::EPERM)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Sends `signal` to the job of `leader`, as systemd's `KillMode=mixed` does: `SIGKILL` to the whole job, any other
+    /// signal to the command's group and the command only (`group`, which signals the leader's group, and the leader
+    /// by pid; for a kept job, the command by pid too if it left its group), as GNU `timeout` sends it. So a
+    /// supervisor inside the job (the tool run by the tool, a library job inside a tool's job) keeps its own signal
+    /// plan: the catchable signal reaches its job only through it, and only `SIGKILL` reaches everything.
+    ///
+    /// `SIGKILL`: `group` first, or at once with what kills the whole job (`cgroup.kill`), and only then the search
+    /// for the job's processes outside the group (all of them, until none is left, recording the ones reached), so
     /// that no leader runs on while the rest of its job dies around it. The caller holds the leader unreaped.
     ///
     /// # Errors
@@ -253,25 +291,28 @@ impl Job {
         let Some(inner) = &self.0 else {
             return group();
         };
-        let _ = (leader, signal);
+        let _ = leader;
+        if signal != libc::SIGKILL {
+            let sent = group();
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            return sent.and(self.signal_moved_command(leader, signal));
+            #[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
+            return sent;
+        }
         match inner.bound {
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Cgroup(ref cgroup) => {
                 let command = self.watched(leader);
-                cgroup.signal(leader, command, signal, group, &inner.reached)
+                cgroup.kill_job(command, group, &inner.reached)
             }
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Lineage(ref mark) => {
-                // A `SIGKILL` stops the group first and kills it after the search's first pass: a member that the
-                // group kill killed at once was re-parented to init (its parent died with it), which may reap it before
-                // the search reads it, and then a process the kill reached would not be recorded.
+                // The group is stopped first and killed after the search's first pass: a member that the group kill
+                // killed at once was re-parented to init (its parent died with it), which may reap it before the
+                // search reads it, and then a process the kill reached would not be recorded.
                 let mut group = Some(group);
                 let mut sent = None;
-                if signal == libc::SIGKILL {
-                    let _ = crate::sys::signal_group(leader, libc::SIGSTOP);
-                } else {
-                    sent = group.take().map(|group| group());
-                }
+                let _ = crate::sys::signal_group(leader, libc::SIGSTOP);
                 let rest = mark.signal(leader, signal, &inner.reached, || {
                     if let Some(group) = group.take() {
                         sent = Some(group());
@@ -291,16 +332,11 @@ impl Job {
                     return sent.and(mark.signal(leader, signal, &inner.reached, || {}));
                 }
                 // The members the group's SIGKILL kills stay unreaped zombies of the keeper until the walk saw them.
-                let hold = signal == libc::SIGKILL;
                 let keeper = self.keeper();
-                if hold {
-                    keeper.inspect(|k| k.hold_orphans(leader, true));
-                }
+                keeper.inspect(|k| k.hold_orphans(leader, true));
                 let sent = group();
-                let rest = reaper::signal(leader, self.watched(leader), signal, &inner.reached);
-                if hold {
-                    keeper.inspect(|k| k.hold_orphans(leader, false));
-                }
+                let rest = reaper::kill(leader, self.watched(leader), &inner.reached);
+                keeper.inspect(|k| k.hold_orphans(leader, false));
                 sent.and(rest)
             }
         }

@@ -57,11 +57,9 @@ fn exited(pidfd: &OwnedFd) -> bool {
     crate::sys::poll(&mut fds, Duration::ZERO).is_ok_and(|n| n > 0)
 }
 
-/// What one kill (or signal) of the job has done so far.
+/// What one kill of the job has done so far.
 struct Walk<'a> {
-    keeper: u32,
     command: u32,
-    signal: i32,
     sent: Vec<u32>,
     /// Those it may not signal (pid and name), named in the error.
     denied: Vec<(u32, String)>,
@@ -71,7 +69,7 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    /// Signals the live children of `parent` (named by `parent_fd` below the keeper, whose pid is pinned: it is our
+    /// Kills the live children of `parent` (named by `parent_fd` below the keeper, whose pid is pinned: it is our
     /// unreaped child) and their descendants, depth first.
     fn visit(&mut self, parent: u32, parent_fd: Option<&OwnedFd>, depth: usize) -> io::Result<()> {
         if depth > DEPTH_LIMIT {
@@ -96,13 +94,12 @@ impl Walk<'_> {
             let Some(stat) = Stat::read(pid) else {
                 continue;
             };
-            let kill = self.signal == libc::SIGKILL;
             if stat.ppid != parent || parent_fd.is_some_and(exited) {
                 continue;
             }
             if stat.dead() {
                 // A member that the group's SIGKILL (sent first) has killed already: recorded, as a cgroup's are.
-                if kill && stat.killed && pid != self.command {
+                if stat.killed && pid != self.command {
                     record(self.reached, pid, stat.name);
                 }
                 continue;
@@ -110,13 +107,11 @@ impl Walk<'_> {
             if !self.denied.iter().any(|(p, _)| *p == pid) {
                 self.live += 1;
             }
-            // Without SIGKILL, the members of the command's group had the group's signal already.
-            let had_it = !kill && stat.pgid == self.keeper;
-            if !had_it && !self.sent.contains(&pid) {
-                match crate::sys::pidfd_send_signal(pidfd.as_fd(), self.signal) {
+            if !self.sent.contains(&pid) {
+                match crate::sys::pidfd_send_signal(pidfd.as_fd(), libc::SIGKILL) {
                     Ok(true) => {
                         self.sent.push(pid);
-                        if kill && pid != self.command {
+                        if pid != self.command {
                             record(self.reached, pid, stat.name);
                         }
                     }
@@ -129,10 +124,7 @@ impl Walk<'_> {
                     }
                     Err(e) => {
                         return Err(crate::sys::os_error_or(e, |e| {
-                            format!(
-                                "cannot send signal {} to process {pid} of the job: {e}",
-                                self.signal
-                            )
+                            format!("cannot kill process {pid} of the job: {e}")
                         }))
                     }
                 }
@@ -143,28 +135,20 @@ impl Walk<'_> {
     }
 }
 
-/// Sends `signal` to the job's processes below `keeper` (the command `command` among them), after the caller
-/// signalled the command's group (stop first, then the rest). With `SIGKILL` every process found is signalled and
-/// recorded (but the command), and the walk is made again until it finds none alive (those killed have died, and
-/// their children, re-parented to the keeper as their parents died, were killed in turn), within about a second;
-/// the keeper then ends what is left when it gets the verdict. Without it, once, and only to those outside the
-/// command's group.
+/// Kills the job's processes below `keeper` (the command `command` among them), after the caller signalled the
+/// command's group (stop first, then the rest): every process found is killed and recorded (but the command), and the
+/// walk is made again until it finds none alive (those killed have died, and their children, re-parented to the
+/// keeper as their parents died, were killed in turn), within about a second; the keeper then ends what is left when
+/// it gets the verdict. (Other signals reach the command's group only: see `Job::signal`.)
 ///
 /// # Errors
 ///
-/// A pidfd that cannot be opened (no descriptor left: the OS error), or a signal refused for want of permission
-/// (`PermissionDenied`, the pids named; the others were signalled).
-pub(super) fn signal(
-    keeper: u32,
-    command: u32,
-    signal: i32,
-    reached: &Mutex<Vec<Leftover>>,
-) -> io::Result<()> {
+/// A pidfd that cannot be opened (no descriptor left: the OS error), or a kill refused for want of permission
+/// (`PermissionDenied`, the pids named; the others were killed).
+pub(super) fn kill(keeper: u32, command: u32, reached: &Mutex<Vec<Leftover>>) -> io::Result<()> {
     let deadline = Instant::now() + KILL_LIMIT;
     let mut walk = Walk {
-        keeper,
         command,
-        signal,
         sent: Vec::new(),
         denied: Vec::new(),
         live: 0,
@@ -173,7 +157,7 @@ pub(super) fn signal(
     loop {
         walk.live = 0;
         walk.visit(keeper, None, 0)?;
-        if signal != libc::SIGKILL || walk.live == 0 || Instant::now() >= deadline {
+        if walk.live == 0 || Instant::now() >= deadline {
             break;
         }
         // Killed, and dying: a pause, then a look at what is left (and what their deaths re-parented).

@@ -20,14 +20,27 @@ use crate::sys::KeeperFailure;
 ///
 /// Needs the `contain` feature (on by default).
 ///
-/// | Mode | Where | What it reaches | What it cannot catch |
-/// |------|-------|-----------------|----------------------|
-/// | [`Cgroup`](Containment::Cgroup) | Linux 5.14+, cgroup v2, where this process may make a cgroup | every process started by the command, at once (`cgroup.kill`), setuid and non-dumpable ones included | a process moved to another cgroup by someone allowed to, the job itself included when it has this process's rights (as root, its pid written to a parent's `cgroup.procs`): that process and what it starts survive |
-/// | [`Reaper`](Containment::Reaper) | Linux, `/proc` of our PID namespace (with `/proc/PID/task/TID/children`), pidfds (5.3+); any user, root in a container | every process started by the command, however it daemonised (`setsid`, double fork, `env -i`, a new title, setuid and non-dumpable programs: `ssh-agent`, `gpg-agent`), since each stays a descendant of the job's keeper, a child subreaper | a process it may not signal (one that became another user through a setuid program: named in the error); a job that kills its keeper (`kill -9 $PPID`): its processes are then found by its group and its lineage mark only (an `env -i` escapee survives); a process that runs after the keeper ended the job and whose parent it could not kill |
-/// | [`Lineage`](Containment::Lineage) | Linux, `/proc` of our PID namespace, pidfds (5.3+) | the group and every process that still carries the job's mark | a process whose environment does not show the mark: cleared or replaced (`env -i`, `execve` with a new one), or overwritten by a new process title (perl's `$0`, `setproctitle`); a non-dumpable process (`ssh-agent`, `gpg-agent`, setuid programs: reading its environment needs root with `CAP_SYS_PTRACE`); a process of a user we may not signal (named in the error) |
-/// | [`Group`](Containment::Group) | everywhere | the process group (as `spawn_group`) | a process that left the group (`setsid`, `setpgid`) |
+/// | Mode | Where | What `SIGKILL` reaches | What a catchable signal reaches | What it cannot catch |
+/// |------|-------|-----------------|-----------------|----------------------|
+/// | [`Cgroup`](Containment::Cgroup) | Linux 5.14+, cgroup v2, where this process may make a cgroup | every process started by the command, at once (`cgroup.kill`), setuid and non-dumpable ones included | the command's group, and the command if it left it | a process moved to another cgroup by someone allowed to, the job itself included when it has this process's rights (as root, its pid written to a parent's `cgroup.procs`): that process and what it starts survive |
+/// | [`Reaper`](Containment::Reaper) | Linux, `/proc` of our PID namespace (with `/proc/PID/task/TID/children`), pidfds (5.3+); any user, root in a container | every process started by the command, however it daemonised (`setsid`, double fork, `env -i`, a new title, setuid and non-dumpable programs: `ssh-agent`, `gpg-agent`), since each stays a descendant of the job's keeper, a child subreaper | the command's group, and the command if it left it | a process it may not signal (one that became another user through a setuid program: named in the error); a job that kills its keeper (`kill -9 $PPID`): its processes are then found by its group and its lineage mark only (an `env -i` escapee survives); a process that runs after the keeper ended the job and whose parent it could not kill |
+/// | [`Lineage`](Containment::Lineage) | Linux, `/proc` of our PID namespace, pidfds (5.3+) | the group and every process that still carries the job's mark | the command's group, and the command if it left it | a process whose environment does not show the mark: cleared or replaced (`env -i`, `execve` with a new one), or overwritten by a new process title (perl's `$0`, `setproctitle`); a non-dumpable process (`ssh-agent`, `gpg-agent`, setuid programs: reading its environment needs root with `CAP_SYS_PTRACE`); a process of a user we may not signal (named in the error) |
+/// | [`Group`](Containment::Group) | everywhere | the process group (as `spawn_group`) | the same | a process that left the group (`setsid`, `setpgid`) |
 ///
 /// The README's "The whole job" lists what survived each mode in a measured run.
+///
+/// # Signals: only `SIGKILL` reaches the whole job
+///
+/// Every mode signals a job as systemd's `KillMode=mixed` does: `SIGKILL` (the deadline's kill, the kill after a
+/// grace period, [`kill`](GroupChild::kill), the leftovers' kill, the drop) reaches every process of the job, but
+/// any other signal (the grace signal of [`set_grace`](GroupChild::set_grace), [`signal`](GroupChild::signal), a
+/// [`GroupHandle`](crate::GroupHandle)'s, the `SIGCONT` after a grace signal) reaches the command's process group,
+/// and the command by its pid if it left that group, as GNU `timeout` sends it. So a supervisor inside the job keeps
+/// its own signal plan for its own job: `grouptimeout -s ALRM 30 grouptimeout -s USR1 25 cmd` (or a library job
+/// whose command is the tool), sent `ALRM`, gives `cmd` the inner tool's `USR1`, never the outer `ALRM`, and
+/// processes the command started outside its group (a `setsid` daemon, a nested job) get no catchable signal from
+/// this job; the `SIGKILL` that follows (at the end of a grace period, or when the command exits) ends them all. A
+/// `SIGSTOP` sent with [`signal`](GroupChild::signal) stops the command's group only, the rest of the job runs on.
 ///
 /// By default the cgroup is tried first, then the reaper, then lineage, then the group: each fallback is silent, and
 /// [`GroupChild::containment`] says which mode the job got; [`require`](Contain::require) turns a fallback below a
@@ -75,7 +88,8 @@ use crate::sys::KeeperFailure;
 ///
 /// # The keeper (cgroup and reaper modes)
 ///
-/// The process the spawn makes ([`GroupChild::id`]) is the job's keeper; the command is its child. The
+/// The process the spawn makes ([`GroupChild::id`]) is the job's keeper; the command is its child
+/// ([`GroupChild::command_id`] is its pid). The
 /// keeper is a fork of this process (a `pre_exec` hook, which makes std fork and exec instead of using
 /// `posix_spawn`; `BENCHMARKS.md` gives the cost) that never execs: it blocks every signal, makes the job's folder,
 /// starts the command with `clone3(CLONE_INTO_CGROUP)` (Linux 5.7; the command returns from the hook and std applies
@@ -120,8 +134,15 @@ use crate::sys::KeeperFailure;
 /// - A command that fails its `exec` fails the spawn with std's error (`NotFound` for a missing program), and the
 ///   keeper exits at once.
 /// - A signal sent to the keeper's pid is passed on to the command, as it reached the leader without a keeper; but
-///   `SIGCONT` (which only wakes the keeper), and `SIGKILL` and `SIGSTOP` (which nothing can pass on: they stop or
-///   kill the keeper itself).
+///   `SIGCONT` (which only wakes the keeper, or continues it), and `SIGKILL` and `SIGSTOP` (which nothing can pass
+///   on: they stop or kill the keeper itself). A `SIGSTOP` (`kill -STOP` of [`GroupChild::id`]) stops the keeper
+///   alone: the command runs on, and the keeper, stopped, could not report its exit. The next check of a wait (or
+///   of [`try_wait`](GroupChild::try_wait)) that finds the keeper stopped continues it (`SIGCONT`): a wait sleeps
+///   until the command exits and checks then at the latest, so a stopped keeper never keeps a wait past the
+///   command's exit (the tool hears of the stop through `SIGCHLD`, and continues its keeper at once). The check is a
+///   `waitid(WSTOPPED | WNOWAIT)` on the keeper: a caller that consumes the keeper's stop report itself (`waitpid`
+///   of `id()` with `WUNTRACED`) hides the stop from it. Stop the job
+///   with [`signal`](GroupChild::signal) instead (`SIGSTOP` to the command's group, `SIGCONT` to continue it).
 /// - The keeper is a process of this user: a job that kills it (`kill -9 $PPID`) ends its own guard; the wait then
 ///   sees the keeper killed (`SIGKILL`, the outcome), kills the cgroup, and removes the folder, as for any leader.
 ///   In reaper mode the orphans then go to the next subreaper above (or init): the wait kills the command's group

@@ -1,5 +1,6 @@
-//! Linux calls of the job boundary (`crate::contain`): extended attributes of a cgroup folder, and signalling
-//! through a pidfd. The keeper, which starts a job's command, is in `keeper.rs`.
+//! Linux calls of the job boundary (`crate::contain`): extended attributes of a cgroup folder, signalling through a
+//! pidfd, and a kept job's keeper seen from this process (stopped or exited, woken). The keeper, which starts a job's
+//! command, is in `keeper.rs`.
 
 use std::ffi::CString;
 use std::io;
@@ -7,7 +8,7 @@ use std::os::fd::{AsRawFd as _, BorrowedFd};
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 
-use super::{cvt, cvt_len};
+use super::{checked_pid, cvt, cvt_len, retry_eintr, wait_id};
 
 /// Whether this process may make a folder in `dir` (`access(W_OK)`: `EACCES` for a user without the right, `EROFS`
 /// on a read-only mount).
@@ -88,5 +89,40 @@ pub(crate) fn pidfd_send_signal(pidfd: BorrowedFd<'_>, signal: libc::c_int) -> i
         Ok(_) => Ok(true),
         Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(false),
         Err(e) => Err(e),
+    }
+}
+
+/// Whether our unreaped child `pid` (a kept job's keeper) has exited (`Some(true)`), is stopped (`Some(false)`: a
+/// stop that no `waitid`/`waitpid` with `WSTOPPED`/`WUNTRACED` has consumed), or neither (`None`): one
+/// `waitid(WEXITED | WSTOPPED | WNOHANG | WNOWAIT)`, which consumes nothing (std still reaps the child, and the stop
+/// stays reported). `ECHILD` (the OS error as it is) when it is not, or no longer, an unreaped child of ours.
+pub(crate) fn exited_or_stopped(pid: u32) -> io::Result<Option<bool>> {
+    let pid = checked_pid(pid)?;
+    retry_eintr(|| {
+        let mut info = std::mem::MaybeUninit::<libc::siginfo_t>::zeroed();
+        // SAFETY: `info` points to a zeroed `siginfo_t` that lives across the call; WNOWAIT consumes no report.
+        cvt(unsafe {
+            libc::waitid(
+                libc::P_PID,
+                wait_id(pid),
+                info.as_mut_ptr(),
+                libc::WEXITED | libc::WSTOPPED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        })?;
+        // SAFETY: zero-initialised and possibly filled in by the kernel: every bit pattern is a valid siginfo_t.
+        let info = unsafe { info.assume_init() };
+        // With WNOHANG and no report the kernel leaves si_signo 0 (we zeroed it).
+        Ok((info.si_signo != 0).then_some(info.si_code != libc::CLD_STOPPED))
+    })
+}
+
+/// Sends `SIGCONT` to our unreaped child `pid` (a kept job's keeper): it goes on if it was stopped (even with every
+/// signal blocked, as a keeper has them), and wakes to look at its job again. Errors are ignored: a keeper that has
+/// exited needs no waking.
+pub(crate) fn wake_child(pid: u32) {
+    if let Ok(pid) = checked_pid(pid) {
+        // SAFETY: kill has no memory-safety preconditions; the pid is checked (> 1), and the caller holds it as an
+        // unreaped child of ours, so it names that child.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
     }
 }
