@@ -616,7 +616,7 @@ fn adopted_orphans_are_reaped_while_the_command_runs() {
 }
 
 /// Who runs the tool in a test of its containment: this test's user (as root here: a cgroup of the job's own), or
-/// nobody (through `setpriv`: no cgroup can be made, so the job is told by its lineage mark).
+/// nobody (through `setpriv`: no cgroup can be made, so the job has its own reaper).
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum User {
     Me,
@@ -862,7 +862,7 @@ fn a_stopped_keeper_does_not_hold_the_tool() {
 }
 
 /// Issue 22.1 for the tool: a command killed at its deadline (`-s KILL`, or `-k` after a `TERM` it ignores) while it
-/// waits for a `sleep` never runs its next command, in every mode (as root: a cgroup; as nobody: lineage). The old
+/// waits for a `sleep` never runs its next command, in every mode (as root: a cgroup; as nobody: the reaper). The old
 /// order (lineage killed the `sleep` first, waited for it, and only then the group) let the shell see its `sleep` die:
 /// it printed `Killed`, created and replaced files, and started escapees (as nobody 29 or 30 of 30 runs, 10 of each
 /// case). Here 4 runs of each case at once, beside a busy loop (more load made other tests of this binary, run at the
