@@ -240,6 +240,21 @@ impl GroupChild {
     /// after its deadline. An invalid `signal` is reported by the wait that hits the deadline, after the group was
     /// killed and the leader reaped.
     ///
+    /// # When this process dies
+    ///
+    /// The same plan holds when this process dies (`SIGKILL` included) while the job is guarded: `signal` to the
+    /// group (then `SIGCONT`, unless it stops), up to `grace`, then `SIGKILL` (to the whole job); without a grace,
+    /// `SIGKILL` at once. A job with a guard of [`die_with_parent`][die-with-parent] (feature `guard`) gets it from
+    /// the guard, which reads the plan from its pipe (set it before or after `die_with_parent`; a later call replaces
+    /// it) and waits up to `grace` for the leader to exit. A job of [`spawn_contained`][spawn-contained] with a keeper
+    /// (its `Cgroup` and `Reaper` modes, guarded by the keeper from the spawn on, with or without `die_with_parent`)
+    /// gets it from the keeper, which reads the plan from a page it shares with this process only once this process
+    /// died, so a plan set right after the spawn holds from then on, and which waits up to `grace` for the job to
+    /// end (the command exited and nothing else of it is left). A `signal` of 0 or `SIGKILL`, or a zero `grace`, means
+    /// `SIGKILL` at once. Not covered: a job this process does not guard (no `die_with_parent`, and no keeper), and
+    /// a plan that a guard stopped with `SIGSTOP` could not take (its pipe full after thousands of calls: the guard
+    /// keeps the last plan it read).
+    ///
     /// # Examples
     ///
     /// ```
@@ -259,8 +274,23 @@ impl GroupChild {
     /// # Ok(())
     /// # }
     /// ```
+    ///
+    #[cfg_attr(
+        feature = "guard",
+        doc = "[die-with-parent]: GroupChild::die_with_parent"
+    )]
+    #[cfg_attr(not(feature = "guard"), doc = "[die-with-parent]: crate#features")]
+    #[cfg_attr(
+        feature = "contain",
+        doc = "[spawn-contained]: crate::GroupCommandExt::spawn_contained"
+    )]
+    #[cfg_attr(not(feature = "contain"), doc = "[spawn-contained]: crate#features")]
     pub fn set_grace(&mut self, signal: i32, grace: Duration) {
         self.grace = Some((signal, grace));
+        self.job.set_death_plan(signal, grace);
+        if let Some(guard) = &self.guard {
+            guard.set_plan(signal, grace);
+        }
     }
 
     /// Whether members still running when the leader exits on its own are sent `SIGKILL` before a wait returns.

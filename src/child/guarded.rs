@@ -12,7 +12,8 @@ use crate::guard::{Guard, Start};
 impl GroupChild {
     /// From this call on, if this process dies for any reason while the leader is unreaped (`SIGKILL`, the OOM
     /// killer, `panic = "abort"`, [`std::process::exit`], an unhandled signal), every process in the group is
-    /// sent `SIGKILL`.
+    /// sent `SIGKILL`: at once, or, with a grace set ([`set_grace`](GroupChild::set_grace), before or after this
+    /// call), after its signal and up to its grace for the leader to exit, as at a deadline.
     ///
     /// Needs the `guard` feature (on by default).
     ///
@@ -38,8 +39,9 @@ impl GroupChild {
     /// and the leftovers are left as they were (no longer guarded). While the guard runs it is one more member of
     /// the group (its pid is not the leader's), and it holds the group's id even after all other members are gone.
     ///
-    /// A job of `spawn_contained` in a cgroup needs none: its keeper guards it from before the command's first
-    /// instruction (see `Contain`), so no guard is started and [`guard_id`](GroupChild::guard_id) stays `None`.
+    /// A job of `spawn_contained` in a cgroup or under its own reaper needs none: its keeper guards it from before
+    /// the command's first instruction (see `Contain`), with the plan of [`set_grace`](GroupChild::set_grace) if
+    /// one is set, so no guard is started and [`guard_id`](GroupChild::guard_id) stays `None`.
     ///
     /// # What is not reached
     ///
@@ -93,7 +95,11 @@ impl GroupChild {
             return Ok(());
         }
         self.leader_exited()?;
-        self.guard = Some(Guard::start(self.id(), how, self.job.cgroup_folder())?);
+        let guard = Guard::start(self.id(), how, self.job.cgroup_folder())?;
+        if let Some((signal, grace)) = self.grace {
+            guard.set_plan(signal, grace);
+        }
+        self.guard = Some(guard);
         Ok(())
     }
 
