@@ -242,55 +242,19 @@ impl GroupChild {
     ///
     /// # When this process dies
     ///
-    /// The same plan holds when this process dies (`SIGKILL` included) while the job is guarded: `signal` to the
-    /// group (then `SIGCONT`, unless it stops), up to `grace`, then `SIGKILL` (to the whole job); without a grace,
-    /// `SIGKILL` at once. A job with a guard of [`die_with_parent`][die-with-parent] (feature `guard`) gets it from
-    /// the guard, which reads the plan from its pipe (set it before or after `die_with_parent`; a later call replaces
-    /// it) and waits up to `grace` for the leader to exit. A job of [`spawn_contained`][spawn-contained] with a keeper
-    /// (its `Cgroup` and `Reaper` modes, guarded by the keeper from the spawn on, with or without `die_with_parent`)
-    /// gets it from the keeper, which reads the plan from a page it shares with this process only once this process
-    /// died, so a plan set right after the spawn holds from then on, and which waits up to `grace` for the job to
-    /// end (the command exited and nothing else of it is left). A `signal` of 0 or `SIGKILL`, or a zero `grace`, means
-    /// `SIGKILL` at once. Not covered: a job this process does not guard (no `die_with_parent`, and no keeper), and
-    /// a plan that a guard stopped with `SIGSTOP` could not take (its pipe full after thousands of calls: the guard
-    /// keeps the last plan it read).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::process::Command;
-    /// use std::time::Duration;
-    /// use grouptimeout::{signal, GroupCommandExt};
-    ///
-    /// # fn main() -> std::io::Result<()> {
-    /// // A job that cleans up on SIGTERM: it gets SIGTERM at the deadline and up to 5 s to exit.
-    /// let mut child = Command::new("sh")
-    ///     .args(["-c", "trap 'echo cleaning up; exit 7' TERM; sleep 30 & wait"])
-    ///     .spawn_group()?;
-    /// child.set_grace(signal::SIGTERM, Duration::from_secs(5));
-    /// let outcome = child.wait_timeout(Duration::from_millis(500))?;
-    /// assert!(outcome.timed_out());
-    /// println!("{outcome}"); // timed out; exited with status 7
-    /// # Ok(())
-    /// # }
-    /// ```
-    ///
-    #[cfg_attr(
-        feature = "guard",
-        doc = "[die-with-parent]: GroupChild::die_with_parent"
-    )]
-    #[cfg_attr(not(feature = "guard"), doc = "[die-with-parent]: crate#features")]
-    #[cfg_attr(
-        feature = "contain",
-        doc = "[spawn-contained]: crate::GroupCommandExt::spawn_contained"
-    )]
-    #[cfg_attr(not(feature = "contain"), doc = "[spawn-contained]: crate#features")]
+    /// `die_with_parent` (feature `guard`) passes this plan on, so that the job follows it when this process dies
+    /// (`SIGKILL` included): `signal` to the group (then `SIGCONT`, unless it stops), up to `grace`, then `SIGKILL` (to
+    /// the whole job); without a grace, `SIGKILL` at once. Call it after this; calling it again passes on a grace set
+    /// since. A guard of `die_with_parent` reads the plan from its pipe, and waits up to `grace` for the leader to
+    /// exit. A job of `spawn_contained` with a keeper (its `Cgroup` and `Reaper` modes, guarded by the keeper from the
+    /// spawn on) gets it from the keeper, which reads it from a page it shares with this process only once this
+    /// process died, and waits up to `grace` for the job to end (the command exited and nothing else of it is left).
+    /// A `signal` of 0 or `SIGKILL`, or a zero `grace`, means `SIGKILL` at once. Not covered: a job whose guard or
+    /// keeper was not told (no `die_with_parent` since the grace was set: the keeper's end is then `SIGKILL` at once),
+    /// and a plan that a guard stopped with `SIGSTOP` could not take (its pipe full after thousands of calls: the
+    /// guard keeps the last plan it read).
     pub fn set_grace(&mut self, signal: i32, grace: Duration) {
         self.grace = Some((signal, grace));
-        self.job.set_death_plan(signal, grace);
-        if let Some(guard) = &self.guard {
-            guard.set_plan(signal, grace);
-        }
     }
 
     /// Whether members still running when the leader exits on its own are sent `SIGKILL` before a wait returns.

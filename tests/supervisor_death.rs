@@ -142,9 +142,11 @@ fn a_killed_tool_kills_after_its_kill_after_duration() {
 enum Mode {
     /// `spawn_contained` requiring a cgroup; its keeper guards it.
     Cgroup,
-    /// `spawn_contained` without a cgroup: the job's reaper, its keeper, guards it.
+    /// `spawn_contained` without a cgroup: the job's reaper, its keeper, guards it; `die_with_parent`, then
+    /// `set_grace` and `die_with_parent` again, which passes the grace on.
     Reaper,
-    /// Lineage (no cgroup, no reaper), `die_with_parent` (the shell guard), `set_grace` after it.
+    /// Lineage (no cgroup, no reaper), `die_with_parent` (the shell guard), then `set_grace` and `die_with_parent`
+    /// again, which passes the grace on.
     Lineage,
     /// Lineage, `host::die_with_parent_forked` (the forked guard), `set_grace` before it.
     LineageForked,
@@ -153,7 +155,8 @@ enum Mode {
 }
 
 /// The supervisor's part (in a re-run of this test binary, see `run_as_supervisor`): starts the job in folder `dir`
-/// as `mode` says, with `set_grace(SIGTERM, 1 s)` and `die_with_parent`, says so, and sleeps until it is killed.
+/// as `mode` says, with `set_grace(SIGTERM, 1 s)` passed on by `die_with_parent`, says so, and sleeps until it is
+/// killed.
 fn supervise(mode: Mode, dir: &str) {
     let mut command = Command::new("sh");
     command.args(["-c", JOB, "sh", dir]);
@@ -180,9 +183,10 @@ fn supervise(mode: Mode, dir: &str) {
     assert_eq!(child.containment(), expected);
     let grace = Duration::from_secs(1);
     match mode {
-        Mode::Lineage => {
+        Mode::Lineage | Mode::Reaper => {
             child.die_with_parent().unwrap();
             child.set_grace(signal::SIGTERM, grace);
+            child.die_with_parent().unwrap();
         }
         Mode::LineageForked => {
             child.set_grace(signal::SIGTERM, grace);

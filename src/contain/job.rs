@@ -171,6 +171,7 @@ impl Job {
     /// For a kept job, what its keeper does when this process dies: `signal` to the command's group, then up to
     /// `grace` for the job to end, then `SIGKILL` (see `SharedPage::set_death_plan`). Nothing for a job without a
     /// keeper (its guard, if any, is told by the `GroupChild`).
+    #[cfg(feature = "guard")]
     #[cfg_attr(
         not(all(target_os = "linux", not(grouptimeout_portable))),
         allow(clippy::unused_self, reason = "no keeper outside Linux")

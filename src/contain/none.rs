@@ -35,8 +35,6 @@ impl Job {
 
     pub(crate) fn judge(&self, _id: u32, _kill: bool) {}
 
-    pub(crate) fn set_death_plan(&self, _signal: i32, _grace: std::time::Duration) {}
-
     pub(crate) fn signal_kept(&self, _pgid: u32, _signal: i32) -> Option<io::Result<()>> {
         None
     }

@@ -9,8 +9,4 @@ impl Guard {
     pub(crate) fn id(&self) -> u32 {
         match *self {}
     }
-
-    pub(crate) fn set_plan(&self, _signal: i32, _grace: std::time::Duration) {
-        match *self {}
-    }
 }

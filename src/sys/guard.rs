@@ -265,7 +265,16 @@ impl DeathPlan {
 fn leader_gone(leader: libc::pid_t) -> bool {
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     {
-        let path = super::proc_path(leader, b"stat");
+        // "/proc/" + at most 10 digits + "/stat" + NUL, zero-filled past its end.
+        let mut path = *b"/proc/\0\0\0\0\0\0\0\0\0\0/stat\0\0\0\0\0\0";
+        let digits = leader.unsigned_abs().checked_ilog10().unwrap_or(0) as usize + 1;
+        let mut n = leader.unsigned_abs();
+        for at in (6..6 + digits).rev() {
+            path[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+        path.copy_within(16..21, 6 + digits);
+        path[11 + digits..].fill(0);
         let mut buf = [0u8; 512];
         // SAFETY: open of a NUL-terminated path (zero-filled past its end), read into `buf` (its length passed), close
         // of the result: async-signal-safe system calls.

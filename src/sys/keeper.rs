@@ -194,6 +194,7 @@ impl SharedPage {
     /// unless it is a stop signal), then up to `grace` for the job to end, then `SIGKILL` to the whole job. A signal of
     /// 0 or `SIGKILL`, or no grace, means `SIGKILL` at once (the default). The keeper reads it only once this process
     /// died, so it may be set (or changed) at any time while the job runs.
+    #[cfg(feature = "guard")]
     pub(crate) fn set_death_plan(&self, signal: i32, grace: std::time::Duration) {
         let shared = self.shared();
         // Rounded up to a whole millisecond: a grace, however short, is not "none".
@@ -1335,7 +1336,24 @@ fn for_each_child(mut f: impl FnMut(libc::pid_t)) -> bool {
 /// Whether the command (our child, alive or a zombie) ran its program: its name (`/proc/PID/comm`) is no longer the
 /// keeper's, which it inherited and keeps until a successful `exec`. `false` where that cannot be read.
 fn ran_program(command: libc::pid_t) -> bool {
-    let path = super::proc_path(command, b"comm");
+    // "/proc/" + at most 10 digits + "/comm" + NUL.
+    let mut path = [0u8; 32];
+    path[..6].copy_from_slice(b"/proc/");
+    let mut digits = [0u8; 10];
+    let mut n = command.unsigned_abs();
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..len {
+        path[6 + i] = digits[len - 1 - i];
+    }
+    path[6 + len..6 + len + 5].copy_from_slice(b"/comm");
     let mut name = [0u8; 32];
     // `path` is zero-filled past its end.
     let Some(name) = CStr::from_bytes_until_nul(&path)

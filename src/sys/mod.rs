@@ -97,37 +97,6 @@ fn wait_id(id: libc::c_int) -> libc::id_t {
     id as libc::id_t
 }
 
-/// `/proc/PID/NAME` (`name` at most 16 bytes) as a NUL-terminated path in a fixed buffer: no allocation, so the
-/// keeper and the forked guard may make it.
-#[cfg(all(
-    target_os = "linux",
-    not(grouptimeout_portable),
-    any(feature = "guard", feature = "contain")
-))]
-fn proc_path(pid: libc::pid_t, name: &[u8]) -> [u8; 40] {
-    // "/proc/" + at most 10 digits + "/" + name + NUL.
-    let mut path = [0u8; 40];
-    path[..6].copy_from_slice(b"/proc/");
-    let mut digits = [0u8; 10];
-    let mut n = pid.unsigned_abs();
-    let mut len = 0;
-    loop {
-        digits[len] = b'0' + (n % 10) as u8;
-        len += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for i in 0..len {
-        path[6 + i] = digits[len - 1 - i];
-    }
-    path[6 + len] = b'/';
-    let name = &name[..name.len().min(16)];
-    path[7 + len..7 + len + name.len()].copy_from_slice(name);
-    path
-}
-
 mod fd;
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 mod pidfd;

@@ -329,9 +329,9 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
     // small), which renames itself; elsewhere a fork cannot, and would die with a `killall grouptimeout`: a shell.
     if let Leader::Group(child) = &mut leader {
         // The tool's death gives the job its timeout signal first, as GNU's `PR_SET_PDEATHSIG` does, then `SIGKILL`
-        // after `--kill-after` (else `DEATH_GRACE`). A contained job's keeper (armed at the spawn) reads this plan only
-        // when the tool died; the forked guard is told it when it starts. The tool never waits through the library
-        // with a deadline, so the grace changes nothing else.
+        // after `--kill-after` (else `DEATH_GRACE`). `die_with_parent_forked` below passes the plan on: to a contained
+        // job's keeper (armed at the spawn; it reads the plan only once the tool died), else to the forked guard. The
+        // tool never waits through the library with a deadline, so the grace changes nothing else.
         child.set_grace(opts.signal, opts.kill_after.unwrap_or(DEATH_GRACE));
         let guarded = if cfg!(all(
             any(target_os = "linux", target_os = "android"),
