@@ -137,6 +137,20 @@ fn a_killed_tool_kills_after_its_kill_after_duration() {
     }
 }
 
+/// A nested tool in the job of a killed tool gets the outer tool's signal (TERM) as any member of the command's group
+/// does, and passes it on to its own command, as GNU's does: the inner command's `TERM` trap runs, then nothing of
+/// either job survives, and the outer folder (with the inner one in it) is gone. Before, the outer job got `SIGKILL`
+/// at once, the inner one with it.
+#[test]
+fn a_killed_tool_lets_a_nested_tool_pass_its_signal_on() {
+    let dir = TempDir::new("death-tool-nested");
+    let (tool, pids) = start_tool(&["25", BIN, "-s", "USR1", "25"], &dir.0, &[]);
+    let _cleanup = KillOnDrop::new(pids.clone());
+    let folder = own_folder(pids[0]).and_then(|inner| inner.parent().map(Path::to_path_buf));
+    kill_tool(tool);
+    assert_ended_gracefully(&dir.0, &pids, folder.as_deref());
+}
+
 /// How the library test's supervisor starts and guards its job.
 #[derive(Clone, Copy, Debug)]
 enum Mode {
