@@ -68,7 +68,17 @@ fn assert_ended_gracefully(dir: &Path, pids: &[u32], folder: Option<&Path>) {
 /// Starts the tool with `args` then the job (see [`JOB`]) with `job_args`, and returns it once it set up the job (it
 /// sleeps in `sigtimedwait`, its loop) with the job's pids.
 fn start_tool(args: &[&str], dir: &Path, job_args: &[&str]) -> (Child, Vec<u32>) {
-    let tool = Command::new(BIN)
+    start_tool_with(Command::new(BIN), args, dir, job_args)
+}
+
+/// [`start_tool`] through `tool`, a command that runs the tool.
+fn start_tool_with(
+    mut tool: Command,
+    args: &[&str],
+    dir: &Path,
+    job_args: &[&str],
+) -> (Child, Vec<u32>) {
+    let tool = tool
         .args(args)
         .args(["sh", "-c", JOB, "sh"])
         .arg(dir)
@@ -135,6 +145,35 @@ fn a_killed_tool_kills_after_its_kill_after_duration() {
             "{args:?}: killed after {waited:?}"
         );
     }
+}
+
+/// The tool as nobody, whose job gets the job's own reaper (no cgroup can be made): its keeper gives the `TERM` trap
+/// its run too, then ends the job.
+#[test]
+fn a_killed_tool_sends_its_timeout_signal_first_as_nobody() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let test = "a_killed_tool_sends_its_timeout_signal_first_as_nobody";
+    if !is_root() {
+        return skipped(test, "not root: cannot run the tool as nobody");
+    }
+    if !have(test, "setpriv", "--version") {
+        return;
+    }
+    let dir = TempDir::new("death-tool-nobody");
+    fs::set_permissions(&dir.0, fs::Permissions::from_mode(0o777)).unwrap();
+    let mut setpriv = Command::new("setpriv");
+    setpriv
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(runnable_by_anyone(Path::new(BIN)));
+    let (tool, pids) = start_tool_with(setpriv, &["25"], &dir.0, &[]);
+    let _cleanup = KillOnDrop::new(pids.clone());
+    assert_eq!(
+        own_folder(pids[0]),
+        None,
+        "nobody got a cgroup: not the reaper's test"
+    );
+    kill_tool(tool);
+    assert_ended_gracefully(&dir.0, &pids, None);
 }
 
 /// A nested tool in the job of a killed tool gets the outer tool's signal (TERM) as any member of the command's group
