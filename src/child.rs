@@ -242,25 +242,19 @@ impl GroupChild {
     /// after its deadline. An invalid `signal` is reported by the wait that hits the deadline, after the group was
     /// killed and the leader reaped.
     ///
-    /// # Examples
+    /// # When this process dies
     ///
-    /// ```
-    /// use std::process::Command;
-    /// use std::time::Duration;
-    /// use grouptimeout::{signal, GroupCommandExt};
-    ///
-    /// # fn main() -> std::io::Result<()> {
-    /// // A job that cleans up on SIGTERM: it gets SIGTERM at the deadline and up to 5 s to exit.
-    /// let mut child = Command::new("sh")
-    ///     .args(["-c", "trap 'echo cleaning up; exit 7' TERM; sleep 30 & wait"])
-    ///     .spawn_group()?;
-    /// child.set_grace(signal::SIGTERM, Duration::from_secs(5));
-    /// let outcome = child.wait_timeout(Duration::from_millis(500))?;
-    /// assert!(outcome.timed_out());
-    /// println!("{outcome}"); // timed out; exited with status 7
-    /// # Ok(())
-    /// # }
-    /// ```
+    /// `die_with_parent` (feature `guard`) passes this plan on, so that the job follows it when this process dies
+    /// (`SIGKILL` included): `signal` to the group (then `SIGCONT`, unless it stops), up to `grace`, then `SIGKILL` (to
+    /// the whole job); without a grace, `SIGKILL` at once. Call it after this; calling it again passes on a grace set
+    /// since. A guard of `die_with_parent` reads the plan from its pipe, and waits up to `grace` for the leader to
+    /// exit. A job of `spawn_contained` with a keeper (its `Cgroup` and `Reaper` modes, guarded by the keeper from the
+    /// spawn on) gets it from the keeper, which reads it from a page it shares with this process only once this
+    /// process died, and waits up to `grace` for the job to end (the command exited and nothing else of it is left).
+    /// A `signal` of 0 or `SIGKILL`, or a zero `grace`, means `SIGKILL` at once. Not covered: a job whose guard or
+    /// keeper was not told (no `die_with_parent` since the grace was set: the keeper's end is then `SIGKILL` at once),
+    /// and a plan that a guard stopped with `SIGSTOP` could not take (its pipe full after thousands of calls: the
+    /// guard keeps the last plan it read).
     pub fn set_grace(&mut self, signal: i32, grace: Duration) {
         self.grace = Some((signal, grace));
     }

@@ -277,10 +277,18 @@ fn killed_by_name(kill_by_name: &str) -> String {
             sleep 0.05; i=$((i + 1))
         done
         [ $i -lt 100 ] || { echo alive; exit 0; }
-        # The guard removes the job's cgroup after the command's death: this script's exit ends the namespace and
-        # kills the guard, so it waits for the guard first (it left an empty folder 1 in 2 runs under load).
+        # The guard (for a job in a cgroup: its keeper) removes the job's cgroup after the command's death: this
+        # script's exit ends the namespace and kills the guard, so it waits for the guard first (it left an empty
+        # folder 1 in 2 runs under load), while one runs (the keeper, a child of this script once the tool died, stays
+        # a zombie).
+        running_guard() {
+            for g in $(pgrep -x 'group-(guard|keeper)'); do
+                case "$(sed 's/.*) //' "/proc/$g/stat" 2>/dev/null | cut -c1)" in ''|Z|X) ;; *) return 0;; esac
+            done
+            return 1
+        }
         i=0
-        while pgrep -x group-guard >/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+        while running_guard && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
         echo dead
         echo "folder:$folder"
     "#;

@@ -12,7 +12,9 @@ use crate::guard::{Guard, Start};
 impl GroupChild {
     /// From this call on, if this process dies for any reason while the leader is unreaped (`SIGKILL`, the OOM
     /// killer, `panic = "abort"`, [`std::process::exit`], an unhandled signal), every process in the group is
-    /// sent `SIGKILL`.
+    /// sent `SIGKILL`: at once, or, with a grace set before this call ([`set_grace`](GroupChild::set_grace); calling
+    /// this again passes on a grace set since), after its signal and up to its grace for the leader to exit, as at a
+    /// deadline.
     ///
     /// Needs the `guard` feature (on by default).
     ///
@@ -23,7 +25,8 @@ impl GroupChild {
     /// even after the command closed its copy. When this process dies the kernel closes that end, and the guard sends
     /// `SIGKILL` to its group, which its membership keeps from being reused. The call returns once the guard ignores
     /// signals, so a member's `kill 0`, or a grace signal, cannot disarm it; it cost +0.28 ms per command in
-    /// `BENCHMARKS.md`'s run (row 8; more under load), most of it the shell's start. Calling it again does nothing.
+    /// `BENCHMARKS.md`'s run (row 8; more under load), most of it the shell's start. Calling it again starts no
+    /// other guard, and passes on a grace set since.
     ///
     /// Every wait and [`Drop`] end the guard (`SIGKILL` and a reap) once the job has ended: after the leader's reap
     /// and, for a job in a cgroup of its own, after its folder was removed; so no process, pipe or zombie is left
@@ -38,8 +41,9 @@ impl GroupChild {
     /// and the leftovers are left as they were (no longer guarded). While the guard runs it is one more member of
     /// the group (its pid is not the leader's), and it holds the group's id even after all other members are gone.
     ///
-    /// A job of `spawn_contained` in a cgroup needs none: its keeper guards it from before the command's first
-    /// instruction (see `Contain`), so no guard is started and [`guard_id`](GroupChild::guard_id) stays `None`.
+    /// A job of `spawn_contained` in a cgroup or under its own reaper needs none: its keeper guards it from before
+    /// the command's first instruction (see `Contain`), so no guard is started and [`guard_id`](GroupChild::guard_id)
+    /// stays `None`; this call passes the grace of [`set_grace`](GroupChild::set_grace) on to the keeper.
     ///
     /// # What is not reached
     ///
@@ -89,11 +93,18 @@ impl GroupChild {
         let kept = self.job.kept();
         #[cfg(not(feature = "contain"))]
         let kept = false;
-        if !self.leader_unreaped() || self.guard.is_some() || kept {
-            return Ok(());
+        if self.leader_unreaped() && self.guard.is_none() && !kept {
+            self.leader_exited()?;
+            self.guard = Some(Guard::start(self.id(), how, self.job.cgroup_folder())?);
         }
-        self.leader_exited()?;
-        self.guard = Some(Guard::start(self.id(), how, self.job.cgroup_folder())?);
+        // The plan of `set_grace` for this process's death: to the guard, or to the keeper.
+        if let Some((signal, grace)) = self.grace {
+            #[cfg(feature = "contain")]
+            self.job.set_death_plan(signal, grace);
+            if let Some(guard) = &self.guard {
+                guard.set_plan(signal, grace);
+            }
+        }
         Ok(())
     }
 

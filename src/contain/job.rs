@@ -194,6 +194,22 @@ impl Job {
         None
     }
 
+    /// For a kept job, what its keeper does when this process dies: `signal` to the command's group, then up to
+    /// `grace` for the job to end, then `SIGKILL` (see `SharedPage::set_death_plan`). Nothing for a job without a
+    /// keeper (its guard, if any, is told by the `GroupChild`).
+    #[cfg(feature = "guard")]
+    #[cfg_attr(
+        not(all(target_os = "linux", not(grouptimeout_portable))),
+        allow(clippy::unused_self, reason = "no keeper outside Linux")
+    )]
+    pub(crate) fn set_death_plan(&self, signal: i32, grace: std::time::Duration) {
+        let _ = (signal, grace);
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if let Some(keeper) = self.keeper() {
+            keeper.set_death_plan(signal, grace);
+        }
+    }
+
     /// Just before the reap of `id`: tells a kept job's keeper to end the job (`kill`) or to keep what the command
     /// left; it then reaps the command and exits as it did.
     #[cfg_attr(

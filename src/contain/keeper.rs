@@ -28,6 +28,12 @@ impl Keeper {
         &self.page
     }
 
+    /// What the keeper does when this process dies (see `SharedPage::set_death_plan`).
+    #[cfg(feature = "guard")]
+    pub(crate) fn set_death_plan(&self, signal: i32, grace: std::time::Duration) {
+        self.page.set_death_plan(signal, grace);
+    }
+
     /// The spawn returned (see `SharedPage::spawned`).
     pub(crate) fn spawned(&self) {
         self.page.spawned();

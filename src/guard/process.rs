@@ -3,7 +3,8 @@
 //!
 //! The guard's standard input is the read end of a close-on-exec pipe whose write end only this process holds. When
 //! this process dies, for any reason, the kernel closes the write end, the guard reads end of file and sends
-//! `SIGKILL` to its own group (`kill(0, SIGKILL)`). That is safe: a live member keeps the group id from being
+//! `SIGKILL` to its own group (`kill(0, SIGKILL)`), after the death plan that this process wrote on the pipe, if
+//! any (`Guard::set_plan`: a signal to the group, then up to a grace for the leader to exit). That is safe: a live member keeps the group id from being
 //! reused (for a job in a cgroup of its own the guard leads a group of its own, ends the cgroup and removes its
 //! folder). The guard ignores every catchable signal before it joins the group (a command's `kill 0` or a grace
 //! signal cannot disarm it). The forked guard closes every other descriptor (but a contained job's `cgroup.kill`); the shell guard keeps, besides its
@@ -25,38 +26,57 @@ use std::time::{Duration, Instant};
 use crate::sys;
 use crate::wait::{ExitWatch, DROP_REAP_LIMIT};
 
-/// The shell guard: ignore every catchable signal, say so on standard output and close it, then wait for end of
-/// file on standard input. `read` fails on end of file (and on a read error), which sends `SIGKILL` to the group;
-/// a line makes it exit quietly. With `JOB_CGROUP` set (the folder of the job's cgroup, see `crate::contain`; the
+/// The shell guard's body, after the traps that make it ignore every catchable signal: say so on standard output and
+/// close it, then read standard input until end of file (or a read error): each line there is the supervisor's death
+/// plan (`SIGNAL CONT GRACE_MS`, see [`Guard::set_plan`]), the last one holds. At end of file, for a guard in the job's
+/// group (no `JOB_CGROUP`), a plan with a signal (not 0) first sends it to the group (`kill -SIGNAL 0`: the guard
+/// ignores it), then `SIGCONT` if CONT is not 0, and waits (in steps of 0.1 s: an external `sleep`; one that takes
+/// whole seconds counts for 10 steps) up to the grace for the leader (pid `JOB_GROUP`, pinned by the guard's
+/// membership) to be gone or a zombie (its `/proc/PID/stat`, else `kill -0`). Then it sends `SIGKILL` to its group.
+/// With `JOB_CGROUP` set (the folder of the job's cgroup, see `crate::contain`; the
 /// guard then leads a process group of its own, out of reach of the job group's signals) it first ends the cgroup
 /// (`cgroup.kill`) and removes the folder once it is empty, with the sub-cgroups the job made in it (`find -depth`,
 /// deepest first): `rmdir` fails until then, so it tries again every 20 ms (an external `sleep`; one that takes whole
 /// seconds only counts for 50 tries), 500 times, about 10 s plus the forks: dying processes that free much memory
 /// on a loaded machine take a few hundred ms, and a busybox `rmdir` built into the shell takes no time between tries.
-/// Nobody waits for it: its supervisor is dead. Signals by name where the numbers differ; EMT
+/// Nobody waits for it: its supervisor is dead.
+macro_rules! guard_script {
+    ($traps:literal) => {
+        concat!(
+            $traps,
+            "; echo; exec >&-; s=0 c=0 g=0; while read a b d; do s=$a c=$b g=$d; done; \
+             alive() { if read -r st </proc/$JOB_GROUP/stat; then case \"${st##*) }\" in Z*|X*) return 1;; esac; \
+             return 0; fi 2>/dev/null; kill -0 $JOB_GROUP 2>/dev/null; }; \
+             if [ -z \"$JOB_CGROUP\" ] && [ \"$s\" != 0 ] && [ \"$g\" != 0 ]; then kill -$s 0; \
+             [ \"$c\" = 0 ] || kill -CONT 0; i=0; g=$(( (g + 99) / 100 )); while [ $i -lt $g ] && alive; do \
+             if sleep .1; then i=$((i+1)); else sleep 1; i=$((i+10)); fi; done; fi; \
+             [ -z \"$JOB_CGROUP\" ] || ! echo 1 >\"$JOB_CGROUP/cgroup.kill\" || { i=0; \
+             while [ -d \"$JOB_CGROUP\" ] && ! rmdir \"$JOB_CGROUP\" && [ $i -lt 500 ]; do \
+             find \"$JOB_CGROUP\" -mindepth 1 -depth -type d -exec rmdir {} \\; ; \
+             if sleep .02; then i=$((i+1)); else sleep 1; i=$((i+50)); fi; done; }; kill -KILL 0"
+        )
+    };
+}
+
+/// The shell guard (see [`guard_script`]). Signals by name where the numbers differ; EMT
 /// and INFO (BSD and macOS) come last, since dash stops at the first name it does not know (Linux has neither:
 /// `--cfg grouptimeout_portable`).
 #[cfg(all(
     any(target_os = "linux", target_os = "android"),
     not(grouptimeout_portable)
 ))]
-const SCRIPT: &str = "trap '' 1 2 3 4 5 6 7 8 10 11 12 13 14 15 16 17 18 20 21 22 23 24 25 26 27 28 29 30 31 34 35 \
-                      36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64; \
-                      echo; exec >&-; read x || { [ -z \"$JOB_CGROUP\" ] || ! echo 1 >\"$JOB_CGROUP/cgroup.kill\" || { i=0; \
-                      while [ -d \"$JOB_CGROUP\" ] && ! rmdir \"$JOB_CGROUP\" && [ $i -lt 500 ]; do \
-                      find \"$JOB_CGROUP\" -mindepth 1 -depth -type d -exec rmdir {} \\; ; \
-                      if sleep .02; then i=$((i+1)); else sleep 1; i=$((i+50)); fi; done; }; kill -KILL 0; }";
+const SCRIPT: &str = guard_script!(
+    "trap '' 1 2 3 4 5 6 7 8 10 11 12 13 14 15 16 17 18 20 21 22 23 24 25 26 27 28 29 30 31 34 35 \
+     36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64"
+);
 #[cfg(not(all(
     any(target_os = "linux", target_os = "android"),
     not(grouptimeout_portable)
 )))]
-const SCRIPT: &str =
+const SCRIPT: &str = guard_script!(
     "trap '' HUP INT QUIT ILL TRAP ABRT FPE BUS SEGV SYS PIPE ALRM TERM URG TSTP CONT CHLD \
-                      TTIN TTOU IO XCPU XFSZ VTALRM PROF WINCH USR1 USR2 EMT INFO 2>/dev/null; \
-                      echo; exec >&-; read x || { [ -z \"$JOB_CGROUP\" ] || ! echo 1 >\"$JOB_CGROUP/cgroup.kill\" || { i=0; \
-                      while [ -d \"$JOB_CGROUP\" ] && ! rmdir \"$JOB_CGROUP\" && [ $i -lt 500 ]; do \
-                      find \"$JOB_CGROUP\" -mindepth 1 -depth -type d -exec rmdir {} \\; ; \
-                      if sleep .02; then i=$((i+1)); else sleep 1; i=$((i+50)); fi; done; }; kill -KILL 0; }";
+     TTIN TTOU IO XCPU XFSZ VTALRM PROF WINCH USR1 USR2 EMT INFO 2>/dev/null"
+);
 
 /// How often a guard that died before it was armed (a member signalled the group meanwhile) is started again.
 const ATTEMPTS: usize = 3;
@@ -70,8 +90,9 @@ pub(crate) struct Guard {
     pid: u32,
     /// The guard, held by a pidfd where one can be had; `None` once [`end`](Guard::end) took it.
     process: Option<sys::Held>,
-    /// The write end of the guard's standard input; closed after the guard was ended.
-    _pipe: OwnedFd,
+    /// The write end of the guard's standard input (non-blocking), where its death plan is written; closed after the
+    /// guard was ended.
+    pipe: File,
 }
 
 /// How a guard is started.
@@ -133,7 +154,7 @@ impl Guard {
             return Guard::hold(guard, write).map(Some);
         }
         let mut shell = Command::new("/bin/sh");
-        shell.env_clear();
+        shell.env_clear().env("JOB_GROUP", pgid.to_string());
         if let Some(cgroup) = cgroup {
             shell.env("JOB_CGROUP", cgroup);
         }
@@ -176,11 +197,36 @@ impl Guard {
 
     /// Holds our unreaped child `pid` (by a pidfd where one can be had) as the guard whose pipe's write end is `pipe`.
     fn hold(pid: u32, pipe: OwnedFd) -> io::Result<Guard> {
-        Ok(Guard {
+        let guard = Guard {
             pid,
             process: Some(sys::Held::new(pid)?),
-            _pipe: pipe,
-        })
+            pipe: File::from(pipe),
+        };
+        sys::set_nonblocking(guard.pipe.as_fd())?;
+        Ok(guard)
+    }
+
+    /// Sets what the guard does when this process dies: `signal` to the group first (then `SIGCONT`, unless `signal`
+    /// stops), then up to `grace` for the leader to exit, then `SIGKILL` to the group. A `signal` of 0 or `SIGKILL`, or
+    /// no grace, is `SIGKILL` at once (as before any plan). The guard reads the plan from its pipe (one short line,
+    /// written whole or not at all): if the pipe is full (a guard stopped by `SIGSTOP` that was sent thousands of
+    /// plans), the guard keeps the last plan it read.
+    pub(crate) fn set_plan(&self, signal: i32, grace: Duration) {
+        use std::io::Write as _;
+        let plan = if signal <= 0 || signal == libc::SIGKILL || grace.is_zero() {
+            (0, 0, 0)
+        } else {
+            let cont = u8::from(!crate::group::is_stop_signal(signal));
+            (
+                signal,
+                cont,
+                grace
+                    .as_nanos()
+                    .div_ceil(1_000_000)
+                    .min(u128::from(u32::MAX)),
+            )
+        };
+        let _ = (&self.pipe).write_all(format!("{} {} {}\n", plan.0, plan.1, plan.2).as_bytes());
     }
 
     /// The guard's pid.

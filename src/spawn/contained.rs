@@ -120,8 +120,13 @@ use crate::sys::KeeperFailure;
 /// - From before the command's first instruction, the keeper is the job's guard: when this process dies (any way;
 ///   the keeper gets a parent-death signal, and its parent changes), it kills the group and the cgroup, removes the
 ///   folder, and exits (in reaper mode: it kills the group, the command and its other descendants, as at the job's
-///   end, waiting for the command's death, which hands it the command's children). `die_with_parent` starts no
-///   other guard for such a job, and `guard_id` stays `None`.
+///   end, waiting for the command's death, which hands it the command's children). With a grace set
+///   ([`GroupChild::set_grace`]) and passed on by `die_with_parent` (which writes it to a page the keeper shares
+///   with this process; the keeper reads it only once this process died) it first sends the grace's signal to the command's group (then `SIGCONT`, unless the
+///   signal stops) and waits up to the grace for the job to end (the command exited, nothing else left). A nested
+///   supervisor in the job gets that signal as any member of the group does, and decides for its own job; the kill
+///   at the end reaches everything. `die_with_parent` starts no other guard for such a job (it only passes the grace
+///   on), and `guard_id` stays `None`.
 /// - When the command exits and nothing else of the job runs (the cgroup is empty; in reaper mode the keeper has no
 ///   other child), the keeper removes the folder (if there is one), reaps the command and exits as it did: the same
 ///   exit code, or the same signal (without a core dump), so [`Outcome`](crate::Outcome) is what `spawn_group`

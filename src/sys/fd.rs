@@ -2,7 +2,7 @@
 //! the pipes of the features (close-on-exec, non-blocking).
 
 use std::io;
-#[cfg(feature = "capture")]
+#[cfg(any(feature = "capture", feature = "guard"))]
 use std::os::fd::{AsRawFd, BorrowedFd};
 #[cfg(feature = "guard")]
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -105,8 +105,8 @@ pub(crate) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 
 /// Puts `fd` into non-blocking mode (`O_NONBLOCK` on its open file description).
 ///
-/// Used on read ends that only this process holds.
-#[cfg(feature = "capture")]
+/// Used on read ends that only this process holds, and on the write end of a guard's pipe.
+#[cfg(any(feature = "capture", feature = "guard"))]
 pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
     let fd = fd.as_raw_fd();
     // SAFETY: F_GETFL takes no pointer argument; `fd` is borrowed, so it stays open across the call.

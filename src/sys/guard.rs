@@ -48,8 +48,9 @@ pub(crate) struct GuardCgroup<'a> {
 }
 
 /// Forks a guard that ignores every catchable signal, joins group `pgid`, keeps only `read` (as its standard input)
-/// open, and then reads it: one byte makes it exit quietly; end of file or an error makes it send `SIGKILL` to its
-/// own group. Returns its pid at once, without waiting for the guard to join the group.
+/// open, and then reads it: lines there set its death plan; end of file or an error makes it send `SIGKILL` to its
+/// own group, after the supervisor's death plan (see `DeathPlan`). Returns its pid at once, without waiting for the
+/// guard to join the group.
 ///
 /// With `cgroup`, the guard leads a process group of its own instead (so that no signal to the job's group, the
 /// supervisor's `SIGKILL` at a deadline included, ends it before the job's folder is gone), keeps the job's
@@ -154,20 +155,24 @@ fn guard_main(
         unsafe { libc::_exit(127) };
     }
     close_from(if cgroup.is_some() { 2 } else { 1 });
-    let mut byte = 0u8;
+    let mut plan = DeathPlan::default();
+    let mut buf = [0u8; 64];
     loop {
-        // SAFETY: reads at most one byte into a live local.
-        let n = unsafe { libc::read(0, (&raw mut byte).cast(), 1) };
-        if n > 0 {
-            // Dismissed: leave the group alone.
-            // SAFETY: as above.
-            unsafe { libc::_exit(0) };
+        // SAFETY: reads at most `buf.len()` bytes into a live local.
+        let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
+        if let Some(read) = usize::try_from(n).ok().filter(|&n| n > 0) {
+            plan.take(&buf[..read]);
+            continue;
         }
         if n == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             break;
         }
     }
-    // End of file: the supervisor died. The job's cgroup first (the group kill below ends this process too).
+    // End of file: the supervisor died. Its plan first, for a guard in the job's group (see `DeathPlan`).
+    if cgroup.is_none() {
+        plan.give_grace(pgid);
+    }
+    // The job's cgroup first (the group kill below ends this process too).
     if let Some((_, folder)) = cgroup {
         // SAFETY: writes one byte from a static to descriptor 1, `cgroup.kill`.
         unsafe { libc::write(1, b"1".as_ptr().cast(), 1) };
@@ -188,6 +193,113 @@ fn guard_main(
     unsafe {
         libc::kill(0, libc::SIGKILL);
         libc::_exit(1)
+    }
+}
+
+/// What the forked guard does when its supervisor dies, as the supervisor last wrote it on the pipe: lines of three
+/// numbers, `SIGNAL CONT GRACE_MS` (see `crate::guard::Guard::set_plan`). Without one (or with signal 0 or `SIGKILL`,
+/// or no grace), `SIGKILL` at once.
+#[derive(Default)]
+struct DeathPlan {
+    /// The last whole line's numbers.
+    plan: [u64; 3],
+    /// The line being read, and which of its numbers is being read.
+    line: [u64; 3],
+    at: usize,
+}
+
+impl DeathPlan {
+    /// Takes the bytes read from the pipe.
+    fn take(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            match b {
+                b'0'..=b'9' => {
+                    let field = &mut self.line[self.at];
+                    *field = field.saturating_mul(10).saturating_add(u64::from(b - b'0'));
+                }
+                b' ' => self.at = (self.at + 1).min(2),
+                b'\n' => {
+                    self.plan = self.line;
+                    self.line = [0; 3];
+                    self.at = 0;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Sends the plan's signal to this process's group (the job's, which this process has joined and whose id it
+    /// pins; it ignores the signal itself), then `SIGCONT` if the plan says so, and waits up to the grace for the
+    /// group's leader `leader` to be gone or dead: as the library's own grace, the leader's exit ends it. The
+    /// caller then sends `SIGKILL` to the group.
+    fn give_grace(&self, leader: libc::pid_t) {
+        let [signal, cont, grace_ms] = self.plan;
+        let signal = libc::c_int::try_from(signal).unwrap_or(0);
+        if signal <= 0 || signal == libc::SIGKILL || grace_ms == 0 {
+            return;
+        }
+        // SAFETY: kill with pid 0 signals this process's own group, the job's (setpgid above).
+        unsafe {
+            libc::kill(0, signal);
+            if cont != 0 {
+                libc::kill(0, libc::SIGCONT);
+            }
+        }
+        let pause = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 10_000_000,
+        };
+        for _ in 0..grace_ms.div_ceil(10) {
+            if leader_gone(leader) {
+                return;
+            }
+            // SAFETY: nanosleep reads a live timespec; the remainder is not wanted.
+            unsafe { libc::nanosleep(&raw const pause, std::ptr::null_mut()) };
+        }
+    }
+}
+
+/// Whether the group's leader `leader` is gone or dead (a zombie): its state in `/proc/PID/stat` on Linux, else (or
+/// without `/proc`) whether `kill(leader, 0)` finds it. Its pid cannot name another process meanwhile: it is the id
+/// of the group this process is in. Allocates nothing.
+fn leader_gone(leader: libc::pid_t) -> bool {
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    {
+        // "/proc/" + at most 10 digits + "/stat" + NUL, zero-filled past its end.
+        let mut path = *b"/proc/\0\0\0\0\0\0\0\0\0\0/stat\0\0\0\0\0\0";
+        let digits = leader.unsigned_abs().checked_ilog10().unwrap_or(0) as usize + 1;
+        let mut n = leader.unsigned_abs();
+        for at in (6..6 + digits).rev() {
+            path[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+        path.copy_within(16..21, 6 + digits);
+        path[11 + digits..].fill(0);
+        let mut buf = [0u8; 512];
+        // SAFETY: open of a NUL-terminated path (zero-filled past its end), read into `buf` (its length passed), close
+        // of the result: async-signal-safe system calls.
+        let n = unsafe {
+            let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+            if fd >= 0 {
+                let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+                libc::close(fd);
+                n
+            } else {
+                -1
+            }
+        };
+        if let Some(stat) = usize::try_from(n).ok().and_then(|n| buf.get(..n)) {
+            // The state follows the last ')' (the name may hold any byte) and a space.
+            let state = stat
+                .iter()
+                .rposition(|&b| b == b')')
+                .and_then(|at| stat.get(at + 2));
+            return matches!(state, Some(b'Z' | b'X') | None);
+        }
+    }
+    // SAFETY: kill with signal 0 sends nothing; `leader` is > 1 (checked when the guard was forked).
+    unsafe {
+        libc::kill(leader, 0) != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
     }
 }
 

@@ -16,7 +16,8 @@
 //!   that the spawn returns when `L` execs), then waits for signals: `L` stopped (reported to this process, so
 //!   that a supervisor sees the stop), `L` exited (if nothing else of the job runs, it ends the job at once; else
 //!   it waits for this process's verdict: kill the job, or keep it), or this process died (`getppid()` changed: it
-//!   ends the job and removes the folder). Then it reaps `L` and exits as `L` did: the same exit code, or the same
+//!   follows the death plan this process left in the shared page, if any: a signal to the command's group, then up
+//!   to a grace for the job to end; then it ends the job and removes the folder). Then it reaps `L` and exits as `L` did: the same exit code, or the same
 //!   signal (core dumps off). A stop of `L` is reported through the shared page and a `SIGCHLD` (the keeper never
 //!   stops itself).
 //! - Reaper mode (no cgroup folder): `M` makes itself a child subreaper (`PR_SET_CHILD_SUBREAPER`) before it makes
@@ -112,6 +113,11 @@ struct Shared {
     hold: AtomicU32,
     /// Set by the keeper before it fails the spawn for a reason its errno alone does not tell (`WHY_*`).
     why: AtomicU32,
+    /// The plan for this process's death, set by this process (`SharedPage::set_death_plan`) and read by the keeper
+    /// only when this process died: the signal the command's group gets first (0: none, `SIGKILL` at once), and how
+    /// long (ms) the job then has to end before it is killed.
+    death_signal: AtomicU32,
+    death_grace_ms: AtomicU32,
 }
 
 /// Why a keeper failed the spawn, beyond its errno (see [`KeeperFailure`]).
@@ -209,6 +215,21 @@ impl SharedPage {
     /// Whether the keeper exited on its own (see `Shared::leaving`); `false` also while it runs.
     pub(crate) fn keeper_left(&self) -> bool {
         self.shared().leaving.load(Ordering::Acquire) != 0
+    }
+
+    /// What the keeper does when this process dies: `signal` to the command's group first (with `SIGCONT` after it
+    /// unless it is a stop signal), then up to `grace` for the job to end, then `SIGKILL` to the whole job. A signal of
+    /// 0 or `SIGKILL`, or no grace, means `SIGKILL` at once (the default). The keeper reads it only once this process
+    /// died, so it may be set (or changed) at any time while the job runs.
+    #[cfg(feature = "guard")]
+    pub(crate) fn set_death_plan(&self, signal: i32, grace: std::time::Duration) {
+        let shared = self.shared();
+        // Rounded up to a whole millisecond: a grace, however short, is not "none".
+        let millis = u32::try_from(grace.as_nanos().div_ceil(1_000_000)).unwrap_or(u32::MAX);
+        shared.death_grace_ms.store(millis, Ordering::Release);
+        shared
+            .death_signal
+            .store(u32::try_from(signal).unwrap_or(0), Ordering::Release);
     }
 
     /// The spawn returned: from now on the keeper waits for the verdict once the command exited.
@@ -1164,6 +1185,7 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
         }
         // SAFETY: getppid has no preconditions.
         if unsafe { libc::getppid() } != plan.supervisor {
+            give_grace(plan, folder_fd, group, command);
             end_job(plan, folder_fd, group, REMOVE_TRIES_ALONE);
             end_adopted(folder_fd, command, REMOVE_TRIES_ALONE);
             leave(plan, reap(command));
@@ -1334,11 +1356,49 @@ fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, tries: u32) {
     }
 }
 
+/// The supervisor died: its death plan (`Shared::death_signal`), if it set one, before the job is ended. Sends the
+/// plan's signal to the command's group `group` (as the supervisor's own timeout would, GNU's way: the group, then
+/// `SIGCONT` unless the signal stops), then waits up to the plan's grace for the job to end: the command exited and
+/// nothing else of the job is left (`job_empty`; the adopted orphans that exit meanwhile are reaped). The caller then
+/// ends whatever is left with `SIGKILL`.
+fn give_grace(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, command: libc::pid_t) {
+    let shared = shared(plan);
+    let signal = libc::c_int::try_from(shared.death_signal.load(Ordering::Acquire)).unwrap_or(0);
+    let grace =
+        std::time::Duration::from_millis(shared.death_grace_ms.load(Ordering::Acquire).into());
+    if signal <= 0 || signal == libc::SIGKILL || grace.is_zero() {
+        return;
+    }
+    // SAFETY: kill with integer arguments; the group's id is our own pid (> 1), pinned while we live.
+    unsafe {
+        libc::kill(-group, signal);
+        if !matches!(
+            signal,
+            libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU
+        ) {
+            libc::kill(-group, libc::SIGCONT);
+        }
+    }
+    let end = monotonic().saturating_add(grace);
+    while monotonic() < end {
+        reap_adopted(folder_fd, command);
+        if exited(command) && job_empty(folder_fd, command) {
+            return;
+        }
+        nap_for(10);
+    }
+}
+
 /// Sleeps a millisecond.
 fn nap() {
+    nap_for(1);
+}
+
+/// Sleeps `millis` milliseconds (less than a second).
+fn nap_for(millis: u16) {
     let pause = libc::timespec {
         tv_sec: 0,
-        tv_nsec: 1_000_000,
+        tv_nsec: libc::c_long::from(millis) * 1_000_000,
     };
     // SAFETY: nanosleep reads `pause`; a null remainder is allowed.
     unsafe { libc::nanosleep(&raw const pause, std::ptr::null_mut()) };

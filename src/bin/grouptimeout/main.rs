@@ -65,6 +65,11 @@ const SYNCHRONOUS: [i32; 6] = [
     libc::SIGSYS,
 ];
 
+/// When the tool dies (even by `SIGKILL`) without `--kill-after`, how long its job has after the timeout signal before
+/// it is killed: long enough for a handler's cleanup (remove its files, flush its output) on a loaded machine, short
+/// enough that nothing of a dead tool's job runs on for more than a moment. With `--kill-after`, its duration.
+const DEATH_GRACE: Duration = Duration::from_secs(2);
+
 /// How long the final sweep may take when an adopted process will not die (uninterruptible sleep, `EPERM`).
 const SWEEP_LIMIT: Duration = Duration::from_secs(2);
 
@@ -332,6 +337,11 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
                 mode_name(child.containment())
             );
         }
+        // The tool's death gives the job its timeout signal first, as GNU's `PR_SET_PDEATHSIG` does, then `SIGKILL`
+        // after `--kill-after` (else `DEATH_GRACE`). `die_with_parent_forked` below passes the plan on: to a contained
+        // job's keeper (armed at the spawn; it reads the plan only once the tool died), else to the forked guard. The
+        // tool never waits through the library with a deadline, so the grace changes nothing else.
+        child.set_grace(opts.signal, opts.kill_after.unwrap_or(DEATH_GRACE));
         let guarded = if cfg!(all(
             any(target_os = "linux", target_os = "android"),
             not(grouptimeout_portable)
