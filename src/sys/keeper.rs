@@ -95,7 +95,7 @@ struct Shared {
     command: AtomicU32,
     verdict: AtomicU32,
     /// Set by this process once the spawn returned: until then a command that exits may have failed its `exec`, and
-    /// std waits for the keeper (which then exits at once as the command did, and leaves the job to this process).
+    /// std waits for the keeper (which then ends the job at once and exits as the command did).
     spawned: AtomicU32,
     /// Set by the keeper once the command exited and left something running (it then waits for the verdict): this
     /// process needs no descriptor and no `/proc` to know it. A command that left nothing is not reported here: its
@@ -727,21 +727,89 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
         });
     }
     let top = at & !15;
+    let shared_vm = (libc::CLONE_VM | libc::CLONE_VFORK) as u64;
     let args = CloneArgs {
-        flags: into_cgroup(folder_fd) | (libc::CLONE_VM | libc::CLONE_VFORK) as u64,
+        flags: into_cgroup(folder_fd) | shared_vm,
         exit_signal: libc::SIGCHLD as u64,
         cgroup: u64::try_from(folder_fd).unwrap_or(0),
         ..CloneArgs::default()
     };
     let keeper: extern "C" fn(libc::c_long, *const Ctx) -> ! = entry;
+    // SAFETY: `args` is a valid clone_args of the size passed, which lives across the call; `top`, `copy` and `keeper`
+    // are the keeper's stack, its context there and its entry, as `clone_here` wants.
+    let mut ret = unsafe {
+        clone_here(
+            SYS_CLONE3,
+            (&raw const args) as u64,
+            std::mem::size_of::<CloneArgs>() as u64,
+            top,
+            copy,
+            keeper,
+        )
+    };
+    let legacy = refused(ret);
+    if legacy {
+        // `clone3` refused (a container's seccomp profile): the legacy `clone`, with the same sharing and no new
+        // stack (`newsp` 0: the child goes on with this stack pointer, as after `vfork`).
+        // SAFETY: clone's flags (its exit signal in the low byte) and a null stack, as `clone_here` wants; the same
+        // stack, context and entry as above (the refused call made no process).
+        ret = unsafe {
+            clone_here(
+                libc::SYS_clone,
+                shared_vm | libc::SIGCHLD as u64,
+                0,
+                top,
+                copy,
+                keeper,
+            )
+        };
+    }
+    if ret < 0 {
+        // SAFETY: waitpid on our child (the helper) with a null status pointer; then the mapping made above, unused
+        // once the helper exited.
+        unsafe {
+            libc::waitpid(group, std::ptr::null_mut(), 0);
+            libc::munmap(base, STACK + HELPER_STACK + PAGE);
+        }
+        return Err(i32::try_from(-ret).unwrap_or(libc::EIO));
+    }
+    // The command's process (the keeper went on in `entry`).
+    if legacy {
+        join_folder(folder_fd)?;
+    }
+    Ok(())
+}
+
+/// Makes the command's process with system call `nr` (`clone3` or `clone`) and arguments `first` and `second` (the
+/// rest 0), without a stack of its own: returns the call's result (a negative errno) in this process if it failed,
+/// 0 in the child, which shares this stack; this process, once the child exists, switches to the stack below `top`
+/// (where `ctx`, the keeper's context, is) and runs `keeper` with the child's pid, never to come back.
+///
+/// # Safety
+///
+/// The child must share this memory and this process must sleep until it execs or exits (`CLONE_VM | CLONE_VFORK`);
+/// the call must give the child no stack of its own (`clone3` with `stack` 0, or `clone` with `newsp` 0); `top` must
+/// be the 16-byte aligned top of a stack that nothing else uses, `ctx` a context that lives as long as the keeper.
+#[cfg(target_arch = "x86_64")]
+unsafe fn clone_here(
+    nr: libc::c_long,
+    first: u64,
+    second: u64,
+    top: usize,
+    ctx: *const Ctx,
+    keeper: extern "C" fn(libc::c_long, *const Ctx) -> !,
+) -> libc::c_long {
     let ret: libc::c_long;
-    // SAFETY: clone3 with `args` (a valid clone_args of the size passed) and no stack of its own for the child, which
-    // therefore goes on with this stack pointer and every register as they are, and returns 0 through the normal end
-    // of this block into this function: it runs on this stack while this process sleeps (CLONE_VFORK) until the
-    // child execs or exits. This process (a positive return) never comes back to this stack, which the child
-    // overwrites: it switches to the stack mapped above (16-byte aligned) and calls `entry`, which never returns,
-    // with its pid and the context copied there. An error (negative) returns as the child does. rcx and r11 are
-    // clobbered by `syscall`.
+    // SAFETY: the caller's contract. Without a stack of its own the child goes on with this stack pointer and every
+    // register as they are, and returns 0 through the normal end of this block, this function and its caller (their
+    // frames, return addresses included, are on this stack, which this process no longer touches): it runs on this
+    // stack while this process sleeps (CLONE_VFORK) until the child execs or exits. This process (a positive return)
+    // never comes back to this stack, which the child overwrites: it switches to the
+    // stack at `top` (16-byte aligned) and calls `keeper`, which never returns, with its pid and `ctx`. An error
+    // (negative) returns as the child does, and made no process. `clone3` reads two arguments (rdi: its
+    // clone_args, rsi: their size) and ignores the rest; `clone` reads five (rdi: flags, rsi: the new stack, rdx and
+    // r10: where to write the thread ids, r8: the TLS), all 0 but the flags, so it writes no id and sets no TLS. rcx
+    // and r11 are clobbered by `syscall`.
     unsafe {
         std::arch::asm!(
             "syscall",
@@ -754,25 +822,19 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
             "ud2",
             "2:",
             top = in(reg) top,
-            ctx = in(reg) copy,
+            ctx = in(reg) ctx,
             keeper = in(reg) keeper,
-            inlateout("rax") SYS_CLONE3 => ret,
-            in("rdi") &raw const args,
-            in("rsi") std::mem::size_of::<CloneArgs>(),
+            inlateout("rax") nr => ret,
+            in("rdi") first,
+            in("rsi") second,
+            in("rdx") 0u64,
+            in("r10") 0u64,
+            in("r8") 0u64,
             out("rcx") _,
             out("r11") _,
         );
     }
-    if ret < 0 {
-        // SAFETY: waitpid on our child (the helper) with a null status pointer; then the mapping made above, unused
-        // once the helper exited.
-        unsafe {
-            libc::waitpid(group, std::ptr::null_mut(), 0);
-            libc::munmap(base, STACK + HELPER_STACK + PAGE);
-        }
-        return Err(i32::try_from(-ret).unwrap_or(libc::EIO));
-    }
-    Ok(())
+    ret
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -790,14 +852,24 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
     };
     // SAFETY: clone3 without CLONE_VM: the child gets a copy of this address space and returns 0 here, like fork;
     // `args` is a valid clone_args of the size passed. It is a raw system call: async-signal-safe.
-    let pid = unsafe {
+    let mut pid = unsafe {
         libc::syscall(
             SYS_CLONE3,
             &raw const args,
             std::mem::size_of::<CloneArgs>(),
         )
     };
+    let legacy = pid < 0 && refused(-libc::c_long::from(errno()));
+    if legacy {
+        // `clone3` refused (a container's seccomp profile): the legacy `clone`, as a fork (its exit signal in the
+        // flags' low byte; no new stack, no thread ids, no TLS: the other arguments, whose order differs between
+        // architectures, are all 0).
+        // SAFETY: as above: a copy of this address space, 0 returned in the child; nothing is written through the
+        // null pointers.
+        pid = unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0) };
+    }
     match pid {
+        0 if legacy => join_folder(folder_fd),
         0 => Ok(()),
         pid if pid < 0 => {
             let e = errno();
@@ -806,6 +878,44 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
             Err(e)
         }
         pid => kept(&ctx, libc::pid_t::try_from(pid).unwrap_or(0)),
+    }
+}
+
+/// Whether `ret`, a raw `clone3`'s result, says that the call itself was refused (`ENOSYS`: the answer of container
+/// runtimes' default seccomp profiles, and of kernels before 5.3; `EPERM`: that of older runtimes' profiles): the
+/// command's process is then made with the legacy `clone`, and, in cgroup mode, moves itself into the folder.
+fn refused(ret: libc::c_long) -> bool {
+    ret == -libc::c_long::from(libc::ENOSYS) || ret == -libc::c_long::from(libc::EPERM)
+}
+
+/// In the command's process made by the legacy `clone` (no `CLONE_INTO_CGROUP`), before it returns from the hook: in
+/// cgroup mode (a folder descriptor), it moves itself into the job's folder (`0` written to its `cgroup.procs`), so
+/// that it runs no instruction of the command outside it. A migration: it waits for an RCU grace period (see the
+/// module docs). The errno if that fails: the command must then never run (the spawn fails as for a refused
+/// `clone3`, and the keeper, which sees it exit before the spawn returned, removes the folder).
+fn join_folder(folder_fd: RawFd) -> Result<(), i32> {
+    if folder_fd < 0 {
+        return Ok(());
+    }
+    // SAFETY: openat on the folder's descriptor with a NUL-terminated name; write of a 1-byte buffer that lives
+    // across the call; close of the descriptor opened. All async-signal-safe system calls.
+    unsafe {
+        let procs = libc::openat(
+            folder_fd,
+            c"cgroup.procs".as_ptr(),
+            libc::O_WRONLY | libc::O_CLOEXEC,
+        );
+        if procs < 0 {
+            return Err(errno());
+        }
+        let moved = libc::write(procs, b"0".as_ptr().cast(), 1) == 1;
+        let e = errno();
+        libc::close(procs);
+        if moved {
+            Ok(())
+        } else {
+            Err(e)
+        }
     }
 }
 
@@ -988,10 +1098,15 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
                     leave(plan, reap(command));
                 }
                 VERDICT_KEEP => leave(plan, reap(command)),
-                // Before the spawn returned, a command that never ran its program (its `exec` failed: std waits for
-                // us) is left at once; one that ran it and exited already waits for the verdict like any other.
-                _ if shared(plan).spawned.load(Ordering::Acquire) == 0 && !ran_program(command) => {
-                    leave(plan, reap(command))
+                // Before the spawn returned, the command may have failed its `exec` (std then waits for us, and no
+                // verdict comes): the job is ended at once, as for VERDICT_KILL. A failed `exec` left nothing running,
+                // so that costs nothing; a command that ran its program and exited within that moment has what it
+                // left killed, even with `set_kill_leftovers(false)`. Nothing the command can do (its name, say)
+                // makes the keeper leave without ending the job.
+                _ if shared(plan).spawned.load(Ordering::Acquire) == 0 => {
+                    end_job(plan, folder_fd, group, REMOVE_TRIES);
+                    end_adopted(folder_fd, command, REMOVE_TRIES);
+                    leave(plan, reap(command));
                 }
                 // Nothing of the job runs any more (the common end): ending it and keeping it are the same, so no
                 // verdict is waited for. This process then sees the keeper's own exit, one wake-up instead of a
@@ -1271,39 +1386,6 @@ fn for_each_child(mut f: impl FnMut(libc::pid_t)) -> bool {
     // SAFETY: close of our own descriptor.
     unsafe { libc::close(fd) };
     read_all
-}
-
-/// Whether the command (our child, alive or a zombie) ran its program: its name (`/proc/PID/comm`) is no longer the
-/// keeper's, which it inherited and keeps until a successful `exec`. `false` where that cannot be read.
-fn ran_program(command: libc::pid_t) -> bool {
-    // "/proc/" + at most 10 digits + "/comm" + NUL.
-    let mut path = [0u8; 32];
-    path[..6].copy_from_slice(b"/proc/");
-    let mut digits = [0u8; 10];
-    let mut n = command.unsigned_abs();
-    let mut len = 0;
-    loop {
-        digits[len] = b'0' + (n % 10) as u8;
-        len += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for i in 0..len {
-        path[6 + i] = digits[len - 1 - i];
-    }
-    path[6 + len..6 + len + 5].copy_from_slice(b"/comm");
-    let mut name = [0u8; 32];
-    // `path` is zero-filled past its end.
-    let Some(name) = CStr::from_bytes_until_nul(&path)
-        .ok()
-        .and_then(|path| read_start(libc::AT_FDCWD, path, &mut name))
-    else {
-        return false;
-    };
-    let keeper = &KEEPER_NAME[..KEEPER_NAME.len() - 1];
-    !name.is_empty() && name.strip_suffix(b"\n").unwrap_or(name) != keeper
 }
 
 /// Exits as the command did (`exit_as`), after telling this process that the keeper leaves on its own.
