@@ -67,6 +67,13 @@ const VERDICT_KEEP: u32 = 2;
 /// which then ends the job.
 const KEEPER_NAME: &[u8; 13] = b"group-keeper\0";
 
+/// How long a keeper whose command exited before the spawn returned, leaving something running, waits for the spawn's
+/// return (checked every millisecond) before it takes the command for one that failed its `exec` (std then waits for
+/// the keeper) and ends the job. A spawn returns within microseconds of the command's `exec` unless this process is
+/// held up (a loaded machine, a stop): only then does a job kept with `set_kill_leftovers(false)` lose what its
+/// command left.
+const SPAWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// How many times (about a millisecond apart) a keeper tries to remove the emptied cgroup folder: about a second
 /// when the supervisor lives (its own end of the job tries again), about 30 s when it died (no one else will).
 const REMOVE_TRIES: u32 = 1000;
@@ -1046,6 +1053,8 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
     let mut told = false;
     let mut shed = false;
     let started = monotonic();
+    // Since when the command, exited and not alone, waits for the spawn's return (see SPAWN_GRACE).
+    let mut awaiting_spawn: Option<std::time::Duration> = None;
     loop {
         if helper > 0 && reaped(helper) {
             helper = 0;
@@ -1098,27 +1107,32 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
                     leave(plan, reap(command));
                 }
                 VERDICT_KEEP => leave(plan, reap(command)),
-                // Before the spawn returned, the command may have failed its `exec` (std then waits for us, and no
-                // verdict comes): the job is ended at once, as for VERDICT_KILL. A failed `exec` left nothing running,
-                // so that costs nothing; a command that ran its program and exited within that moment has what it
-                // left killed, even with `set_kill_leftovers(false)`. Nothing the command can do (its name, say)
-                // makes the keeper leave without ending the job.
-                _ if shared(plan).spawned.load(Ordering::Acquire) == 0 => {
-                    end_job(plan, folder_fd, group, REMOVE_TRIES);
-                    end_adopted(folder_fd, command, REMOVE_TRIES);
-                    leave(plan, reap(command));
-                }
-                // Nothing of the job runs any more (the common end): ending it and keeping it are the same, so no
-                // verdict is waited for. This process then sees the keeper's own exit, one wake-up instead of a
-                // round trip through the shared page.
+                // Nothing of the job runs any more (the common end, and a command that failed its `exec`, for which
+                // std waits for us): ending it and keeping it are the same, so no verdict is waited for. This process
+                // then sees the keeper's own exit, one wake-up instead of a round trip through the shared page.
                 _ if job_empty(folder_fd, command) => {
                     end_job(plan, folder_fd, group, REMOVE_TRIES);
                     leave(plan, reap(command));
+                }
+                // Before the spawn returned, a command that left something running ran its program (a failed `exec`
+                // leaves nothing), so it waits for the verdict like any other, once the spawn returned. In case it
+                // failed its `exec` all the same (a `pre_exec` hook of the caller's, run after ours, started a
+                // process), std waits for us: past SPAWN_GRACE without the spawn's return, the job is ended as for
+                // VERDICT_KILL. The command's name, or anything else it does, never makes the keeper leave without
+                // ending the job.
+                _ if shared(plan).spawned.load(Ordering::Acquire) == 0 => {
+                    let since = *awaiting_spawn.get_or_insert_with(monotonic);
+                    if monotonic().saturating_sub(since) >= SPAWN_GRACE {
+                        end_job(plan, folder_fd, group, REMOVE_TRIES);
+                        end_adopted(folder_fd, command, REMOVE_TRIES);
+                        leave(plan, reap(command));
+                    }
                 }
                 _ if !told => {
                     // The supervisor hears of the exit as it would without us: a SIGCHLD (a supervisor that takes
                     // its signals, such as the tool, wakes on it).
                     told = true;
+                    awaiting_spawn = None;
                     shared(plan).exited.store(1, Ordering::Release);
                     // SAFETY: kill with integer arguments; the parent is the supervisor (checked above).
                     unsafe { libc::kill(plan.supervisor, libc::SIGCHLD) };
@@ -1132,7 +1146,14 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
             tv_sec: 0,
             tv_nsec: libc::c_long::from(SHED_AFTER_MS) * 1_000_000,
         };
-        let timeout = if shed {
+        // Every millisecond while the spawn's return is awaited (this process sends no signal then).
+        let soon = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1_000_000,
+        };
+        let timeout = if awaiting_spawn.is_some() {
+            &raw const soon
+        } else if shed {
             std::ptr::null()
         } else {
             &raw const due
