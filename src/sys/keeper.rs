@@ -424,9 +424,15 @@ fn start(plan: &Plan) -> io::Result<()> {
     };
     // SAFETY: getpid has no preconditions.
     let keeper = unsafe { libc::getpid() };
-    if let Err(e) = make_command(plan, folder_fd) {
-        remove_folder(plan, folder_fd);
-        return Err(failed(e));
+    match make_command(plan, folder_fd) {
+        Err(e) => {
+            remove_folder(plan, folder_fd);
+            return Err(failed(e));
+        }
+        // Made by the legacy `clone`: into the folder, or the command never runs (the folder is left to the keeper,
+        // which removes it once this process exited).
+        Ok(Made::Outside) => join_folder(folder_fd).map_err(failed)?,
+        Ok(Made::Inside) => {}
     }
     // The command: it dies with its keeper (a job that killed its keeper, `kill -9 $PPID`, or an OOM kill), so that a
     // wait, which sleeps until the command exits, wakes and ends the job at once. Then the caller's mask back, and std
@@ -692,15 +698,24 @@ fn mapping(line: &[u8]) -> Option<Mapping> {
     })
 }
 
+/// How the command's process was made (in it, as [`make_command`] returns).
+enum Made {
+    /// By `clone3`, in the job's cgroup if there is one.
+    Inside,
+    /// By the legacy `clone` (`clone3` refused): outside the job's cgroup, if there is one (see [`join_folder`]).
+    Outside,
+}
+
 /// Makes the command's process in the job's cgroup (`CLONE_INTO_CGROUP`) as this process's child: returns `Ok` in
-/// it, the errno in this process if it could not be made; this process goes on in [`kept`] (never returns).
+/// it, the errno in this process if it could not be made; this process goes on in [`kept`] (never returns). Where
+/// `clone3` is refused (see [`refused`]) the legacy `clone` makes it, outside the cgroup ([`Made::Outside`]).
 ///
 /// On x86-64 the child shares this process's memory and this process sleeps until it execs or exits
 /// (`CLONE_VM | CLONE_VFORK`, as `posix_spawn` does): no copy of the address space is made, and none is torn down at
 /// the command's `exec`. The child returns on this stack, into std's code, so this process goes on on a stack of its
 /// own. Elsewhere the child is a copy (as a fork).
 #[cfg(target_arch = "x86_64")]
-fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
+fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<Made, i32> {
     /// The keeper's stack from the command's start on (it runs `keep`: at most 33 levels of `remove_below` of 4 KiB
     /// each), above the group helper's stack and one guard page; mapped lazily, never unmapped (the keeper ends in
     /// `_exit`).
@@ -794,10 +809,7 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
         return Err(i32::try_from(-ret).unwrap_or(libc::EIO));
     }
     // The command's process (the keeper went on in `entry`).
-    if legacy {
-        join_folder(folder_fd)?;
-    }
-    Ok(())
+    Ok(if legacy { Made::Outside } else { Made::Inside })
 }
 
 /// Makes the command's process with system call `nr` (`clone3` or `clone`) and arguments `first` and `second` (the
@@ -858,7 +870,7 @@ unsafe fn clone_here(
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
+fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<Made, i32> {
     let ctx = Ctx {
         plan: *plan,
         folder_fd,
@@ -889,8 +901,8 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<(), i32> {
         pid = unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0) };
     }
     match pid {
-        0 if legacy => join_folder(folder_fd),
-        0 => Ok(()),
+        0 if legacy => Ok(Made::Outside),
+        0 => Ok(Made::Inside),
         pid if pid < 0 => {
             let e = errno();
             // SAFETY: waitpid on our child (the helper, exited) with a null status pointer.
