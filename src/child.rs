@@ -262,7 +262,10 @@ impl GroupChild {
     /// Whether members still running when the leader exits on its own are sent `SIGKILL` before a wait returns.
     ///
     /// The default is `true`. With `false`, they are left running after [`Outcome::Exited`]; they are still killed
-    /// at a deadline, by [`kill`](GroupChild::kill), and by drop while the leader is unreaped.
+    /// at a deadline, by [`kill`](GroupChild::kill), and by drop while the leader is unreaped. In a contained job
+    /// with a keeper (cgroup and reaper modes) they are also killed when the command exited before its spawn returned
+    /// and the spawn then took more than a second to return (the keeper takes the command for one that failed its
+    /// `exec`: see `Contain`, "The keeper").
     pub fn set_kill_leftovers(&mut self, kill: bool) {
         self.kill_leftovers = kill;
     }

@@ -3,7 +3,9 @@
 //! where installed; an `env -i setsid` escapee; a double-forked daemon) must all be dead when the wait returns: as
 //! root (the cgroup turned off), as nobody (through `setpriv`), and as root in a container-like setting (a private
 //! mount namespace with cgroup2 read-only and `CAP_SYS_PTRACE` dropped); through the library and through the tool.
-//! Death is read from `/proc/PID/stat` (a zombie is dead).
+//! The same again where `clone3` is refused (a seccomp filter that answers it with `ENOSYS`, as container runtimes'
+//! default profiles do, or `EPERM`, as older ones did): the keeper falls back to `clone`, and the job keeps its
+//! boundary (the cgroup as root, the reaper otherwise). Death is read from `/proc/PID/stat` (a zombie is dead).
 #![cfg(unix)]
 
 mod common;
@@ -25,14 +27,18 @@ mod linux {
     /// Set in a re-run of this binary (as nobody, or in the container-like setting): the body runs, with the mode
     /// the library picks by default.
     const INNER: &str = "GROUPTIMEOUT_TEST_REAPER_INNER";
+    /// Set in a re-run whose test thread must refuse `clone3` with `EPERM` itself (see [`refuse_clone3`]: libtest
+    /// cannot start a test's thread under such a filter, so it cannot wrap the re-run).
+    const EPERM_INSIDE: &str = "GROUPTIMEOUT_TEST_EPERM_INSIDE";
 
     /// The script of the issue: starts the daemons (the agents where installed) and prints one pid a line, then
     /// `ready`, and waits. `$1` is a folder the agents may use (the user's own).
     fn daemons_script(test: &str) -> String {
-        let mut script = String::from("d=$1\n");
+        // The command's cgroup first (`in PATH`): a job folder of the crate's in cgroup mode.
+        let mut script = String::from("d=$1\necho \"in $(sed -n 's/^0:://p' /proc/$$/cgroup)\"\n");
         if runs("ssh-agent", "-k") || fs::metadata("/usr/bin/ssh-agent").is_ok() {
             script.push_str(
-                "eval \"$(ssh-agent -s -a \"$d/ssh\")\" >/dev/null; echo \"$SSH_AGENT_PID\"\n",
+                "eval \"$(ssh-agent -s -a \"$d/ssh\" 2>/dev/null)\" >/dev/null; echo \"$SSH_AGENT_PID\"\n",
             );
         } else {
             skip_or_fail(test, "ssh-agent is not installed: the job runs without it");
@@ -44,9 +50,10 @@ mod linux {
         } else {
             skip_or_fail(test, "gpg-agent is not installed: the job runs without it");
         }
+        // The escapees hold no pipe of the test's: one that survives (a failure) must not keep a read waiting.
         script.push_str(
-            "env -i setsid sleep 301 & echo $!\n\
-             (setsid sh -c 'sleep 302 & echo $!' &)\n\
+            "env -i setsid sleep 301 >/dev/null 2>&1 & echo $!\n\
+             (setsid sh -c 'sleep 302 >/dev/null 2>&1 & echo $!' &)\n\
              sleep 0.2\n\
              echo ready\n\
              exec sleep 100\n",
@@ -75,13 +82,19 @@ mod linux {
         dir
     }
 
-    /// Reads pid lines up to `ready` from `out`; adds the processes whose command line names `dir` (gpg-agent).
-    fn pids_until_ready(out: impl std::io::Read, dir: &std::path::Path) -> Vec<u32> {
+    /// Reads pid lines up to `ready` from `out`; adds the processes whose command line names `dir` (gpg-agent). The
+    /// path of an `in PATH` line (the command's cgroup, for [`check_cgroup`]) comes second.
+    fn pids_until_ready(out: impl std::io::Read, dir: &std::path::Path) -> (Vec<u32>, String) {
         let mut pids = Vec::new();
+        let mut cgroup = String::new();
         for line in BufReader::new(out).lines() {
             let line = line.unwrap();
             if line.trim() == "ready" {
                 break;
+            }
+            if let Some(path) = line.strip_prefix("in ") {
+                path.clone_into(&mut cgroup);
+                continue;
             }
             pids.push(
                 line.trim()
@@ -90,24 +103,45 @@ mod linux {
             );
         }
         pids.extend(with_cmdline(&format!("{}/gpg", dir.display())));
-        pids
+        (pids, cgroup)
     }
 
-    /// The library's scenario: the daemons' job, killed at its deadline; every daemon dead when the wait returns.
-    fn library_scenario(test: &str, how: &Contain) {
+    /// Whether the command's cgroup (`cgroup`, from `/proc/PID/cgroup`) fits `mode`: a job folder of the crate's in
+    /// cgroup mode, the caller's own cgroup otherwise.
+    fn check_cgroup(cgroup: &str, mode: Containment) {
+        let in_job_folder = cgroup
+            .rsplit('/')
+            .next()
+            .is_some_and(|name| name.starts_with("grouptimeout-"));
+        assert_eq!(
+            in_job_folder,
+            mode == Containment::Cgroup,
+            "{mode:?}: the command ran in {cgroup}"
+        );
+    }
+
+    /// The library's scenario: the daemons' job, killed at its deadline; every daemon dead when the wait returns. The
+    /// job must get `mode`. With [`EPERM_INSIDE`] set, this thread refuses `clone3` with `EPERM` before the spawn
+    /// (after the script was made: `runs` spawns through `posix_spawn`, which then fails).
+    fn library_scenario(test: &str, how: &Contain, mode: Containment) {
         let dir = agent_folder(&format!("{test}-agents"));
         let _remove = RemoveDir(dir.clone());
+        let script = daemons_script(test);
+        if std::env::var_os(EPERM_INSIDE).is_some() {
+            refuse_clone3(libc::EPERM).unwrap();
+        }
         let mut child = how
             .spawn(
                 Command::new("sh")
-                    .args(["-c", &daemons_script(test), "sh"])
+                    .args(["-c", &script, "sh"])
                     .arg(&dir)
                     .stdout(Stdio::piped()),
             )
             .unwrap();
-        assert_eq!(child.containment(), Containment::Reaper);
-        let pids = pids_until_ready(child.stdout.take().unwrap(), &dir);
+        let (pids, cgroup) = pids_until_ready(child.stdout.take().unwrap(), &dir);
         let _cleanup = KillOnDrop::new(pids.clone());
+        assert_eq!(child.containment(), mode);
+        check_cgroup(&cgroup, mode);
         assert!(pids.len() >= 2, "{pids:?}");
         for &pid in &pids {
             assert!(child.in_job(pid), "{pid} is the job's");
@@ -133,9 +167,10 @@ mod linux {
         })
     }
 
-    /// How a re-run of this binary is started: as nobody, or as container-like root.
+    /// How a re-run of this binary is started: as root (as this process runs), as nobody, or as container-like root.
     #[derive(Clone, Copy, Debug)]
     enum As {
+        Root,
         Nobody,
         ContainerRoot,
     }
@@ -157,6 +192,11 @@ mod linux {
         }
         let program = runnable_by_anyone(program);
         match who {
+            As::Root => {
+                let mut cmd = Command::new(program);
+                cmd.args(args);
+                Some(cmd)
+            }
             As::Nobody => {
                 let mut cmd = Command::new("setpriv");
                 cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
@@ -189,6 +229,13 @@ mod linux {
     /// Re-runs test `test` of this binary as `who` with [`INNER`] set; `false` when this is that re-run (the caller
     /// runs the body).
     fn rerun_as(test: &str, who: As) -> bool {
+        rerun_without_clone3(test, who, None)
+    }
+
+    /// As [`rerun_as`], where `clone3` is refused with `errno` (if one): `ENOSYS` around the re-run (the filter on its
+    /// outermost command, so that everything below inherits it); `EPERM` in the re-run's test thread, before the
+    /// job's spawn ([`EPERM_INSIDE`]).
+    fn rerun_without_clone3(test: &str, who: As, errno: Option<i32>) -> bool {
         if std::env::var_os(INNER).is_some() {
             return false;
         }
@@ -206,11 +253,20 @@ mod linux {
         ) else {
             return true;
         };
+        match errno {
+            Some(libc::EPERM) => {
+                cmd.env(EPERM_INSIDE, "1");
+            }
+            Some(errno) => {
+                without_clone3(&mut cmd, errno);
+            }
+            None => {}
+        }
         let out = cmd.env(INNER, "1").output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success() && stdout.contains("1 passed"),
-            "{who:?}: {stdout}{}",
+            "{who:?}, clone3 refused with {errno:?}: {stdout}{}",
             String::from_utf8_lossy(&out.stderr)
         );
         true
@@ -220,14 +276,14 @@ mod linux {
     fn reaper_ends_the_daemons_as_root() {
         let mut how = Contain::new();
         how.cgroup(false).require(Containment::Reaper);
-        library_scenario("reaper_ends_the_daemons_as_root", &how);
+        library_scenario("reaper_ends_the_daemons_as_root", &how, Containment::Reaper);
     }
 
     #[test]
     fn reaper_ends_the_daemons_as_nobody() {
         let test = "reaper_ends_the_daemons_as_nobody";
         if !rerun_as(test, As::Nobody) {
-            library_scenario(test, &Contain::new());
+            library_scenario(test, &Contain::new(), Containment::Reaper);
         }
     }
 
@@ -235,13 +291,19 @@ mod linux {
     fn reaper_ends_the_daemons_as_container_root() {
         let test = "reaper_ends_the_daemons_as_container_root";
         if !rerun_as(test, As::ContainerRoot) {
-            library_scenario(test, &Contain::new());
+            library_scenario(test, &Contain::new(), Containment::Reaper);
         }
     }
 
     /// The tool's scenario: `grouptimeout -v -s KILL 2 sh -c SCRIPT` as `who`; every daemon dead when it returns, and
     /// `-v` names them.
     fn tool_scenario(test: &str, who: As) {
+        tool_scenario_without_clone3(test, who, None, Containment::Reaper);
+    }
+
+    /// [`tool_scenario`], with `clone3` refused with `errno` (if one) around the outermost command (the tool is no
+    /// libtest binary: it needs no thread); the command must run in `mode`'s cgroup (see [`check_cgroup`]).
+    fn tool_scenario_without_clone3(test: &str, who: As, errno: Option<i32>, mode: Containment) {
         let tool = PathBuf::from(env!("CARGO_BIN_EXE_grouptimeout"));
         let dir = agent_folder(&format!("{test}-agents"));
         let _remove = RemoveDir(dir.clone());
@@ -251,16 +313,20 @@ mod linux {
         let Some(mut cmd) = command_as(test, who, &tool, &args) else {
             return;
         };
+        if let Some(errno) = errno {
+            without_clone3(&mut cmd, errno);
+        }
         let mut tool = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let pids = pids_until_ready(tool.stdout.take().unwrap(), &dir);
+        let (pids, cgroup) = pids_until_ready(tool.stdout.take().unwrap(), &dir);
         let _cleanup = KillOnDrop::new(pids.clone());
         let out = tool.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(137), "{stderr}");
+        check_cgroup(&cgroup, mode);
         let alive: Vec<u32> = pids.iter().copied().filter(|&p| !is_dead(p)).collect();
         assert_eq!(
             alive,
@@ -286,6 +352,77 @@ mod linux {
             "the_tool_ends_the_daemons_as_container_root",
             As::ContainerRoot,
         );
+    }
+
+    /// Where `clone3` is refused (`ENOSYS`, as container runtimes' default seccomp profiles answer), root with a
+    /// writable cgroup still gets the cgroup (the keeper makes the command with `clone`, which moves itself into the
+    /// folder before it runs the command), through the library and through the tool.
+    #[test]
+    fn without_clone3_root_keeps_the_cgroup() {
+        let test = "without_clone3_root_keeps_the_cgroup";
+        if std::env::var_os(INNER).is_some() {
+            library_scenario(test, &Contain::new(), Containment::Cgroup);
+            return;
+        }
+        if cgroup_or_skip(test).is_none() {
+            return;
+        }
+        rerun_without_clone3(test, As::Root, Some(libc::ENOSYS));
+        tool_scenario_without_clone3(test, As::Root, Some(libc::ENOSYS), Containment::Cgroup);
+    }
+
+    /// Where `clone3` is refused (`ENOSYS`, and `EPERM` as older runtimes answer), nobody still gets the reaper
+    /// (not lineage, which the agents and the `env -i` escapee survive), through the library and through the tool.
+    #[test]
+    fn without_clone3_nobody_keeps_the_reaper() {
+        let test = "without_clone3_nobody_keeps_the_reaper";
+        if std::env::var_os(INNER).is_some() {
+            library_scenario(test, &Contain::new(), Containment::Reaper);
+            return;
+        }
+        for errno in [libc::ENOSYS, libc::EPERM] {
+            rerun_without_clone3(test, As::Nobody, Some(errno));
+            tool_scenario_without_clone3(test, As::Nobody, Some(errno), Containment::Reaper);
+        }
+    }
+
+    /// Where `clone3` is refused (`ENOSYS`, `EPERM`), a container-like root (cgroup2 read-only, no
+    /// `CAP_SYS_PTRACE`) still gets the reaper, through the library and through the tool.
+    #[test]
+    fn without_clone3_container_root_keeps_the_reaper() {
+        let test = "without_clone3_container_root_keeps_the_reaper";
+        if std::env::var_os(INNER).is_some() {
+            library_scenario(test, &Contain::new(), Containment::Reaper);
+            return;
+        }
+        for errno in [libc::ENOSYS, libc::EPERM] {
+            rerun_without_clone3(test, As::ContainerRoot, Some(errno));
+            tool_scenario_without_clone3(test, As::ContainerRoot, Some(errno), Containment::Reaper);
+        }
+    }
+
+    /// No name heuristic: a command named `group-keeper` (the keeper's own name; here `sh` through a link of that
+    /// name) that starts an `env -i setsid` daemon and exits at once is contained like any other. Its keeper once took
+    /// a command that exited before the spawn returned, and whose name was still its own, for one whose `exec` had
+    /// failed, and left without ending the job (6 of 30 runs). Repeated: the exit must beat the spawn's return.
+    #[test]
+    fn a_command_named_group_keeper_is_contained() {
+        let dir = TempDir::new("named-group-keeper");
+        let program = dir.0.join("group-keeper");
+        std::os::unix::fs::symlink("/bin/sh", &program).unwrap();
+        for run in 0..30 {
+            let mut child = reaper()
+                .spawn(
+                    Command::new(&program)
+                        .args(["-c", "env -i setsid sleep 330 >/dev/null & echo $!"])
+                        .stdout(Stdio::piped()),
+                )
+                .unwrap();
+            let daemon = read_pid(child.stdout.take().unwrap());
+            let _cleanup = KillOnDrop::new(vec![daemon]);
+            child.wait_timeout(LONG).unwrap();
+            assert!(is_dead(daemon), "run {run}: the daemon {daemon} survived");
+        }
     }
 
     fn reaper() -> Contain {
@@ -499,7 +636,7 @@ mod linux {
             return;
         };
         let mut tool = cmd.stdout(Stdio::piped()).spawn().unwrap();
-        let pids = pids_until_ready(
+        let (pids, _) = pids_until_ready(
             tool.stdout.take().unwrap(),
             std::path::Path::new("/nonexistent"),
         );

@@ -693,3 +693,75 @@ pub fn start_job(
         .collect();
     (child, lines)
 }
+
+/// Installs, on the calling thread, a seccomp filter that refuses `clone3` (system call 435 on every Linux
+/// architecture) with `errno` and allows every other call, as container runtimes' default profiles do (Docker and
+/// Podman answer `ENOSYS`, older runtimes `EPERM`). Every process the thread starts from then on inherits it. Like a
+/// real profile it checks the architecture (`seccomp_data.arch`, x86-64 or aarch64: the convention whose numbers it
+/// compares) and allows a call made through another one. As root it is installed without `PR_SET_NO_NEW_PRIVS` (root
+/// may: `CAP_SYS_ADMIN`), so that set-user-ID and set-group-ID programs below keep their rights (`ssh-agent`);
+/// otherwise `no_new_privs` is set first, as the kernel requires.
+///
+/// Async-signal-safe (system calls on a filter built on the stack): a `pre_exec` hook may call it, see
+/// [`without_clone3`]. Note that with `EPERM` glibc's `posix_spawn` and `pthread_create` fail (glibc falls back to
+/// `clone` only on `ENOSYS`): a thread under such a filter spawns only through `fork`, and libtest cannot start a
+/// test's thread, so an `EPERM` filter goes on the test's own thread, not around a test binary.
+#[cfg(target_os = "linux")]
+pub fn refuse_clone3(errno: i32) -> std::io::Result<()> {
+    const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+    const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+    const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+    const SYS_CLONE3: u32 = 435;
+    #[cfg(target_arch = "x86_64")]
+    const ARCH: u32 = 0xc000_003e; // AUDIT_ARCH_X86_64
+    #[cfg(target_arch = "aarch64")]
+    const ARCH: u32 = 0xc000_00b7; // AUDIT_ARCH_AARCH64
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    compile_error!("refuse_clone3 knows the audit architecture of x86-64 and aarch64 only");
+    let insn = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
+    // seccomp_data: `nr` at offset 0, `arch` at 4.
+    let mut filter = [
+        insn(LD_W_ABS, 0, 0, 4),
+        insn(JEQ_K, 0, 3, ARCH),
+        insn(LD_W_ABS, 0, 0, 0),
+        insn(JEQ_K, 0, 1, SYS_CLONE3),
+        insn(
+            RET_K,
+            0,
+            0,
+            SECCOMP_RET_ERRNO | (errno.unsigned_abs() & 0xffff),
+        ),
+        insn(RET_K, 0, 0, SECCOMP_RET_ALLOW),
+    ];
+    let program = libc::sock_fprog {
+        len: u16::try_from(filter.len()).unwrap_or(0),
+        filter: filter.as_mut_ptr(),
+    };
+    // SAFETY: prctl with integer arguments, and with a pointer to `program` (and its filter), which live across the
+    // call; async-signal-safe system calls.
+    unsafe {
+        if libc::geteuid() != 0 && libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER,
+            &raw const program,
+        ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Makes `command` run under [`refuse_clone3`]`(errno)`, and so everything it starts (a `pre_exec` hook: std then
+/// forks, which needs no `clone3`).
+#[cfg(target_os = "linux")]
+pub fn without_clone3(command: &mut Command, errno: i32) -> &mut Command {
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: refuse_clone3 is async-signal-safe and allocates nothing.
+    unsafe { command.pre_exec(move || refuse_clone3(errno)) }
+}
