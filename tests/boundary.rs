@@ -198,10 +198,15 @@ mod linux {
             );
             assert_eq!(got[1], format!("outer {}", child.command_id()), "{mode:?}");
             // The namespace's processes, found outside by their command lines: its PID 1 and an escapee.
-            let inside: Vec<u32> = ["sleep\u{0}313", "sleep\u{0}315"]
-                .iter()
-                .flat_map(|c| with_cmdline(c))
-                .collect();
+            // The inner shell may not have started its escapee yet when the outer one printed.
+            let find = || -> Vec<u32> {
+                ["sleep\u{0}313", "sleep\u{0}315"]
+                    .iter()
+                    .flat_map(|c| with_cmdline(c))
+                    .collect()
+            };
+            eventually(Duration::from_secs(10), || find().len() == 2);
+            let inside = find();
             let _cleanup = KillOnDrop::new(inside.clone());
             assert_eq!(inside.len(), 2, "{mode:?}: both run");
             for &pid in &inside {
@@ -215,6 +220,84 @@ mod linux {
                 "{mode:?}"
             );
         }
+    }
+
+    /// A caller's hook that joins an existing PID namespace (`setns`, as `nsenter` does) is left alone: in cgroup
+    /// mode the command's child is born in that namespace (not as its PID 1: it has one), and the job is contained;
+    /// the reaper, whose orphans would go to that namespace's init, is not had, and the fallback says why.
+    #[test]
+    fn a_hook_that_joins_a_pid_namespace_is_left_alone() {
+        use std::os::fd::AsRawFd as _;
+        let test = "a_hook_that_joins_a_pid_namespace_is_left_alone";
+        if !is_root() {
+            skipped(test, "not root: cannot join a PID namespace");
+            return;
+        }
+        if !have(test, "unshare", "--version") {
+            return;
+        }
+        // An existing namespace: its PID 1 is a `sleep`.
+        let mut holder = Command::new("unshare")
+            .args(["--pid", "--fork", "sleep", "316"])
+            .spawn()
+            .unwrap();
+        let init = {
+            let mut init = None;
+            eventually(Duration::from_secs(10), || {
+                // The `sleep`, unshare's child (unshare's own command line names it too).
+                let holder = holder.id();
+                init = std::fs::read_to_string(format!("/proc/{holder}/task/{holder}/children"))
+                    .ok()
+                    .and_then(|c| c.split_whitespace().next()?.parse().ok());
+                init.is_some()
+            });
+            init.expect("the namespace's init runs")
+        };
+        let _cleanup = KillOnDrop::new(vec![init, holder.id()]);
+        let namespace = std::fs::File::open(format!("/proc/{init}/ns/pid")).unwrap();
+        let fd = namespace.as_raw_fd();
+        let joining = |command: &mut Command| {
+            // SAFETY: setns is async-signal-safe; the descriptor outlives the spawn.
+            unsafe {
+                command.pre_exec(move || {
+                    if libc::setns(fd, libc::CLONE_NEWPID) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+        };
+        if let Some(how) = cgroup_or_skip(test) {
+            let mut command = Command::new("sh");
+            command
+                .args(["-c", "sh -c 'echo $$'"])
+                .stdout(Stdio::piped());
+            joining(&mut command);
+            let child = how.spawn(&mut command).unwrap();
+            assert_eq!(child.containment(), Containment::Cgroup);
+            let out = child.wait_with_output_timeout(LONG).unwrap();
+            assert!(out.outcome.status().success(), "{}", out.outcome);
+            let inner: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+            assert!(
+                inner > 1,
+                "born in the joined namespace, not a new one: pid {inner}"
+            );
+        }
+        let mut how = Contain::new();
+        how.cgroup(false);
+        let mut command = Command::new("true");
+        joining(&mut command);
+        let mut child = how.spawn(&mut command).unwrap();
+        assert_eq!(child.containment(), Containment::Lineage);
+        let why = child.fallback_reason().expect("a reason").to_owned();
+        child.wait().unwrap();
+        assert!(
+            why.contains("reaper:") && why.contains("PID namespace"),
+            "{why}"
+        );
+        let _ = holder.kill();
+        let _ = holder.wait();
     }
 
     /// The same hook with a command that exits at once: it exits 0 (it ran), in each kept mode.
@@ -239,18 +322,36 @@ mod linux {
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ran");
     }
 
-    /// The number of processes of real user `uid` now (what `RLIMIT_NPROC` counts: a thread does not count).
+    /// The number of processes of real user `uid` now.
     fn processes_of(uid: u32) -> u64 {
+        let dirs = std::fs::read_dir("/proc").unwrap().flatten();
+        dirs.filter(|e| real_user(&e.path()) == Some(uid)).count() as u64
+    }
+
+    /// The number of tasks (threads) of real user `uid` now.
+    fn tasks_of(uid: u32) -> u64 {
         let mut n = 0;
         for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
-            let real = status
+            let threads = std::fs::read_to_string(entry.path().join("status"))
+                .unwrap_or_default()
                 .lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|ids| ids.split_whitespace().next()?.parse::<u32>().ok());
-            n += u64::from(real == Some(uid));
+                .find_map(|l| {
+                    l.strip_prefix("Threads:")
+                        .map(|t| t.trim().parse::<u64>().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            n += threads * u64::from(real_user(&entry.path()) == Some(uid));
         }
         n
+    }
+
+    /// The real user of the process whose `/proc` folder is `dir`.
+    fn real_user(dir: &std::path::Path) -> Option<u32> {
+        let status = std::fs::read_to_string(dir.join("status")).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|ids| ids.split_whitespace().next()?.parse().ok())
     }
 
     /// `RLIMIT_NPROC` one process short of what a kept job needs (it leaves room for the command alone): the job
@@ -262,7 +363,9 @@ mod linux {
         // SAFETY: getuid has no preconditions.
         let uid = unsafe { libc::getuid() };
         if std::env::var_os(INNER).is_some() {
-            // This process, and one more: the keeper's fork fits, its helper does not.
+            // One process more than this one (this user's only): the keeper's fork fits, its helper does not. Where
+            // the kernel counts this process's threads too, std's own fork fails at that limit: one more, then, for
+            // each of them.
             let mut before = libc::rlimit {
                 rlim_cur: 0,
                 rlim_max: 0,
@@ -270,18 +373,26 @@ mod linux {
             // SAFETY: getrlimit writes the struct, which lives across the call.
             let got = unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &raw mut before) };
             assert_eq!(got, 0);
-            let limit = libc::rlimit {
-                rlim_cur: processes_of(uid) + 1,
-                rlim_max: before.rlim_max,
-            };
-            // SAFETY: setrlimit reads the struct, which lives across the call.
-            let set = unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &raw const limit) };
-            assert_eq!(set, 0);
-            let mut child = Contain::new().spawn(&mut Command::new("true")).unwrap();
-            let status = child.wait().unwrap();
-            // SAFETY: as above.
-            unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &raw const before) };
-            assert!(status.success());
+            let (processes, tasks) = (processes_of(uid), tasks_of(uid));
+            let mut spawned = None;
+            for room in processes + 1..=tasks + 1 {
+                let limit = libc::rlimit {
+                    rlim_cur: room,
+                    rlim_max: before.rlim_max,
+                };
+                // SAFETY: setrlimit reads the struct, which lives across the call.
+                let set = unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &raw const limit) };
+                assert_eq!(set, 0);
+                let tried = Contain::new().spawn(&mut Command::new("true"));
+                // SAFETY: as above.
+                unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &raw const before) };
+                if let Ok(child) = tried {
+                    spawned = Some(child);
+                    break;
+                }
+            }
+            let mut child = spawned.expect("a spawn within the limits tried");
+            assert!(child.wait().unwrap().success());
             assert_eq!(child.containment(), Containment::Lineage);
             let why = child.fallback_reason().expect("a reason").to_owned();
             assert!(

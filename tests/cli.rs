@@ -850,6 +850,12 @@ fn a_stopped_keeper_does_not_hold_the_tool() {
         let running = Running::start(&words[0], &words[1..]);
         s.wait_for("ready");
         let keeper = common::wait_for_guard(running.child.id());
+        let name = fs::read_to_string(format!("/proc/{keeper}/comm")).unwrap_or_default();
+        assert_eq!(
+            name.trim(),
+            "group-keeper",
+            "{user:?}: the job has a keeper"
+        );
         let stopped = Command::new("kill")
             .args(["-STOP", &keeper.to_string()])
             .status()
@@ -1778,8 +1784,10 @@ fn a_tool_killed_at_any_moment_of_its_start_leaves_nothing() {
     let script = format!("setsid sleep {needle} & exec sleep {needle}");
     let mut left = Vec::new();
     for point in 0..21u64 {
+        // `-s KILL`: the job is ended at once when the tool dies (with TERM its escapee would have the 2 s grace of
+        // tests/supervisor_death.rs at each point).
         let mut tool = Command::new(BIN)
-            .args(["30", "sh", "-c", &script])
+            .args(["-s", "KILL", "30", "sh", "-c", &script])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

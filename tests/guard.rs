@@ -262,9 +262,11 @@ fn killed_by_name(kill_by_name: &str) -> String {
         "$1" 60 sh -c 'echo $$ > "$1"; exec sleep 60' sh "$dir/pid" &
         tool=$!
         i=0
-        # The guard renamed itself (group-guard) and left the tool's group: a kill by the tool's name misses it.
-        until [ -s "$dir/pid" ] && [ -n "$(pgrep -x group-guard)" ] \
-            && [ "$(ps -o pgid= -p "$(pgrep -x group-guard)" | tr -d ' ')" != "$tool" ] || [ $i -ge 200 ]; do
+        # The guard renamed itself (group-guard; a job in a cgroup has its keeper, group-keeper, instead) and left the
+        # tool's group: a kill by the tool's name misses it.
+        until [ -s "$dir/pid" ] && [ -n "$(pgrep -o -x 'group-(guard|keeper)')" ] \
+            && [ "$(ps -o pgid= -p "$(pgrep -o -x 'group-(guard|keeper)')" | tr -d ' ')" != "$tool" ] \
+            || [ $i -ge 200 ]; do
             sleep 0.05; i=$((i + 1))
         done
         pid=$(cat "$dir/pid"); rm -r "$dir"

@@ -174,9 +174,12 @@ mod linux {
         );
         // The nested tool, as root, made a cgroup for its job in its own: inside the job's cgroup in cgroup mode (and
         // removed with it), else beside this process's, where the SIGKILL of the tool and its keeper leaves it (empty).
-        for folder in job_folders_made_by(tool) {
-            let _ = fs::remove_dir(folder);
-        }
+        // Removed once empty (its processes may still be dying), within 10 s.
+        eventually(Duration::from_secs(10), || {
+            job_folders_made_by(tool)
+                .into_iter()
+                .all(|folder| fs::remove_dir(folder).is_ok())
+        });
     }
 
     each_mode!(

@@ -29,8 +29,9 @@ use crate::wait::{ExitWatch, DROP_REAP_LIMIT};
 /// The shell guard's body, after the traps that make it ignore every catchable signal: say so on standard output and
 /// close it, then read standard input until end of file (or a read error): each line there is the supervisor's death
 /// plan (`SIGNAL CONT GRACE_MS`, see [`Guard::set_plan`]), the last one holds. At end of file, for a guard in the job's
-/// group (no `JOB_CGROUP`), a plan with a signal (not 0) first sends it to the group (`kill -SIGNAL 0`: the guard
-/// ignores it), then `SIGCONT` if CONT is not 0, and waits (in steps of 0.1 s: an external `sleep`; one that takes
+/// group (no `JOB_CGROUP`), a plan with a signal (not 0) first sends it to the group and to its leader by pid, should
+/// it have left the group (`kill -SIGNAL 0 $JOB_GROUP`: the guard ignores it), then `SIGCONT` likewise if CONT is not
+/// 0, and waits (in steps of 0.1 s: an external `sleep`; one that takes
 /// whole seconds counts for 10 steps) up to the grace for the leader (pid `JOB_GROUP`, pinned by the guard's
 /// membership) to be gone or a zombie (its `/proc/PID/stat`, else `kill -0`). Then it sends `SIGKILL` to its group.
 /// With `JOB_CGROUP` set (the folder of the job's cgroup, see `crate::contain`; the
@@ -47,8 +48,8 @@ macro_rules! guard_script {
             "; echo; exec >&-; s=0 c=0 g=0; while read a b d; do s=$a c=$b g=$d; done; \
              alive() { if read -r st </proc/$JOB_GROUP/stat; then case \"${st##*) }\" in Z*|X*) return 1;; esac; \
              return 0; fi 2>/dev/null; kill -0 $JOB_GROUP 2>/dev/null; }; \
-             if [ -z \"$JOB_CGROUP\" ] && [ \"$s\" != 0 ] && [ \"$g\" != 0 ]; then kill -$s 0; \
-             [ \"$c\" = 0 ] || kill -CONT 0; i=0; g=$(( (g + 99) / 100 )); while [ $i -lt $g ] && alive; do \
+             if [ -z \"$JOB_CGROUP\" ] && [ \"$s\" != 0 ] && [ \"$g\" != 0 ]; then kill -$s 0 $JOB_GROUP; \
+             [ \"$c\" = 0 ] || kill -CONT 0 $JOB_GROUP; i=0; g=$(( (g + 99) / 100 )); while [ $i -lt $g ] && alive; do \
              if sleep .1; then i=$((i+1)); else sleep 1; i=$((i+10)); fi; done; fi; \
              [ -z \"$JOB_CGROUP\" ] || ! echo 1 >\"$JOB_CGROUP/cgroup.kill\" || { i=0; \
              while [ -d \"$JOB_CGROUP\" ] && ! rmdir \"$JOB_CGROUP\" && [ $i -lt 500 ]; do \
@@ -212,7 +213,6 @@ impl Guard {
     /// written whole or not at all): if the pipe is full (a guard stopped by `SIGSTOP` that was sent thousands of
     /// plans), the guard keeps the last plan it read.
     pub(crate) fn set_plan(&self, signal: i32, grace: Duration) {
-        use std::io::Write as _;
         let plan = if signal <= 0 || signal == libc::SIGKILL || grace.is_zero() {
             (0, 0, 0)
         } else {
@@ -226,7 +226,10 @@ impl Guard {
                     .min(u128::from(u32::MAX)),
             )
         };
-        let _ = (&self.pipe).write_all(format!("{} {} {}\n", plan.0, plan.1, plan.2).as_bytes());
+        let _ = sys::write_to_guard(
+            &self.pipe,
+            format!("{} {} {}\n", plan.0, plan.1, plan.2).as_bytes(),
+        );
     }
 
     /// The guard's pid.

@@ -16,8 +16,9 @@ use crate::GroupChild;
 /// that is not async-signal-safe (libc's `fork` runs them; the C library's own are fine). The child ignores every
 /// catchable signal, only then joins the command's group, closes every
 /// descriptor but its pipe (on Linux with `close_range`; elsewhere those below the `RLIMIT_NOFILE` soft limit, at
-/// most 65,536), and waits. For a job in a cgroup of its own ([`spawn_contained`](crate::GroupCommandExt::spawn_contained))
-/// it also keeps the job's `cgroup.kill` open, leads a process group of its own instead of joining the command's
+/// most 65,536), and waits. A job with a keeper (a cgroup of its own or its own reaper, see
+/// [`spawn_contained`](crate::GroupCommandExt::spawn_contained)) gets no forked guard: its keeper guards it. For a job
+/// in a cgroup without a keeper (not made by this crate's spawns today) the guard also keeps the job's `cgroup.kill` open, leads a process group of its own instead of joining the command's
 /// (see [`die_with_parent`](crate::GroupChild::die_with_parent)), and ends the cgroup as the shell guard does:
 /// `cgroup.kill`, then the removal of the folder and of the sub-cgroups the job made in it, deepest first, once
 /// they are empty (tried for about 10 s). Since a signal cannot disarm it before it joins its group, this returns right after the

@@ -176,7 +176,9 @@ use crate::sys::KeeperFailure;
 ///   done again by the command's process, so the command's first child is PID 1 of the new namespace, as without a
 ///   keeper, and the job stays contained (a namespace dies with its PID 1, and its processes are the job's). Where
 ///   the keeper cannot go back (`setns` needs `CAP_SYS_ADMIN` over its own namespace: a hook that also made a user
-///   namespace), the keeper modes fail, saying so, and lineage runs the command as without a keeper. A time
+///   namespace), the keeper modes fail, saying so, and lineage runs the command as without a keeper. A hook that
+///   joined an existing PID namespace (`setns`) is left alone: the command is born in it, which a cgroup holds; the
+///   reaper does not (that namespace's orphans go to its own init), so reaper mode fails then, saying so. A time
 ///   namespace (`CLONE_NEWTIME`) is not treated so: the keeper and the command's process are born in it.
 /// - A command run as another user (`Command::uid`): std switches users before the hooks, so the keeper runs as that
 ///   user too. As root, the spawn sets this thread's `PR_SET_KEEPCAPS` (set back before it returns; the kernel reads
@@ -453,9 +455,10 @@ fn spawn_kept(bound: Bound, command: &mut Command) -> io::Result<io::Result<Grou
                          delegated to it (`Contain::cgroup_parent`)"
                     }
                     Some(KeeperFailure::PidNamespace) => {
-                        "a `pre_exec` hook put the keeper's children in a new PID namespace, and the keeper \
-                         cannot go back to its own (setns needs CAP_SYS_ADMIN over it: a hook that also made a \
-                         user namespace); lineage mode runs such a hook's command as without a keeper"
+                        "a `pre_exec` hook put the keeper's children in another PID namespace: a new one that \
+                         the keeper cannot leave again (setns needs CAP_SYS_ADMIN over its own: a hook that also \
+                         made a user namespace), or, for the reaper, an existing one, whose orphans go to its own \
+                         init; lineage mode runs such a hook's command as without a keeper"
                     }
                     None if start.raw_os_error() == Some(libc::EAGAIN) => {
                         "no process could be made: RLIMIT_NPROC, or the pids controller's pids.max, leaves too \

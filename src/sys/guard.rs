@@ -47,6 +47,36 @@ pub(crate) struct GuardCgroup<'a> {
     pub(crate) folder: &'a CStr,
 }
 
+/// Writes `bytes` to the guard's pipe `pipe` (non-blocking) in one `write`, whole or not at all as a pipe does for a
+/// short write, without a `SIGPIPE` where the guard is gone (this thread blocks it for the call, and takes the one the
+/// write raised, if it was not pending before): a host that has not ignored `SIGPIPE` must not die of a dead guard.
+pub(crate) fn write_to_guard(pipe: &File, bytes: &[u8]) -> io::Result<()> {
+    let mut only = MaybeUninit::<libc::sigset_t>::zeroed();
+    let mut old = MaybeUninit::<libc::sigset_t>::zeroed();
+    let mut pending = MaybeUninit::<libc::sigset_t>::zeroed();
+    // SAFETY: the sets live across the calls; pthread_sigmask, sigpending and write take valid pointers and lengths.
+    unsafe {
+        libc::sigemptyset(only.as_mut_ptr());
+        libc::sigaddset(only.as_mut_ptr(), libc::SIGPIPE);
+        libc::sigpending(pending.as_mut_ptr());
+        let was_pending = libc::sigismember(pending.as_ptr(), libc::SIGPIPE) == 1;
+        libc::pthread_sigmask(libc::SIG_BLOCK, only.as_ptr(), old.as_mut_ptr());
+        let wrote = libc::write(pipe.as_raw_fd(), bytes.as_ptr().cast(), bytes.len());
+        let e = io::Error::last_os_error();
+        libc::sigpending(pending.as_mut_ptr());
+        if !was_pending && libc::sigismember(pending.as_ptr(), libc::SIGPIPE) == 1 {
+            // Pending now, so sigwait returns at once.
+            let mut taken = 0;
+            libc::sigwait(only.as_ptr(), &raw mut taken);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, old.as_ptr(), std::ptr::null_mut());
+        if wrote < 0 {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
 /// Forks a guard that ignores every catchable signal, joins group `pgid`, keeps only `read` (as its standard input)
 /// open, and then reads it: lines there set its death plan; end of file or an error makes it send `SIGKILL` to its
 /// own group, after the supervisor's death plan (see `DeathPlan`). Returns its pid at once, without waiting for the
@@ -238,11 +268,16 @@ impl DeathPlan {
         if signal <= 0 || signal == libc::SIGKILL || grace_ms == 0 {
             return;
         }
-        // SAFETY: kill with pid 0 signals this process's own group, the job's (setpgid above).
+        // This process's own group (the job's: setpgid above), and the leader by its pid if it left the group (as the
+        // supervisor's own signals reach it).
+        // SAFETY: kill with pid 0 signals this process's own group; the leader's pid (> 1, checked) is the id of the
+        // group this process is in, so it names no other process meanwhile.
         unsafe {
-            libc::kill(0, signal);
-            if cont != 0 {
-                libc::kill(0, libc::SIGCONT);
+            for target in [0, leader].into_iter().filter(|&t| t == 0 || t > 1) {
+                libc::kill(target, signal);
+                if cont != 0 {
+                    libc::kill(target, libc::SIGCONT);
+                }
             }
         }
         let pause = libc::timespec {

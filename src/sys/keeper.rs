@@ -150,9 +150,9 @@ pub(crate) enum KeeperFailure {
     /// The command runs as another user (`Command::uid`: std switched users before the hooks), and the keeper, which
     /// switched with it, could not keep `CAP_DAC_OVERRIDE` to make the job's cgroup and start the command in it.
     User,
-    /// A `pre_exec` hook that ran before the keeper's put the keeper's children in a new PID namespace, and the
-    /// keeper could not go back to its own (`setns` needs `CAP_SYS_ADMIN` over it: a hook that made a user namespace
-    /// too).
+    /// A `pre_exec` hook that ran before the keeper's put the keeper's children in another PID namespace: a new one,
+    /// and the keeper could not go back to its own (`setns` needs `CAP_SYS_ADMIN` over it: a hook that made a user
+    /// namespace too); or, in reaper mode, an existing one (`setns`), whose orphans go to its own init.
     PidNamespace,
 }
 
@@ -470,6 +470,23 @@ fn start(plan: &Plan) -> io::Result<()> {
     // never finds the keeper.
     // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes, which KEEPER_NAME is.
     unsafe { libc::prctl(libc::PR_SET_NAME, KEEPER_NAME.as_ptr()) };
+    // A hook before ours unshared the PID namespace: the keeper's children would be born in it (its first, PID 1,
+    // ending it at once). The keeper goes back to its own, and the command unshares it again for its own children,
+    // as it would have without a keeper. A hook that joined an existing namespace (`setns`) is left as it is: the
+    // command is born in it, which a cgroup holds, but whose orphans go to that namespace's init, not to a reaper.
+    let renew_pid_namespace = match own_pid_namespace() {
+        Ok(Namespace::Own) => false,
+        Ok(Namespace::Renew) => true,
+        Ok(Namespace::Joined) if plan.folder.is_some() => false,
+        Ok(Namespace::Joined) => {
+            shared(plan).why.store(WHY_PID_NAMESPACE, Ordering::Release);
+            return Err(failed(libc::EINVAL));
+        }
+        Err(e) => {
+            shared(plan).why.store(WHY_PID_NAMESPACE, Ordering::Release);
+            return Err(failed(e));
+        }
+    };
     // std switched users before the hooks (`Command::uid`): the keeper keeps only what it needs of the rights this
     // process lent it across the switch (`with_kept_caps`): `CAP_DAC_OVERRIDE` to make the job's cgroup in this
     // process's and start the command in it; nothing in reaper mode.
@@ -486,16 +503,6 @@ fn start(plan: &Plan) -> io::Result<()> {
             return Err(failed(e));
         }
     }
-    // A hook before ours unshared the PID namespace: the keeper's children would be born in it (its first, PID 1,
-    // ending it at once). The keeper goes back to its own, and the command unshares it again for its own children,
-    // as it would have without a keeper.
-    let renew_pid_namespace = match own_pid_namespace() {
-        Ok(renew) => renew,
-        Err(e) => {
-            shared(plan).why.store(WHY_PID_NAMESPACE, Ordering::Release);
-            return Err(failed(e));
-        }
-    };
     let folder_fd = match plan.folder() {
         Some(folder) => make_folder(folder)?,
         None => become_reaper()?,
@@ -514,18 +521,20 @@ fn start(plan: &Plan) -> io::Result<()> {
     }
     // The command's process: none of the rights lent to the keeper, and its own children in a new PID namespace if
     // the caller's hook asked for one.
+    // SAFETY: unshare with an integer argument; async-signal-safe.
+    if renew_pid_namespace && unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
+        return Err(failed(errno()));
+    }
     if switched {
         limit_caps(0).map_err(failed)?;
         // SAFETY: prctl with integer arguments; async-signal-safe.
         unsafe { libc::prctl(libc::PR_SET_KEEPCAPS, 0, 0, 0, 0) };
     }
-    // SAFETY: unshare with an integer argument; async-signal-safe.
-    if renew_pid_namespace && unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
-        return Err(failed(errno()));
-    }
     // The command: it dies with its keeper (a job that killed its keeper, `kill -9 $PPID`, or an OOM kill), so that a
     // wait, which sleeps until the command exits, wakes and ends the job at once. Then the caller's mask back, and std
     // applies the rest of the `Command` and execs (an `exec` of a set-user-ID program clears the flag).
+    // A parent in an outer PID namespace (a hook joined another one) reads as 0; one that died before the flag was set
+    // has handed the command to another parent, which it sees.
     // SAFETY: prctl with integer arguments, getppid with none; async-signal-safe.
     let orphaned = unsafe {
         libc::prctl(
@@ -535,7 +544,7 @@ fn start(plan: &Plan) -> io::Result<()> {
             0,
             0,
         ) != 0
-            || libc::getppid() != keeper
+            || ![0, keeper].contains(&libc::getppid())
     };
     if orphaned {
         return Err(failed(libc::ESRCH));
@@ -601,8 +610,9 @@ fn limit_caps(keep: u32) -> Result<(), i32> {
     Ok(())
 }
 
-/// Runs `f` (a spawn through the keeper hook) with this thread's `PR_SET_KEEPCAPS` on, where this process is root
-/// and `on`: a keeper that std switches to another user (`Command::uid`) then keeps the permitted capabilities it
+/// Runs `f` (a spawn through the keeper hook) with this thread's `PR_SET_KEEPCAPS` on, where this process's real user
+/// is root and `on` (not for a set-user-ID program, whose keeper would otherwise keep root's rights unnoticed: it
+/// compares real user ids): a keeper that std switches to another user (`Command::uid`) then keeps the permitted capabilities it
 /// needs to make the job's cgroup (it keeps only those, and the command none: see `start`). The flag is this
 /// thread's, read by the kernel only when a user id changes, and set back as it was before this returns; it is not
 /// set where this thread has it already or may not change it (the keeper then fails as another user, saying why).
@@ -617,7 +627,7 @@ pub(crate) fn with_kept_caps<T>(on: bool, f: impl FnOnce() -> T) -> T {
     // SAFETY: getuid, geteuid and prctl with integer arguments.
     let set = on
         && unsafe {
-            (libc::getuid() == 0 || libc::geteuid() == 0)
+            libc::getuid() == 0
                 && libc::prctl(libc::PR_GET_KEEPCAPS, 0, 0, 0, 0) == 0
                 && libc::prctl(libc::PR_SET_KEEPCAPS, 1, 0, 0, 0) == 0
         };
@@ -625,10 +635,20 @@ pub(crate) fn with_kept_caps<T>(on: bool, f: impl FnOnce() -> T) -> T {
     f()
 }
 
-/// Whether this process's children would be born in another PID namespace than its own (a hook before the keeper's
-/// called `unshare(CLONE_NEWPID)`); if so, it goes back to its own first (`setns`), and says so (`Ok(true)`); the
-/// errno if it cannot. `Ok(false)` where `/proc` does not tell (no `/proc`, Linux before 4.12).
-fn own_pid_namespace() -> Result<bool, i32> {
+/// Where this process's children would be born, as a hook before the keeper's left it.
+enum Namespace {
+    /// In this process's own PID namespace (or `/proc` does not tell: no `/proc`, Linux before 4.12).
+    Own,
+    /// In a new one that has no process yet (`unshare(CLONE_NEWPID)`): this process went back to its own (`setns`),
+    /// and the command's process is to unshare it again.
+    Renew,
+    /// In an existing one (`setns` to another namespace), left as it is.
+    Joined,
+}
+
+/// Where this process's children would be born (see [`Namespace`]), going back to its own PID namespace if a hook
+/// unshared it; the errno if it cannot.
+fn own_pid_namespace() -> Result<Namespace, i32> {
     let inode = |path: &CStr| {
         let mut st = MaybeUninit::<libc::stat>::zeroed();
         // SAFETY: stat of a NUL-terminated path into a struct that lives across the call; async-signal-safe.
@@ -640,10 +660,10 @@ fn own_pid_namespace() -> Result<bool, i32> {
         Ok((st.st_dev, st.st_ino))
     };
     let Ok(own) = inode(c"/proc/self/ns/pid") else {
-        return Ok(false);
+        return Ok(Namespace::Own);
     };
     match inode(c"/proc/self/ns/pid_for_children") {
-        Ok(children) if children != own => {}
+        Ok(children) if children != own => return Ok(Namespace::Joined),
         // The kernel names no namespace for children before its PID 1 exists: one made by `unshare` just now (the
         // own namespace always has one), where the link itself exists (Linux 4.12+).
         Err(libc::ENOENT) => {
@@ -652,10 +672,10 @@ fn own_pid_namespace() -> Result<bool, i32> {
             if unsafe { libc::lstat(c"/proc/self/ns/pid_for_children".as_ptr(), st.as_mut_ptr()) }
                 != 0
             {
-                return Ok(false);
+                return Ok(Namespace::Own);
             }
         }
-        _ => return Ok(false),
+        _ => return Ok(Namespace::Own),
     }
     // SAFETY: open of a NUL-terminated path, setns and close on the descriptor it gave; async-signal-safe.
     unsafe {
@@ -673,7 +693,7 @@ fn own_pid_namespace() -> Result<bool, i32> {
             return Err(e);
         }
     }
-    Ok(true)
+    Ok(Namespace::Renew)
 }
 
 /// What the keeper needs once the command's process exists.
@@ -1530,14 +1550,21 @@ fn give_grace(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, command: libc::
     if signal <= 0 || signal == libc::SIGKILL || grace.is_zero() {
         return;
     }
-    // SAFETY: kill with integer arguments; the group's id is our own pid (> 1), pinned while we live.
+    // The command's group, and the command by its pid if it left the group (as the supervisor's own signals reach it).
+    // SAFETY: kill with integer arguments; the group's id is our own pid (> 1), pinned while we live, and the command
+    // (> 1, checked) is our unreaped child, pinned too.
     unsafe {
-        libc::kill(-group, signal);
-        if !matches!(
-            signal,
-            libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU
-        ) {
-            libc::kill(-group, libc::SIGCONT);
+        for target in [-group, command]
+            .into_iter()
+            .filter(|&t| t != 0 && t != 1 && t != -1)
+        {
+            libc::kill(target, signal);
+            if !matches!(
+                signal,
+                libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU
+            ) {
+                libc::kill(target, libc::SIGCONT);
+            }
         }
     }
     let end = monotonic().saturating_add(grace);
