@@ -215,11 +215,7 @@ impl SharedPage {
     pub(crate) fn hold_orphans(&self, keeper: u32, on: bool) {
         self.shared().hold.store(u32::from(on), Ordering::Release);
         if !on {
-            if let Ok(pid) = super::checked_pid(keeper) {
-                // SAFETY: kill has no memory-safety preconditions; the pid is checked (> 1) and names our unreaped
-                // child.
-                unsafe { libc::kill(pid, libc::SIGCONT) };
-            }
+            super::wake_child(keeper);
         }
     }
 
@@ -262,10 +258,7 @@ impl SharedPage {
     pub(crate) fn give_verdict(&self, keeper: u32, kill: bool) {
         let verdict = if kill { VERDICT_KILL } else { VERDICT_KEEP };
         self.shared().verdict.store(verdict, Ordering::Release);
-        if let Ok(pid) = super::checked_pid(keeper) {
-            // SAFETY: kill has no memory-safety preconditions; the pid is checked (> 1) and names our unreaped child.
-            unsafe { libc::kill(pid, libc::SIGCONT) };
-        }
+        super::wake_child(keeper);
     }
 }
 
@@ -1848,8 +1841,7 @@ pub(crate) fn signal_kept_group(pgid: u32, signal: libc::c_int) -> io::Result<()
         other => other.map(drop),
     };
     if signal == libc::SIGKILL || signal == libc::SIGCONT {
-        // SAFETY: as above; a positive pid signals the keeper alone.
-        unsafe { libc::kill(pgid, libc::SIGCONT) };
+        super::wake_child(pgid.unsigned_abs());
     }
     sent
 }
