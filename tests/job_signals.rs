@@ -130,6 +130,7 @@ mod linux {
         let dir = TempDir::new(&format!("{test}-grace"));
         let mut child = nested_tool(how, mode, &dir.0, false);
         let tool = child.command_id();
+        let _folders = RemoveFoldersOf(tool);
         let escapee = escapee(&dir.0);
         let _cleanup = KillOnDrop::new(vec![escapee]);
         let handle = child.handle();
@@ -175,14 +176,21 @@ mod linux {
             [] as [u32; 0],
             "{mode:?}: the SIGKILL missed the nested job's escapee"
         );
-        // The nested tool, as root, made a cgroup for its job in its own: inside the job's cgroup in cgroup mode (and
-        // removed with it), else beside this process's, where the SIGKILL of the tool and its keeper leaves it (empty).
-        // Removed once empty (its processes may still be dying), within 10 s.
-        eventually(Duration::from_secs(10), || {
-            job_folders_made_by(tool)
-                .into_iter()
-                .all(|folder| fs::remove_dir(folder).is_ok())
-        });
+    }
+
+    /// The nested tool `0`, as root, made a cgroup for its job in its own: inside the job's cgroup in cgroup mode (and
+    /// removed with it), else beside this process's, where the SIGKILL of the tool and its keeper leaves it (empty).
+    /// Removed when dropped (however the test ends) once empty (its processes may still be dying), within 10 s.
+    struct RemoveFoldersOf(u32);
+
+    impl Drop for RemoveFoldersOf {
+        fn drop(&mut self) {
+            eventually(Duration::from_secs(10), || {
+                job_folders_made_by(self.0)
+                    .into_iter()
+                    .all(|folder| fs::remove_dir(folder).is_ok())
+            });
+        }
     }
 
     each_mode!(
