@@ -202,13 +202,19 @@ mod linux {
 
     /// Spawns `script` (under `sh -c`, stdin and stdout piped) and reads its first line.
     fn spawn_reading(how: &Contain, mode: Containment, script: &str) -> (GroupChild, String) {
+        let mut command = Command::new("sh");
+        command.args(["-c", script]).stdin(Stdio::piped());
+        spawn_command_reading(how, mode, &mut command)
+    }
+
+    /// Spawns `command` (stdout piped), checks that it got `mode`, and reads its first line.
+    fn spawn_command_reading(
+        how: &Contain,
+        mode: Containment,
+        command: &mut Command,
+    ) -> (GroupChild, String) {
         let mut child = how
-            .spawn(
-                Command::new("sh")
-                    .args(["-c", script])
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped()),
-            )
+            .spawn(command.stdout(Stdio::piped()))
             .expect("spawn_contained");
         assert_eq!(child.containment(), mode);
         let mut line = String::new();
@@ -321,19 +327,9 @@ mod linux {
         }
         let script = "setpgrp(0, 0); my $n = 0; $SIG{TERM} = sub { $n++ }; \
                       $| = 1; print \"$$\\n\"; sleep 1 until $n; sleep 1; exit 40 + $n";
-        let mut child = how
-            .spawn(
-                Command::new("perl")
-                    .args(["-e", script])
-                    .stdout(Stdio::piped()),
-            )
-            .expect("spawn_contained");
-        assert_eq!(child.containment(), mode);
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .expect("a line from the command");
-        let command: u32 = line.trim().parse().unwrap();
+        let (mut child, line) =
+            spawn_command_reading(how, mode, Command::new("perl").args(["-e", script]));
+        let command: u32 = line.parse().unwrap();
         let _cleanup = KillOnDrop::new(vec![command]);
         assert_eq!(child.command_id(), command, "{mode:?}");
         if mode != Containment::Lineage {
