@@ -7,17 +7,12 @@ use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, ExitStatus};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::contain::{Job, Leftovers};
+use crate::boundary::Job;
 use crate::group::{is_stop_signal, signal_group};
-use crate::guard::Guard;
 use crate::handle::{GroupHandle, Reaped};
 use crate::outcome::Outcome;
 use crate::wait::ExitWatch;
 
-#[cfg(feature = "contain")]
-mod contained;
-#[cfg(feature = "guard")]
-mod guarded;
 mod life;
 #[cfg(feature = "capture")]
 mod output;
@@ -40,19 +35,9 @@ mod output;
 /// made, see [`Contain`][contain-type]); against a process that may undo a boundary (one with this process's rights,
 /// or root) only a container or another user helps.
 ///
-#[cfg_attr(
-    feature = "guard",
-    doc = "[die-with-parent]: GroupChild::die_with_parent"
-)]
-#[cfg_attr(not(feature = "guard"), doc = "[die-with-parent]: crate#features")]
-#[cfg_attr(
-    feature = "contain",
-    doc = "[spawn-contained]: crate::GroupCommandExt::spawn_contained\n[contain-type]: crate::Contain"
-)]
-#[cfg_attr(
-    not(feature = "contain"),
-    doc = "[spawn-contained]: crate#features\n[contain-type]: crate#features"
-)]
+/// [die-with-parent]: https://docs.rs/grouptimeout-job/latest/grouptimeout_job/trait.JobChildExt.html#tymethod.die_with_parent
+/// [spawn-contained]: https://docs.rs/grouptimeout-job/latest/grouptimeout_job/trait.JobCommandExt.html#tymethod.spawn_contained
+/// [contain-type]: https://docs.rs/grouptimeout-job/latest/grouptimeout_job/struct.Contain.html
 #[must_use = "dropping a GroupChild kills its process group at once"]
 pub struct GroupChild {
     /// The child's standard input, if it was piped.
@@ -71,14 +56,10 @@ pub struct GroupChild {
     pub(crate) capture: output::Settings,
     /// Set once the leader was reaped; from then on its id is never signalled.
     outcome: Option<Outcome>,
-    /// The guard of [`die_with_parent`](GroupChild::die_with_parent), ended after the job's end.
-    pub(crate) guard: Option<Guard>,
     /// Shared with the [`GroupHandle`]s, made by the first call of [`handle`](GroupChild::handle).
     reaped: OnceLock<Arc<Reaped>>,
-    /// The job's boundary beyond the group (`contain/`); nothing for a plain group.
+    /// The job's boundary beyond the group (`boundary.rs`: `grouptimeout-job`'s); nothing for a plain group.
     pub(crate) job: Job,
-    /// What the job's kills reached besides the leader (`contain/`).
-    pub(crate) leftovers: Leftovers,
 }
 
 impl GroupChild {
@@ -226,7 +207,10 @@ impl GroupChild {
     }
 
     /// Whether the leader was not reaped yet through this handle, so that its id still names our group.
-    #[cfg(any(feature = "guard", feature = "host"))]
+    pub(crate) fn grace(&self) -> Option<(i32, Duration)> {
+        self.grace
+    }
+
     pub(crate) fn leader_unreaped(&self) -> bool {
         self.outcome.is_none()
     }
@@ -422,8 +406,7 @@ impl GroupChild {
     /// Moves what the job's kills reached into the leftovers, except the guard of `die_with_parent` (a member of the
     /// group that lineage kills find): it is ours, not something the job left behind.
     fn take_reached(&mut self) {
-        let guard = self.guard.as_ref().map(Guard::id);
-        self.job.take_reached(&mut self.leftovers, guard);
+        self.job.take_reached();
     }
 
     /// Kills the group if asked, then reaps the leader and records the outcome.
@@ -449,9 +432,9 @@ impl GroupChild {
                 };
                 self.outcome = Some(outcome);
                 self.take_reached();
+                // Also drops a guard: only now, for until the job's cgroup is gone, this process's death still
+                // ends it and removes it.
                 let ended = self.job.end(!kill_group);
-                // Only now: until the job's cgroup is gone, this process's death still ends it and removes it.
-                self.guard = None;
                 killed.and(ended).map(|()| outcome)
             }
         }

@@ -3,7 +3,7 @@
 
 use std::io;
 
-use crate::contain::Job;
+use crate::boundary::Job;
 use crate::sys;
 
 /// Whether our child `pid`, the leader of a group, has exited, without reaping it. `ECHILD` (the OS error as it is):
@@ -14,7 +14,7 @@ pub(crate) fn leader_exited(pid: u32) -> io::Result<bool> {
 
 /// Whether `signal` stops a process by default (`SIGSTOP`, `SIGTSTP`, `SIGTTIN`, `SIGTTOU`): never follow one with
 /// `SIGCONT`, which would undo it.
-pub(crate) fn is_stop_signal(signal: i32) -> bool {
+pub fn is_stop_signal(signal: i32) -> bool {
     [libc::SIGSTOP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU].contains(&signal)
 }
 

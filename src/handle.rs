@@ -4,7 +4,7 @@ use std::fmt;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::contain::Job;
+use crate::boundary::Job;
 use crate::group::signal_unreaped_group;
 
 /// Whether the leader was reaped, under the lock that every handle takes to signal.

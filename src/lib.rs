@@ -186,21 +186,11 @@
     not(feature = "capture"),
     doc = "[output-timeout]: crate#features\n[output-limit]: crate#features"
 )]
-#![cfg_attr(
-    feature = "guard",
-    doc = "[die-with-parent]: GroupChild::die_with_parent"
-)]
-#![cfg_attr(not(feature = "guard"), doc = "[die-with-parent]: crate#features")]
-#![cfg_attr(
-    feature = "contain",
-    doc = "[spawn-contained]: GroupCommandExt::spawn_contained\n[contain-type]: Contain"
-)]
-#![cfg_attr(
-    not(feature = "contain"),
-    doc = "[spawn-contained]: crate#features\n[contain-type]: crate#features"
-)]
-#![cfg_attr(feature = "host", doc = "[host-module]: host")]
-#![cfg_attr(not(feature = "host"), doc = "[host-module]: crate#features")]
+//! [die-with-parent]: https://docs.rs/grouptimeout-job/latest/grouptimeout_job/trait.JobChildExt.html#tymethod.die_with_parent
+//! [spawn-contained]: https://docs.rs/grouptimeout-job/latest/grouptimeout_job/trait.JobCommandExt.html#tymethod.spawn_contained
+//! [contain-type]: https://docs.rs/grouptimeout-job/latest/grouptimeout_job/struct.Contain.html
+//! [grouptimeout-job]: https://docs.rs/grouptimeout-job
+//! [grouptimeout-cli]: https://docs.rs/grouptimeout-cli
 #![deny(missing_docs)]
 // Pedantic too (CI's clippy runs deny warnings): a finding is fixed, or allowed where it stands with its reason.
 #![warn(clippy::pedantic)]
@@ -230,22 +220,10 @@ mod sys;
 #[cfg(unix)]
 mod wait;
 
-// One module per feature (README, "Features"); `guard` and `contain` have a stand-in without it, for the field of
-// `GroupChild` that holds them.
 #[cfg(all(unix, feature = "capture"))]
 mod capture;
-#[cfg(all(unix, feature = "contain"))]
-mod contain;
-#[cfg(all(unix, not(feature = "contain")))]
-#[path = "contain/none.rs"]
-mod contain;
-#[cfg(all(unix, feature = "guard"))]
-mod guard;
-#[cfg(all(unix, not(feature = "guard")))]
-#[path = "guard/none.rs"]
-mod guard;
-#[cfg(all(unix, feature = "host"))]
-pub mod host;
+#[cfg(unix)]
+mod boundary;
 
 #[cfg(unix)]
 pub use child::GroupChild;
@@ -258,19 +236,15 @@ pub use spawn::GroupCommandExt;
 
 #[cfg(all(unix, feature = "capture"))]
 pub use capture::Captured;
-#[cfg(all(unix, feature = "contain"))]
-pub use contain::{Containment, Leftover};
-#[cfg(all(unix, feature = "contain"))]
-pub use spawn::Contain;
+
+/// The interface of the sibling crate `grouptimeout-job` (which pins this crate by its exact version): not a public
+/// API, and not covered by semantic versioning.
+#[cfg(unix)]
+#[doc(hidden)]
+pub mod __private;
 
 /// The README's Rust examples, compiled (and run, unless marked `no_run`) by `cargo test` so that they cannot drift
 /// from the API; they use every feature.
-#[cfg(all(
-    doctest,
-    feature = "capture",
-    feature = "guard",
-    feature = "contain",
-    feature = "host"
-))]
+#[cfg(all(doctest, feature = "capture"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

@@ -3,20 +3,14 @@
 use std::io;
 use std::process::Command;
 
+use crate::boundary::Job;
 use crate::child::GroupChild;
-use crate::contain::Job;
 
-#[cfg(feature = "contain")]
-mod contained;
-
-#[cfg(feature = "contain")]
-pub use contained::Contain;
-
-/// Extends [`std::process::Command`] with [`spawn_group`](GroupCommandExt::spawn_group) and, with the `contain`
-/// feature, `spawn_contained`.
+/// Extends [`std::process::Command`] with [`spawn_group`](GroupCommandExt::spawn_group) (and, with the `capture`
+/// feature, [`output_timeout`](GroupCommandExt::output_timeout)).
 ///
 /// The trait is sealed: it is implemented for [`Command`] only, and no other crate can implement it (its supertrait
-/// is private). So a feature that adds a method (such as `contain`'s `spawn_contained`) breaks no one, whichever
+/// is private). So a feature that adds a method (such as `capture`'s `output_timeout`) breaks no one, whichever
 /// crate in a build turns it on; features only add. Import it to call its methods:
 ///
 /// ```
@@ -83,43 +77,11 @@ pub trait GroupCommandExt: sealed::Sealed {
     ///   leader the moment it exits, nothing would keep its group id from being reused, and a later group kill
     ///   could hit an unrelated process. Nothing is spawned; restore the default disposition to use this crate.
     ///
-    #[cfg_attr(
-        feature = "host",
-        doc = "[host-terminal]: crate::host::Terminal\n[host-take-stop]: crate::host::take_stop\n\
-               [host-stop-self]: crate::host::stop_self\n[host-signals]: crate::host::Signals"
-    )]
-    #[cfg_attr(
-        not(feature = "host"),
-        doc = "[host-terminal]: crate#features\n[host-take-stop]: crate#features\n\
-               [host-stop-self]: crate#features\n[host-signals]: crate#features"
-    )]
+    /// [host-terminal]: https://docs.rs/grouptimeout-cli/latest/grouptimeout_cli/host/struct.Terminal.html
+    /// [host-take-stop]: https://docs.rs/grouptimeout-cli/latest/grouptimeout_cli/host/fn.take_stop.html
+    /// [host-stop-self]: https://docs.rs/grouptimeout-cli/latest/grouptimeout_cli/host/fn.stop_self.html
+    /// [host-signals]: https://docs.rs/grouptimeout-cli/latest/grouptimeout_cli/host/struct.Signals.html
     fn spawn_group(&mut self) -> io::Result<GroupChild>;
-
-    /// [`spawn_group`](GroupCommandExt::spawn_group) plus a job boundary: every promise of `spawn_group` holds, and
-    /// wherever the group is killed (the deadline, the end of a grace period, the leftovers after the leader's exit,
-    /// [`kill`](GroupChild::kill), a [`GroupHandle`](crate::GroupHandle)'s, the drop), the job's processes that left
-    /// the group (`setsid`, double-forking daemons) are killed too, before the call returns. Any other signal (a grace
-    /// signal, [`signal`](GroupChild::signal)) reaches the command's group (and the command) only, so that a
-    /// supervisor inside the job keeps its own signal plan (see [`Contain`](crate::Contain)).
-    ///
-    /// Needs the `contain` feature (on by default).
-    ///
-    /// The boundary is a cgroup v2 of the job's own where one can be made (Linux), else the job's lineage (a mark in
-    /// the environment, Linux), else the group alone; [`GroupChild::containment`] says which, and
-    /// [`GroupChild::leftovers`] lists what the kills reached. [`Contain`](crate::Contain) chooses otherwise (a cgroup folder
-    /// delegated to a service, no fallback), and says what each mode reaches and what it cannot catch.
-    ///
-    /// The cost: in cgroup mode the job's keeper (see [`Contain`](crate::Contain)) is a fork of this process (a
-    /// `pre_exec` hook: std forks instead of using `posix_spawn`, which costs more the larger this process is) and
-    /// starts the command inside the job's cgroup, which it makes and removes; in lineage mode each kill scans
-    /// `/proc`. `BENCHMARKS.md` has the numbers.
-    ///
-    /// # Errors
-    ///
-    /// As for [`Contain::spawn`](crate::Contain::spawn): as for `spawn_group` (std's error of the command's `exec`
-    /// included).
-    #[cfg(feature = "contain")]
-    fn spawn_contained(&mut self) -> io::Result<GroupChild>;
 
     /// [`spawn_group`](GroupCommandExt::spawn_group) with standard output and standard error piped, then
     /// [`wait_with_output_timeout`](GroupChild::wait_with_output_timeout): the group's counterpart of
@@ -165,11 +127,6 @@ mod sealed {
 impl GroupCommandExt for Command {
     fn spawn_group(&mut self) -> io::Result<GroupChild> {
         GroupChild::spawn(self, Job::default())
-    }
-
-    #[cfg(feature = "contain")]
-    fn spawn_contained(&mut self) -> io::Result<GroupChild> {
-        crate::Contain::new().spawn(self)
     }
 
     #[cfg(feature = "capture")]

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 /// What a wait sleeps on: the leader's pidfd if there is one, else the poll schedule.
 #[derive(Debug)]
-pub(crate) struct ExitWatch {
+pub struct ExitWatch {
     /// The leader's pid, until a pidfd was opened for it or could not be (or the leader was reaped).
     pid: Option<u32>,
     /// Whether the one yield before the pidfd is opened was taken.
@@ -54,8 +54,7 @@ impl ExitWatch {
 
     /// Watches a process through `pidfd` (opened while it was our unreaped child) from the first pause; without one,
     /// on the poll schedule.
-    #[cfg(feature = "guard")]
-    pub(crate) fn on(pidfd: Option<OwnedFd>) -> ExitWatch {
+    pub fn on(pidfd: Option<OwnedFd>) -> ExitWatch {
         ExitWatch {
             pid: None,
             yielded: true,
@@ -75,7 +74,7 @@ impl ExitWatch {
     /// ends it; without one, the poll schedule's step, where zero means "yield the CPU once". The length is never
     /// longer than the time left. `pause` may return early (the loop checks again), but must not take longer than
     /// asked.
-    pub(crate) fn wait_for(
+    pub fn wait_for(
         &mut self,
         deadline: Option<Instant>,
         mut exited: impl FnMut() -> io::Result<bool>,
@@ -173,7 +172,7 @@ impl ExitWatch {
     /// The plain waits' pause: sleeps in `ppoll` on the pidfd until the leader exits or `pause` passes (`None`: no
     /// limit); without one, as [`sleep_pause`] (a `None` pause does not happen there: [`next_pause`](Self::next_pause)
     /// always gives the schedule's step).
-    pub(crate) fn sleep(&self, pause: Option<Duration>) -> io::Result<()> {
+    pub fn sleep(&self, pause: Option<Duration>) -> io::Result<()> {
         use std::os::fd::AsRawFd as _;
         let Some(pidfd) = self.pidfd() else {
             sleep_pause(pause.unwrap_or(MAX_STEP));
@@ -223,7 +222,7 @@ fn open_pidfd(_pid: u32) -> io::Result<OwnedFd> {
 }
 
 /// How long [`Drop`] waits for a killed leader (and a guard's drop for the killed guard) to become reapable.
-pub(crate) const DROP_REAP_LIMIT: Duration = Duration::from_secs(1);
+pub const DROP_REAP_LIMIT: Duration = Duration::from_secs(1);
 
 /// The longest step of the poll schedule.
 const MAX_STEP: Duration = Duration::from_millis(10);

@@ -18,9 +18,7 @@ use std::time::{Duration, Instant};
 mod kept;
 
 use crate::child::GroupChild;
-use crate::contain::Job;
-#[cfg(feature = "contain")]
-use crate::contain::{Containment, Leftover};
+use crate::boundary::Job;
 use crate::outcome::Outcome;
 use crate::sys;
 use crate::wait::{poll_step, sleep_pause, ExitWatch};
@@ -98,17 +96,9 @@ pub struct Captured {
     /// a daemon), a leftover kept by [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers), or, rarely, a
     /// killed member slow to die (it writes nothing more). Whatever such a process writes later is not captured.
     pub pipes_closed: bool,
-    /// The job's boundary, as [`GroupChild::containment`] said before the wait consumed the handle.
-    ///
-    /// Needs the `contain` feature (on by default).
-    #[cfg(feature = "contain")]
-    pub containment: Containment,
-    /// What the job's kills reached besides the leader, as [`GroupChild::leftovers`] says after a wait (complete:
-    /// the wait has returned).
-    ///
-    /// Needs the `contain` feature (on by default).
-    #[cfg(feature = "contain")]
-    pub leftovers: Vec<Leftover>,
+    /// The job's boundary, for `grouptimeout-job` to tell what became of the job (its `containment` and
+    /// `leftovers`); nothing for a plain group.
+    pub(crate) job: Job,
 }
 
 impl GroupChild {
@@ -265,10 +255,7 @@ impl GroupChild {
             stderr_omitted,
             input_written,
             pipes_closed,
-            #[cfg(feature = "contain")]
-            containment: self.containment(),
-            #[cfg(feature = "contain")]
-            leftovers: self.leftovers().to_vec(),
+            job: self.job.clone(),
         })
     }
 }

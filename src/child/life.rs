@@ -9,8 +9,7 @@ use std::process::{Child, Command};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use crate::contain::{Job, Leftovers};
-use crate::guard::Guard;
+use crate::boundary::Job;
 use crate::sys;
 use crate::wait::{ExitWatch, DROP_REAP_LIMIT};
 use crate::GroupChild;
@@ -23,7 +22,6 @@ impl fmt::Debug for GroupChild {
             .field("stdout", &self.stdout)
             .field("stderr", &self.stderr)
             .field("outcome", &self.outcome)
-            .field("guard", &self.guard.as_ref().map(Guard::id))
             .field("job", &self.job)
             .finish_non_exhaustive()
     }
@@ -61,10 +59,8 @@ impl GroupChild {
             #[cfg(feature = "capture")]
             capture: super::output::Settings::default(),
             outcome: None,
-            guard: None,
             reaped: OnceLock::new(),
             job,
-            leftovers: Leftovers::default(),
         }
     }
 }
@@ -79,7 +75,6 @@ impl Drop for GroupChild {
         if self.outcome.is_some() || self.leader_exited().is_err() {
             self.mark_reaped();
             let _ = self.job.end(false);
-            self.guard = None;
             return;
         }
         let _ = self.signal_group(crate::signal::SIGKILL);
@@ -92,8 +87,7 @@ impl Drop for GroupChild {
         } else {
             self.mark_reaped();
         }
+        // A guard's end last, as in a wait's end (the boundary's `end`).
         let _ = self.job.end(false);
-        // The guard last, as in a wait's end.
-        self.guard = None;
     }
 }

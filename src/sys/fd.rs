@@ -2,10 +2,7 @@
 //! the pipes of the features (close-on-exec, non-blocking).
 
 use std::io;
-#[cfg(any(feature = "capture", feature = "guard"))]
-use std::os::fd::{AsRawFd, BorrowedFd};
-#[cfg(feature = "guard")]
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use super::cvt;
 
@@ -16,7 +13,7 @@ use super::cvt;
 /// A timeout too long for the call (such as [`Duration::MAX`](std::time::Duration::MAX)) waits without a limit.
 /// An interrupted wait (`EINTR`) returns `Ok(0)`, like a timeout: callers loop on their own clock, so retrying
 /// here with the same timeout could only wait longer than they asked.
-pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io::Result<usize> {
+pub fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io::Result<usize> {
     let nfds = libc::nfds_t::try_from(fds.len())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "too many fds to poll"))?;
     #[cfg(all(
@@ -65,8 +62,7 @@ pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io
 ///
 /// On Linux both ends get the flag atomically (`pipe2`), so a command spawned meanwhile by another thread never
 /// inherits an end; elsewhere it is set right after `pipe(2)`, as std does for its own pipes.
-#[cfg(feature = "guard")]
-pub(crate) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+pub fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds: [libc::c_int; 2] = [-1; 2];
     #[cfg(all(
         any(target_os = "linux", target_os = "android"),
@@ -106,8 +102,7 @@ pub(crate) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 /// Puts `fd` into non-blocking mode (`O_NONBLOCK` on its open file description).
 ///
 /// Used on read ends that only this process holds, and on the write end of a guard's pipe.
-#[cfg(any(feature = "capture", feature = "guard"))]
-pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
+pub fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
     let fd = fd.as_raw_fd();
     // SAFETY: F_GETFL takes no pointer argument; `fd` is borrowed, so it stays open across the call.
     let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;

@@ -19,7 +19,7 @@ use std::io;
 
 /// Turns the C convention "-1 and `errno`" into an `io::Error`, for the `int` of most calls and the `long` of
 /// `syscall(2)`.
-fn cvt<T: Copy + PartialEq + From<i8>>(ret: T) -> io::Result<T> {
+pub fn cvt<T: Copy + PartialEq + From<i8>>(ret: T) -> io::Result<T> {
     if ret == T::from(-1) {
         Err(io::Error::last_os_error())
     } else {
@@ -27,20 +27,15 @@ fn cvt<T: Copy + PartialEq + From<i8>>(ret: T) -> io::Result<T> {
     }
 }
 
-#[cfg(any(
-    feature = "capture",
-    all(feature = "contain", target_os = "linux", not(grouptimeout_portable))
-))]
 /// Turns the result of a call that returns a byte count or -1 and `errno` (`read`, `getxattr`) into the count.
-fn cvt_len(ret: isize) -> io::Result<usize> {
+pub fn cvt_len(ret: isize) -> io::Result<usize> {
     usize::try_from(ret).map_err(|_| io::Error::last_os_error())
 }
 
-#[cfg(any(feature = "guard", feature = "contain", feature = "host"))]
 /// `e` itself where it holds an OS error number, so that the caller gets `raw_os_error()` and std's kind for it (an
 /// `io::Error` holds a number or a message, never both: the system's text is then its message); else an error of
 /// `e`'s kind with the message `what(&e)`, which says what failed. The one rule for every error the crate passes on.
-pub(crate) fn os_error_or(e: io::Error, what: impl FnOnce(&io::Error) -> String) -> io::Error {
+pub fn os_error_or(e: io::Error, what: impl FnOnce(&io::Error) -> String) -> io::Error {
     if e.raw_os_error().is_some() {
         e
     } else {
@@ -50,7 +45,7 @@ pub(crate) fn os_error_or(e: io::Error, what: impl FnOnce(&io::Error) -> String)
 }
 
 /// Runs `f` again while it fails with `EINTR`.
-fn retry_eintr<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+pub fn retry_eintr<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     loop {
         match f() {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -63,7 +58,7 @@ fn retry_eintr<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
 ///
 /// This is the one guard against `kill(0, …)`, `kill(-1, …)` and `kill(-0, …)`, which would signal our own
 /// group, every process we may signal, or init's group; every id the crate passes to the system goes through it.
-pub(crate) fn checked_pid(id: u32) -> io::Result<libc::pid_t> {
+pub fn checked_pid(id: u32) -> io::Result<libc::pid_t> {
     match libc::pid_t::try_from(id) {
         Ok(pid) if pid > 1 => Ok(pid),
         _ => Err(io::Error::new(
@@ -73,10 +68,9 @@ pub(crate) fn checked_pid(id: u32) -> io::Result<libc::pid_t> {
     }
 }
 
-#[cfg(any(feature = "guard", feature = "contain", feature = "host"))]
 /// A process or group id the system gave us (`fork`, `getpgid`, `getpgrp`, `tcgetpgrp`), as the crate's `u32`;
 /// the way back from [`checked_pid`]. A negative id, which no such call returns on success, is an `InvalidData` error.
-fn kernel_pid(pid: libc::pid_t) -> io::Result<u32> {
+pub fn kernel_pid(pid: libc::pid_t) -> io::Result<u32> {
     u32::try_from(pid).map_err(|_| {
         io::Error::new(
             io::ErrorKind::InvalidData,
@@ -92,7 +86,7 @@ fn kernel_pid(pid: libc::pid_t) -> io::Result<u32> {
     clippy::cast_lossless,
     reason = "the C API's contract: waitid takes a pid_t or a descriptor as id_t; both are >= 0 here"
 )]
-fn wait_id(id: libc::c_int) -> libc::id_t {
+pub fn wait_id(id: libc::c_int) -> libc::id_t {
     debug_assert!(id >= 0);
     id as libc::id_t
 }
@@ -105,59 +99,13 @@ mod process;
 #[cfg(feature = "capture")]
 mod pipe;
 
-#[cfg(feature = "guard")]
-mod guard;
-
-#[cfg(all(feature = "contain", target_os = "linux", not(grouptimeout_portable)))]
-mod contain;
-#[cfg(all(feature = "contain", target_os = "linux", not(grouptimeout_portable)))]
-mod keeper;
-
-#[cfg(feature = "host")]
-mod children;
-#[cfg(feature = "host")]
-mod signal;
-#[cfg(feature = "host")]
-mod sigpipe;
-#[cfg(all(
-    feature = "host",
-    any(target_os = "linux", target_os = "android"),
-    not(grouptimeout_portable)
-))]
-mod subreaper;
-#[cfg(feature = "host")]
-mod terminal;
-
-pub(crate) use fd::*;
+pub use fd::*;
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-pub(crate) use pidfd::*;
-pub(crate) use process::*;
+pub use pidfd::*;
+pub use process::*;
 
 #[cfg(feature = "capture")]
 pub(crate) use pipe::*;
-
-#[cfg(feature = "guard")]
-pub(crate) use guard::*;
-
-#[cfg(all(feature = "contain", target_os = "linux", not(grouptimeout_portable)))]
-pub(crate) use contain::*;
-#[cfg(all(feature = "contain", target_os = "linux", not(grouptimeout_portable)))]
-pub(crate) use keeper::*;
-
-#[cfg(feature = "host")]
-pub(crate) use children::*;
-#[cfg(feature = "host")]
-pub(crate) use signal::*;
-#[cfg(feature = "host")]
-pub(crate) use sigpipe::*;
-#[cfg(all(
-    feature = "host",
-    any(target_os = "linux", target_os = "android"),
-    not(grouptimeout_portable)
-))]
-pub(crate) use subreaper::*;
-#[cfg(feature = "host")]
-pub(crate) use terminal::*;
 
 #[cfg(test)]
 mod tests {
@@ -173,7 +121,6 @@ mod tests {
         assert_eq!(checked_pid((1 << 31) - 1).unwrap(), libc::pid_t::MAX);
     }
 
-    #[cfg(feature = "host")]
     #[test]
     fn kernel_pid_is_the_way_back_and_refuses_negative_ids() {
         assert_eq!(kernel_pid(checked_pid(4321).unwrap()).unwrap(), 4321);

@@ -9,7 +9,7 @@ use std::io;
 /// unreaped child, so that it names our child and not a process that reused the id. Fails with `ENOSYS` on older
 /// kernels, `EPERM` under some seccomp filters, `EMFILE`/`ENFILE` without a free descriptor. (The lineage scan of
 /// `crate::contain` opens pidfds of processes that are not our children, and checks them after the open.)
-pub(crate) fn pidfd_open(pid: u32) -> io::Result<std::os::fd::OwnedFd> {
+pub fn pidfd_open(pid: u32) -> io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd as _;
     let pid = super::checked_pid(pid)?;
     // SAFETY: pidfd_open takes a pid and flags, no pointers.

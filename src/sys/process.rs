@@ -9,7 +9,7 @@ use super::{checked_pid, cvt, retry_eintr, wait_id};
 ///
 /// While the child stays unreaped, its pid and so its process group id cannot be reused, which is what makes a
 /// later `kill(-pid, …)` safe. Fails with `ECHILD` when `pid` is not (or no longer) an unreaped child of ours.
-pub(crate) fn has_exited(pid: u32) -> io::Result<bool> {
+pub fn has_exited(pid: u32) -> io::Result<bool> {
     let pid = checked_pid(pid)?;
     retry_eintr(|| {
         let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
@@ -40,7 +40,7 @@ pub(crate) fn has_exited(pid: u32) -> io::Result<bool> {
 ///
 /// The caller must hold the group's leader unreaped: that is what keeps `pgid` from naming someone else's group or
 /// process.
-pub(crate) fn signal_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
+pub fn signal_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
     let pgid = checked_pid(pgid)?;
     // SAFETY: kill has no memory-safety preconditions; checked_pid ruled out the ids with special meanings.
     let group = gone_is_ok(cvt(unsafe { libc::kill(-pgid, signal) }));
@@ -55,8 +55,7 @@ pub(crate) fn signal_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
 }
 
 /// The process group of process `pid` (`getpgid`).
-#[cfg(feature = "contain")]
-pub(crate) fn group_of(pid: u32) -> io::Result<u32> {
+pub fn group_of(pid: u32) -> io::Result<u32> {
     let pid = checked_pid(pid)?;
     // SAFETY: getpgid has no memory-safety preconditions.
     super::kernel_pid(cvt(unsafe { libc::getpgid(pid) })?)
@@ -73,13 +72,13 @@ fn gone_is_ok(result: io::Result<libc::c_int>) -> io::Result<()> {
 /// Whether this process has SIGCHLD set to be ignored (`SIG_IGN`) or its children auto-reaped (`SA_NOCLDWAIT`).
 ///
 /// Either way the kernel reaps our children as soon as they exit, so nothing would pin a group id.
-pub(crate) fn children_are_auto_reaped() -> io::Result<bool> {
+pub fn children_are_auto_reaped() -> io::Result<bool> {
     let action = current_action(libc::SIGCHLD)?;
     Ok(action.sa_sigaction == libc::SIG_IGN || action.sa_flags & libc::SA_NOCLDWAIT != 0)
 }
 
 /// The current disposition of `signal`.
-pub(super) fn current_action(signal: libc::c_int) -> io::Result<libc::sigaction> {
+pub fn current_action(signal: libc::c_int) -> io::Result<libc::sigaction> {
     let mut old = MaybeUninit::<libc::sigaction>::zeroed();
     // SAFETY: a null `act` only reads the current disposition into `old`, which lives across the call.
     cvt(unsafe { libc::sigaction(signal, std::ptr::null(), old.as_mut_ptr()) })?;

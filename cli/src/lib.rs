@@ -1,0 +1,18 @@
+//! The `grouptimeout` tool's crate: the binary `grouptimeout` (GNU `timeout`'s interface over
+//! [`grouptimeout`] and [`grouptimeout_job`]), and [`host`], the process-wide facilities such a supervisor program
+//! needs and a library must not have (signal handlers, the subreaper flag, the terminal, and the `SIGPIPE` record
+//! that runs before `main`).
+//!
+//! Install the tool with `cargo install grouptimeout-cli` (from a checkout: `cargo install --path cli`). A program
+//! that supervises one command as the tool does may depend on this crate for [`host`]; a library should depend on
+//! `grouptimeout` (and `grouptimeout-job`) only, which register nothing before `main`.
+#![deny(missing_docs)]
+#![warn(clippy::pedantic)]
+
+#[cfg(not(unix))]
+compile_error!("grouptimeout-cli supports Unix only");
+
+#[cfg(unix)]
+pub mod host;
+#[cfg(unix)]
+mod sys;

@@ -1,0 +1,19 @@
+//! All of this crate's `unsafe`: the process-wide calls behind [`crate::host`] (signals, the `SIGPIPE` record before
+//! `main`, the subreaper flag, the terminal, one child by pid). The plain system-call helpers (`cvt`, `has_exited`,
+//! …) are `grouptimeout`'s, reused through its hidden interface (and vetted with it).
+
+pub(crate) use grouptimeout::__private::sys::*;
+
+mod children;
+mod signal;
+mod sigpipe;
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(grouptimeout_portable)))]
+mod subreaper;
+mod terminal;
+
+pub(crate) use children::*;
+pub(crate) use signal::*;
+pub(crate) use sigpipe::*;
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(grouptimeout_portable)))]
+pub(crate) use subreaper::*;
+pub(crate) use terminal::*;

@@ -1,0 +1,416 @@
+//! [`Job`]: what a [`GroupChild`](grouptimeout::GroupChild) and its [`GroupHandle`](grouptimeout::GroupHandle)s hold of a job's
+//! boundary beyond its process group; its calls are made from the places that signal the group (see `child.rs`), and
+//! it does nothing for a plain group.
+
+use std::fmt;
+use std::io;
+use std::sync::{Arc, Mutex};
+
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+use super::cgroup;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+use super::keeper::Keeper;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+use super::lineage;
+use super::proc::{lock, Leftover};
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+use super::reaper;
+
+
+/// Which boundary a job got; see [`JobChildExt::containment`](crate::JobChildExt::containment)(grouptimeout::GroupChild::containment) and the table in [`Contain`](crate::Contain).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Containment {
+    /// A cgroup v2 of the job's own (Linux): every process the command started is in it, whatever session or
+    /// group it moved to and whatever it did to its environment, and the job is ended with `cgroup.kill`.
+    Cgroup,
+    /// The job's own reaper (Linux, where no cgroup can be made): the job's keeper, the process between this one and
+    /// the command, is a child subreaper (`PR_SET_CHILD_SUBREAPER`), so every process the command started stays its
+    /// descendant however it daemonised (`setsid`, double fork, `env -i`, setuid or non-dumpable programs), and the
+    /// job is ended by killing the keeper's descendants until none is left. Needs no privilege.
+    Reaper,
+    /// The job's processes are those that carry its mark, a random variable in the environment that every
+    /// descendant inherits (Linux, where neither a cgroup nor the reaper can be had, or with
+    /// [`Contain::reaper(false)`](crate::Contain::reaper)), and the members of its process group.
+    Lineage,
+    /// The process group only, as [`spawn_group`](grouptimeout::GroupCommandExt::spawn_group) gives.
+    Group,
+}
+
+impl Containment {
+    pub(crate) fn rank(self) -> u8 {
+        match self {
+            Containment::Group => 0,
+            Containment::Lineage => 1,
+            Containment::Reaper => 2,
+            Containment::Cgroup => 3,
+        }
+    }
+}
+
+/// A job's boundary beyond its process group; empty (a plain group) by default. Clones share it.
+#[derive(Clone, Default)]
+pub(crate) struct Job(Option<Arc<Inner>>);
+
+impl fmt::Debug for Job {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Job({:?})", self.containment())
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    bound: Bound,
+    /// The job's keeper, the process between this one and the command (see `keeper.rs`), if it has one.
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    keeper: Option<Keeper>,
+    /// What the kills reached, until a [`GroupChild`] takes it.
+    reached: Mutex<Vec<Leftover>>,
+}
+
+#[derive(Debug)]
+pub(crate) enum Bound {
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    Cgroup(cgroup::Cgroup),
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    Lineage(lineage::Mark),
+    /// The job's keeper is its reaper; the mark is the backup for a job that killed its keeper.
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    Reaper(lineage::Mark),
+}
+
+impl Job {
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    pub(crate) fn new(bound: Bound, keeper: Option<Keeper>) -> Job {
+        Job(Some(Arc::new(Inner {
+            bound,
+            keeper,
+            reached: Mutex::new(Vec::new()),
+        })))
+    }
+
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    fn keeper(&self) -> Option<&Keeper> {
+        self.0.as_ref()?.keeper.as_ref()
+    }
+
+    #[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
+    #[allow(clippy::unused_self, reason = "no keeper outside Linux")]
+    fn keeper(&self) -> Option<&std::convert::Infallible> {
+        None
+    }
+
+    /// What a kept job's keeper said of its failure to start the command (see `Keeper::failure`).
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    pub(crate) fn keeper_failure(&self) -> Option<crate::sys::KeeperFailure> {
+        self.keeper()?.failure()
+    }
+
+    /// Whether the job has a keeper: the spawned process (`id`) is the keeper, outside the group whose id is its pid;
+    /// the command is its child in that group.
+    pub(crate) fn kept(&self) -> bool {
+        self.keeper().is_some()
+    }
+
+    /// The pid a wait watches for the command's exit: the command's, for a kept job; else `id`, the leader's.
+    #[cfg_attr(
+        not(all(target_os = "linux", not(grouptimeout_portable))),
+        allow(clippy::unused_self, reason = "no keeper outside Linux")
+    )]
+    pub(crate) fn watched(&self, id: u32) -> u32 {
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if let Some(command) = self.keeper().and_then(Keeper::command) {
+            return command;
+        }
+        id
+    }
+
+    /// Whether our child `id` (the leader, or a kept job's keeper) has exited, or a kept job's command has (its
+    /// keeper then waits for [`judge`](Job::judge)). Errors as for `has_exited`.
+    ///
+    /// A kept job's keeper found stopped (`kill -STOP` of `id`: `SIGSTOP` cannot be blocked, so it stops the keeper
+    /// alone, and the command runs on) is continued at once (`SIGCONT`): stopped, it could neither report the
+    /// command's exit nor end the job, and a wait, which sleeps until the command exits, would sleep on to its
+    /// deadline. One `waitid` tells both the keeper's exit and its stop.
+    #[cfg_attr(
+        not(all(target_os = "linux", not(grouptimeout_portable))),
+        allow(clippy::unused_self, reason = "no keeper outside Linux")
+    )]
+    pub(crate) fn exited(&self, id: u32) -> io::Result<bool> {
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if let Some(keeper) = self.keeper() {
+            match crate::sys::exited_or_stopped(id)? {
+                Some(true) => return Ok(true),
+                Some(false) => crate::sys::wake_child(id),
+                None => {}
+            }
+            return Ok(keeper.command_exited());
+        }
+        crate::sys::has_exited(id)
+    }
+
+    /// For a kept job, sends `signal` to its group `pgid` (`signal_kept_group`, see `sys/keeper.rs`): `None` for a
+    /// job without a keeper, whose caller signals the group as usual.
+    #[cfg_attr(
+        not(all(target_os = "linux", not(grouptimeout_portable))),
+        allow(clippy::unused_self, reason = "no keeper outside Linux")
+    )]
+    pub(crate) fn signal_kept(&self, pgid: u32, signal: i32) -> Option<io::Result<()>> {
+        let _ = (pgid, signal);
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if self.kept() {
+            return Some(crate::sys::signal_kept_group(pgid, signal));
+        }
+        None
+    }
+
+    /// For a kept job, the signal that stopped its command since the last call (`None`: not stopped; a job without
+    /// a keeper has its leader's own stops, see `kept`).
+    #[cfg_attr(
+        not(all(target_os = "linux", not(grouptimeout_portable))),
+        allow(clippy::unused_self, reason = "no keeper outside Linux")
+    )]
+    pub(crate) fn take_stop(&self) -> Option<i32> {
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if let Some(keeper) = self.keeper() {
+            return keeper.take_stop();
+        }
+        None
+    }
+
+    /// For a kept job, what its keeper does when this process dies: `signal` to the command's group, then up to
+    /// `grace` for the job to end, then `SIGKILL` (see `SharedPage::set_death_plan`). Nothing for a job without a
+    /// keeper (its guard, if any, is told by the `GroupChild`).
+    #[cfg_attr(
+        not(all(target_os = "linux", not(grouptimeout_portable))),
+        allow(clippy::unused_self, reason = "no keeper outside Linux")
+    )]
+    pub(crate) fn set_death_plan(&self, signal: i32, grace: std::time::Duration) {
+        let _ = (signal, grace);
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if let Some(keeper) = self.keeper() {
+            keeper.set_death_plan(signal, grace);
+        }
+    }
+
+    /// Just before the reap of `id`: tells a kept job's keeper to end the job (`kill`) or to keep what the command
+    /// left; it then reaps the command and exits as it did.
+    #[cfg_attr(
+        not(all(target_os = "linux", not(grouptimeout_portable))),
+        allow(clippy::unused_self, reason = "no keeper outside Linux")
+    )]
+    pub(crate) fn judge(&self, id: u32, kill: bool) {
+        let _ = (id, kill);
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if let Some(keeper) = self.keeper() {
+            keeper.judge(id, kill);
+        }
+    }
+
+    /// The leader `pid` was spawned: a cgroup opens the control files it did not hold across the spawn; for
+    /// lineage, the leader's start time bounds which processes may carry the mark.
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    pub(crate) fn started(&self, pid: u32) {
+        if let Some(keeper) = self.keeper() {
+            keeper.spawned();
+        }
+        match self.0.as_ref().map(|inner| &inner.bound) {
+            Some(Bound::Cgroup(cgroup)) => cgroup.open_controls(),
+            Some(Bound::Lineage(mark) | Bound::Reaper(mark)) => mark.started(pid),
+            None => {}
+        }
+    }
+
+    pub(crate) fn containment(&self) -> Containment {
+        let Some(inner) = &self.0 else {
+            return Containment::Group;
+        };
+        match inner.bound {
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Cgroup(_) => Containment::Cgroup,
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Lineage(_) => Containment::Lineage,
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Reaper(_) => Containment::Reaper,
+        }
+    }
+
+    /// Whether a kept job's keeper (our child `keeper`, unreaped) was killed: it exited without leaving on its own.
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    fn keeper_killed(&self, keeper: u32) -> bool {
+        self.keeper()
+            .is_some_and(|k| !k.left() && crate::sys::has_exited(keeper).unwrap_or(true))
+    }
+
+    /// Sends `signal` to a kept job's command by its pid if it left its group (`setpgid`, `setsid`), which the group
+    /// signal of its keeper `keeper` (whose pid is the group's id) then missed, as `signal_group` does for a leader
+    /// without a keeper. Through a pidfd, opened before the process is checked to be the keeper's child: the command
+    /// is pinned (unreaped) by its keeper until the verdict, and a keeper that was killed took it along.
+    ///
+    /// # Errors
+    ///
+    /// A pidfd that cannot be opened (the OS error), or `EPERM` (a command that became another user).
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    fn signal_moved_command(&self, keeper: u32, signal: i32) -> io::Result<()> {
+        let Some(command) = self.keeper().and_then(Keeper::command) else {
+            return Ok(());
+        };
+        let moved = |pid| {
+            super::proc::Stat::read(pid)
+                .is_some_and(|s| s.ppid == keeper && s.pgid != keeper && !s.dead())
+        };
+        if !moved(command) {
+            return Ok(());
+        }
+        match super::proc::signal_checked(command, signal, moved)? {
+            super::proc::Sent::Denied => Err(io::Error::from_raw_os_error(libc::EPERM)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Sends `signal` to the job of `leader`, as systemd's `KillMode=mixed` does: `SIGKILL` to the whole job, any other
+    /// signal to the command's group and the command only (`group`, which signals the leader's group, and the leader
+    /// by pid; for a kept job, the command by pid too if it left its group), as GNU `timeout` sends it. So a
+    /// supervisor inside the job (the tool run by the tool, a library job inside a tool's job) keeps its own signal
+    /// plan: the catchable signal reaches its job only through it, and only `SIGKILL` reaches everything.
+    ///
+    /// `SIGKILL`: `group` first, or at once with what kills the whole job (`cgroup.kill`), and only then the search
+    /// for the job's processes outside the group (all of them, until none is left, recording the ones reached), so
+    /// that no leader runs on while the rest of its job dies around it. The caller holds the leader unreaped.
+    ///
+    /// # Errors
+    ///
+    /// `group`'s error first, else the error of the rest; both parts are tried whatever the other did.
+    pub(crate) fn signal(
+        &self,
+        leader: u32,
+        signal: i32,
+        group: impl FnOnce() -> io::Result<()>,
+    ) -> io::Result<()> {
+        let Some(inner) = &self.0 else {
+            return group();
+        };
+        let _ = leader;
+        if signal != libc::SIGKILL {
+            let sent = group();
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            return sent.and(self.signal_moved_command(leader, signal));
+            #[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
+            return sent;
+        }
+        match inner.bound {
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Cgroup(ref cgroup) => {
+                let command = self.watched(leader);
+                cgroup.kill_job(command, group, &inner.reached)
+            }
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Lineage(ref mark) => {
+                // The group is stopped first and killed after the search's first pass: a member that the group kill
+                // killed at once was re-parented to init (its parent died with it), which may reap it before the
+                // search reads it, and then a process the kill reached would not be recorded.
+                let mut group = Some(group);
+                let mut sent = None;
+                let _ = crate::sys::signal_group(leader, libc::SIGSTOP);
+                let rest = mark.signal(leader, signal, &inner.reached, || {
+                    if let Some(group) = group.take() {
+                        sent = Some(group());
+                    }
+                });
+                // A search that failed before it signalled the group: the group's signal all the same.
+                let sent = sent
+                    .or_else(|| group.map(|group| group()))
+                    .unwrap_or(Ok(()));
+                sent.and(rest)
+            }
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Reaper(ref mark) => {
+                // A job that killed its keeper was re-parented away from it: its mark is what is left to find it by.
+                if self.keeper_killed(leader) {
+                    let sent = group();
+                    return sent.and(mark.signal(leader, signal, &inner.reached, || {}));
+                }
+                // The members the group's SIGKILL kills stay unreaped zombies of the keeper until the walk saw them.
+                let keeper = self.keeper();
+                keeper.inspect(|k| k.hold_orphans(leader, true));
+                let sent = group();
+                let rest = reaper::kill(leader, self.watched(leader), &inner.reached);
+                keeper.inspect(|k| k.hold_orphans(leader, false));
+                sent.and(rest)
+            }
+        }
+    }
+
+    /// Moves what the kills reached into `leftovers` (once per pid), except `guard`, the guard of `die_with_parent` (a
+    /// member of the group that lineage kills find): it is ours, not something the job left behind.
+    pub(crate) fn take_reached(&self, leftovers: &mut Vec<Leftover>, guard: Option<u32>) {
+        let Some(inner) = &self.0 else {
+            return;
+        };
+        for left in lock(&inner.reached).drain(..) {
+            if Some(left.pid) != guard && !leftovers.iter().any(|l| l.pid == left.pid) {
+                leftovers.push(left);
+            }
+        }
+    }
+
+    /// The leader was reaped (or given up on): the job ends. A cgroup is killed (or, with `keep`, its processes are
+    /// moved to the cgroup the caller runs in) and removed once empty, with its sub-cgroups, bounded; a lineage job
+    /// needs nothing more.
+    /// Later calls do nothing.
+    #[allow(
+        clippy::unnecessary_wraps,
+        reason = "it can fail on Linux; elsewhere no job has a boundary (the `match` has no arm)"
+    )]
+    pub(crate) fn end(&self, keep: bool) -> io::Result<()> {
+        let Some(inner) = &self.0 else {
+            return Ok(());
+        };
+        let _ = keep;
+        match inner.bound {
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Cgroup(ref cgroup) => cgroup.end(keep),
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Lineage(_) | Bound::Reaper(_) => Ok(()),
+        }
+    }
+
+    /// The folder of the job's cgroup, for the guard of `die_with_parent`.
+    pub(crate) fn cgroup_folder(&self) -> Option<&std::path::Path> {
+        match self.0.as_ref()?.bound {
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Cgroup(ref cgroup) => Some(cgroup.folder()),
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Lineage(_) | Bound::Reaper(_) => None,
+        }
+    }
+
+    /// Whether process `pid` belongs to the job whose leader is `leader`, as far as `/proc` tells now: never a
+    /// process that has exited (a zombie; on Linux), and never by its group alone once the leader was reaped
+    /// (`leader_unreaped` false: the group id may name someone else's group by then).
+    pub(crate) fn contains(&self, leader: u32, pid: u32, leader_unreaped: bool) -> bool {
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if super::proc::Stat::read(pid).is_none_or(|s| s.dead()) {
+            return false;
+        }
+        let in_group =
+            || leader_unreaped && crate::sys::group_of(pid).is_ok_and(|pgid| pgid == leader);
+        let Some(inner) = &self.0 else {
+            return in_group();
+        };
+        match inner.bound {
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Cgroup(ref cgroup) => cgroup.contains(pid),
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Lineage(ref mark) => in_group() || mark.carried_by(pid),
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Reaper(ref mark) => {
+                if leader_unreaped && !crate::sys::has_exited(leader).unwrap_or(true) {
+                    reaper::in_tree(leader, pid)
+                } else {
+                    in_group() || mark.carried_by(pid)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! The keeper of a contained job, as this process sees it (the keeper's own code is in `sys/keeper.rs`): the
+//! process std spawned (the `GroupChild`'s id) is the job's keeper, and the command is its child, in the group
+//! whose id is the keeper's pid. A wait watches the command; once it exited, the reap gives the keeper the verdict
+//! (end the job, or keep what it left), and the keeper exits as the command did. A command that left nothing running
+//! needs no verdict: its keeper ends the job and exits at once, and the wait sees the keeper's exit.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::sys;
+
+#[derive(Debug)]
+pub(crate) struct Keeper {
+    page: sys::SharedPage,
+    /// Set once the verdict was given: the keeper may reap the command from then on, so its pid is never read again.
+    judged: AtomicBool,
+}
+
+impl Keeper {
+    pub(crate) fn new() -> io::Result<Keeper> {
+        Ok(Keeper {
+            page: sys::SharedPage::new()?,
+            judged: AtomicBool::new(false),
+        })
+    }
+
+    pub(crate) fn page(&self) -> &sys::SharedPage {
+        &self.page
+    }
+
+    /// What the keeper does when this process dies (see `SharedPage::set_death_plan`).
+    pub(crate) fn set_death_plan(&self, signal: i32, grace: std::time::Duration) {
+        self.page.set_death_plan(signal, grace);
+    }
+
+    /// The spawn returned (see `SharedPage::spawned`).
+    pub(crate) fn spawned(&self) {
+        self.page.spawned();
+    }
+
+    /// The command's pid (known once the spawn returned).
+    pub(crate) fn command(&self) -> Option<u32> {
+        self.page.command()
+    }
+
+    /// Whether the command has exited (a zombie of the keeper's, which keeps it unreaped until the verdict), as the
+    /// keeper says through the shared page.
+    pub(crate) fn command_exited(&self) -> bool {
+        if self.judged.load(Ordering::SeqCst) {
+            return false;
+        }
+        self.page.command_exited()
+    }
+
+    /// Reaper mode: while `on`, the keeper `keeper` leaves the job's exited orphans unreaped (see
+    /// `SharedPage::hold_orphans`).
+    pub(crate) fn hold_orphans(&self, keeper: u32, on: bool) {
+        self.page.hold_orphans(keeper, on);
+    }
+
+    /// Whether the keeper exited on its own (after the verdict, or when this process died): a keeper that exited
+    /// without it was killed.
+    pub(crate) fn left(&self) -> bool {
+        self.page.keeper_left()
+    }
+
+    /// What the keeper said of its failure to start the command, beyond its errno (see `SharedPage::failure`).
+    pub(crate) fn failure(&self) -> Option<sys::KeeperFailure> {
+        self.page.failure()
+    }
+
+    /// The signal that stopped the command since the last call (see `SharedPage::take_stop`).
+    pub(crate) fn take_stop(&self) -> Option<i32> {
+        self.page.take_stop()
+    }
+
+    /// Tells the keeper `keeper` (our unreaped child) what to do once the command exited: end the job or keep it.
+    /// Once only.
+    pub(crate) fn judge(&self, keeper: u32, kill: bool) {
+        if !self.judged.swap(true, Ordering::SeqCst) {
+            self.page.give_verdict(keeper, kill);
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! The job boundary of [`spawn_contained`](crate::JobCommandExt::spawn_contained): which processes belong to a job
+//! besides its process group, and how they are ended. The [`Contain`](crate::Contain) builder that spawns a job is in
+//! `spawn/contained.rs`, and what a [`GroupChild`](grouptimeout::GroupChild) tells of its job in `child/contained.rs`: this
+//! room sits below both and imports neither.
+//!
+//! - `cgroup`: a cgroup v2 of the job's own, ended with `cgroup.kill` and removed once empty (Linux).
+//! - `keeper`: the job's keeper, the process between this one and a kept job's command (see `sys/keeper.rs`).
+//! - `reaper`: the job's own reaper (its keeper, a child subreaper): its descendants found and signalled (Linux).
+//! - `lineage`: a per-job random mark in the environment, found in `/proc` and checked through a pidfd (Linux).
+//!
+//! - `job`: [`Job`], what [`GroupChild`](grouptimeout::GroupChild) and [`GroupHandle`](grouptimeout::GroupHandle) hold of the
+//!   boundary.
+//! - `proc`: what the two Linux modes share (`/proc/PID/stat`, signals through checked pidfds).
+//! - `none.rs`: the stand-in for [`Job`] in a build without the `contain` feature (a plain group).
+//!
+//! Needs the `contain` feature (on by default).
+
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+pub(crate) mod cgroup;
+mod job;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+pub(crate) mod keeper;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+pub(crate) mod lineage;
+mod proc;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+mod reaper;
+
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+pub(crate) use job::Bound;
+pub use job::Containment;
+pub(crate) use job::Job;
+pub use proc::Leftover;

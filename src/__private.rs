@@ -1,0 +1,87 @@
+//! The interface between this crate and its sibling `grouptimeout-job` (and, through it, the tool's crate), in the
+//! way of `serde`'s `__private`: hidden from the docs, not covered by semantic versioning, and safe to expose because
+//! the sibling pins this crate by its exact version (`=x.y.z`), so no other version can ever meet it.
+//!
+//! What it gives: the [`Boundary`] a job attaches to a [`GroupChild`] (see `boundary.rs` for what a boundary can and
+//! cannot change), a few read-only views of a child's state, and this crate's system-call helpers (`sys`), so that
+//! the sibling's own `unsafe` does not repeat them.
+
+use std::io;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use crate::boundary::Boundary;
+pub use crate::group::is_stop_signal;
+pub use crate::wait::{ExitWatch, DROP_REAP_LIMIT};
+use crate::boundary::Job;
+use crate::GroupChild;
+
+/// This crate's system-call helpers that the job crate reuses (all of them safe functions; the `unsafe` behind them
+/// is counted here).
+pub mod sys {
+    pub use crate::sys::{
+        checked_pid, children_are_auto_reaped, current_action, cvt, cvt_len, group_of, has_exited, kernel_pid,
+        os_error_or, poll, retry_eintr, signal_group, wait_id,
+    };
+    pub use crate::sys::{cloexec_pipe, set_nonblocking};
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    pub use crate::sys::pidfd_open;
+}
+
+/// [`GroupCommandExt::spawn_group`](crate::GroupCommandExt::spawn_group) with a boundary attached from the start.
+///
+/// # Errors
+///
+/// As for `spawn_group`.
+pub fn spawn(command: &mut Command, boundary: Arc<dyn Boundary>) -> io::Result<GroupChild> {
+    GroupChild::spawn(command, Job(Some(boundary)))
+}
+
+/// The boundary attached to `child`, if any.
+#[must_use]
+pub fn boundary(child: &GroupChild) -> Option<&Arc<dyn Boundary>> {
+    child.job.0.as_ref()
+}
+
+/// Attaches `boundary` to a child that has none yet (a guard for a plain group), before its first handle is made or
+/// its first wait starts. Returns it back if the child already has one.
+///
+/// # Errors
+///
+/// The boundary, unchanged, when the child has one already.
+pub fn attach(child: &mut GroupChild, boundary: Arc<dyn Boundary>) -> Result<(), Arc<dyn Boundary>> {
+    if child.job.0.is_some() {
+        return Err(boundary);
+    }
+    child.job = Job(Some(boundary));
+    Ok(())
+}
+
+/// The boundary a capturing wait's result kept, if any.
+#[cfg(feature = "capture")]
+#[must_use]
+pub fn captured_boundary(captured: &crate::Captured) -> Option<&Arc<dyn Boundary>> {
+    captured.job.0.as_ref()
+}
+
+/// The signal and grace of [`GroupChild::set_grace`], if set.
+#[must_use]
+pub fn grace(child: &GroupChild) -> Option<(i32, Duration)> {
+    child.grace()
+}
+
+/// Whether the leader is not reaped yet (by a wait of this child).
+#[must_use]
+pub fn leader_unreaped(child: &GroupChild) -> bool {
+    child.leader_unreaped()
+}
+
+/// Whether the leader (or the watched process) has exited, without reaping it.
+///
+/// # Errors
+///
+/// As `waitid` fails for the leader (`ECHILD`: someone else reaped it).
+pub fn leader_exited(child: &GroupChild) -> io::Result<bool> {
+    child.leader_exited()
+}

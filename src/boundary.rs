@@ -1,0 +1,118 @@
+//! The one extension point of a [`GroupChild`](crate::GroupChild): what a job reaches beyond its process group.
+//!
+//! A child from [`spawn_group`](crate::GroupCommandExt::spawn_group) has no boundary: its job is its group, and
+//! every method of [`Job`] below does what a plain group needs. The sibling crate `grouptimeout-job` (its
+//! `spawn_contained`, `die_with_parent`) attaches a [`Boundary`] through the hidden module `__private`, and pins
+//! this crate by its exact version, so that nothing but that crate can depend on this interface.
+//!
+//! What the boundary cannot break: the wait's loop (check, sleep, never past the deadline), the order "signal the
+//! group, then reap the leader", and the reap itself stay here. A boundary only answers the questions below (which
+//! process ends the wait, has it exited, how to reach what the group does not hold) and ends its own job after the
+//! reap.
+
+use std::any::Any;
+use std::fmt;
+use std::io;
+use std::sync::Arc;
+
+/// What a job beyond its process group adds to a child's waits, kills and drop (implemented by `grouptimeout-job`;
+/// not a public API: its methods may change with any version, which is why that crate pins this one exactly).
+///
+/// Every method is called with the leader unreaped, except [`end`](Boundary::end), which follows the reap.
+#[doc(hidden)]
+pub trait Boundary: fmt::Debug + Send + Sync + Any {
+    /// The process whose exit ends a wait: `leader`, or the command below a keeper.
+    fn watched(&self, leader: u32) -> u32;
+
+    /// Whether the watched process has exited (without reaping the leader).
+    ///
+    /// # Errors
+    ///
+    /// As `waitid` fails for the leader (`ECHILD`: someone else reaped it).
+    fn exited(&self, leader: u32) -> io::Result<bool>;
+
+    /// Sends `signal` to the job: `group` signals the leader's group, the boundary adds what the group misses.
+    ///
+    /// # Errors
+    ///
+    /// The group's error, else the first error of the boundary's own signals.
+    fn signal(
+        &self,
+        leader: u32,
+        signal: i32,
+        group: &mut dyn FnMut() -> io::Result<()>,
+    ) -> io::Result<()>;
+
+    /// Signals the group `pgid` on the job's behalf where plain `kill(-pgid)` would not do (a kept group); `None`
+    /// means: use `kill`.
+    fn signal_kept(&self, pgid: u32, signal: i32) -> Option<io::Result<()>>;
+
+    /// Tells the job, right before the leader's reap, whether what is left is killed (`kill`) or kept.
+    fn judge(&self, leader: u32, kill: bool);
+
+    /// Records what the kills so far reached besides the leader.
+    fn take_reached(&self);
+
+    /// Ends the job after the leader's reap (or at the drop): removes what it made; `keep` leaves its members
+    /// running.
+    ///
+    /// # Errors
+    ///
+    /// What could not be removed.
+    fn end(&self, keep: bool) -> io::Result<()>;
+
+    /// The boundary as [`Any`], for the crate that made it to find its own type again.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A child's job: its group alone (`None`), or a group with a [`Boundary`].
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Job(pub(crate) Option<Arc<dyn Boundary>>);
+
+impl Job {
+    pub(crate) fn signal(
+        &self,
+        leader: u32,
+        signal: i32,
+        group: impl FnOnce() -> io::Result<()>,
+    ) -> io::Result<()> {
+        let Some(boundary) = &self.0 else {
+            return group();
+        };
+        let mut group = Some(group);
+        boundary.signal(leader, signal, &mut || {
+            group.take().map_or(Ok(()), |group| group())
+        })
+    }
+
+    pub(crate) fn watched(&self, id: u32) -> u32 {
+        self.0.as_ref().map_or(id, |b| b.watched(id))
+    }
+
+    pub(crate) fn exited(&self, id: u32) -> io::Result<bool> {
+        match &self.0 {
+            Some(boundary) => boundary.exited(id),
+            None => crate::sys::has_exited(id),
+        }
+    }
+
+    pub(crate) fn judge(&self, id: u32, kill: bool) {
+        if let Some(boundary) = &self.0 {
+            boundary.judge(id, kill);
+        }
+    }
+
+    pub(crate) fn signal_kept(&self, pgid: u32, signal: i32) -> Option<io::Result<()>> {
+        self.0.as_ref()?.signal_kept(pgid, signal)
+    }
+
+    pub(crate) fn take_reached(&self) {
+        if let Some(boundary) = &self.0 {
+            boundary.take_reached();
+        }
+    }
+
+    pub(crate) fn end(&self, keep: bool) -> io::Result<()> {
+        self.0.as_ref().map_or(Ok(()), |b| b.end(keep))
+    }
+}
