@@ -12,21 +12,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use crate::boundary::Boundary;
+use crate::boundary::Job;
 pub use crate::group::is_stop_signal;
 pub use crate::wait::{ExitWatch, DROP_REAP_LIMIT};
-use crate::boundary::Job;
 use crate::GroupChild;
 
 /// This crate's system-call helpers that the job crate reuses (all of them safe functions; the `unsafe` behind them
 /// is counted here).
 pub mod sys {
-    pub use crate::sys::{
-        checked_pid, children_are_auto_reaped, current_action, cvt, cvt_len, group_of, has_exited, kernel_pid,
-        os_error_or, poll, retry_eintr, signal_group, wait_id,
-    };
-    pub use crate::sys::{cloexec_pipe, set_nonblocking};
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     pub use crate::sys::pidfd_open;
+    pub use crate::sys::{
+        checked_pid, children_are_auto_reaped, current_action, cvt, cvt_len, group_of, has_exited,
+        kernel_pid, os_error_or, poll, retry_eintr, signal_group, wait_id,
+    };
+    pub use crate::sys::{cloexec_pipe, set_nonblocking};
 }
 
 /// [`GroupCommandExt::spawn_group`](crate::GroupCommandExt::spawn_group) with a boundary attached from the start.
@@ -50,7 +50,10 @@ pub fn boundary(child: &GroupChild) -> Option<&Arc<dyn Boundary>> {
 /// # Errors
 ///
 /// The boundary, unchanged, when the child has one already.
-pub fn attach(child: &mut GroupChild, boundary: Arc<dyn Boundary>) -> Result<(), Arc<dyn Boundary>> {
+pub fn attach(
+    child: &mut GroupChild,
+    boundary: Arc<dyn Boundary>,
+) -> Result<(), Arc<dyn Boundary>> {
     if child.job.0.is_some() {
         return Err(boundary);
     }

@@ -220,10 +220,10 @@ mod sys;
 #[cfg(unix)]
 mod wait;
 
-#[cfg(all(unix, feature = "capture"))]
-mod capture;
 #[cfg(unix)]
 mod boundary;
+#[cfg(all(unix, feature = "capture"))]
+mod capture;
 
 #[cfg(unix)]
 pub use child::GroupChild;

@@ -554,33 +554,3 @@ fn input_needs_a_piped_stdin() {
     assert!(exited_ok(&captured));
     assert_eq!(captured.stdout, b"ok\n");
 }
-
-/// Issue 24.3: a captured job's boundary and what its kills reached are kept in `Captured` (the wait consumes the
-/// handle that had them).
-#[cfg(all(feature = "contain", target_os = "linux", not(grouptimeout_portable)))]
-#[test]
-fn a_captured_job_keeps_its_containment_and_leftovers() {
-    use grouptimeout::Containment;
-    let marked = Marked::new("leftovers");
-    let child = piped(marked.sh("setsid sleep 30 & echo $!"))
-        .spawn_contained()
-        .unwrap();
-    let containment = child.containment();
-    let captured = child
-        .wait_with_output_timeout(Duration::from_secs(60))
-        .unwrap();
-    assert!(exited_ok(&captured), "{:?}", captured.outcome);
-    let pid: u32 = String::from_utf8_lossy(&captured.stdout)
-        .trim()
-        .parse()
-        .unwrap();
-    assert_eq!(captured.containment, containment);
-    assert_ne!(captured.containment, Containment::Group);
-    assert!(
-        captured.leftovers.iter().any(|l| l.pid == pid),
-        "{pid} not in {:?}",
-        captured.leftovers
-    );
-    let left = marked.wait_all_dead(Duration::from_secs(10));
-    assert!(left.is_empty(), "{left:?}");
-}

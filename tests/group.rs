@@ -582,8 +582,6 @@ fn a_leader_reaped_by_someone_else_is_never_signalled() {
     echild(child.kill().unwrap_err());
     echild(child.signal(libc::SIGTERM).unwrap_err());
     echild(child.handle().kill().unwrap_err());
-    #[cfg(feature = "guard")]
-    echild(child.die_with_parent().unwrap_err());
     echild(child.try_wait().unwrap_err());
     echild(child.wait_timeout(Duration::ZERO).unwrap_err());
 }

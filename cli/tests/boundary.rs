@@ -4,11 +4,15 @@
 //! the tool's `-v`). Death is read from `/proc/PID/stat`.
 #![cfg(unix)]
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
+#[path = "../../tests/common/job.rs"]
+mod job_common;
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 mod linux {
     use super::common::*;
+    use super::job_common::*;
 
     use std::io::{BufRead as _, BufReader};
     use std::os::unix::process::CommandExt as _;
@@ -16,7 +20,8 @@ mod linux {
     use std::process::{Command, Stdio};
     use std::time::Duration;
 
-    use grouptimeout::{Contain, Containment, GroupChild};
+    use grouptimeout::GroupChild;
+    use grouptimeout_job::{Contain, Containment, JobChildExt as _};
 
     const LONG: Duration = Duration::from_secs(60);
     /// Set in a re-run of this binary as another user: the body runs.

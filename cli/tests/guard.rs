@@ -1,6 +1,7 @@
 //! `GroupChild::die_with_parent`: the group dies with the process that holds it, and the guard leaves nothing
 //! behind when the group ends normally. Death is read from `/proc/PID/stat`.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::fs;
@@ -10,7 +11,9 @@ use std::process::{ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use grouptimeout::{host, GroupChild, GroupCommandExt};
+use grouptimeout::{GroupChild, GroupCommandExt};
+use grouptimeout_cli::host;
+use grouptimeout_job::JobChildExt as _;
 
 const LONG: Duration = Duration::from_secs(60);
 

@@ -12,6 +12,7 @@
     not(grouptimeout_portable)
 ))]
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::process::Command;
@@ -21,7 +22,9 @@ use common::{
     eventually, in_own_pid_namespace, in_private_pid_namespace, is_dead, returns_within,
     skip_or_fail, spawn_with_pid, state_and_group,
 };
-use grouptimeout::{host, GroupCommandExt};
+use grouptimeout::GroupCommandExt;
+use grouptimeout_cli::host;
+use grouptimeout_job::JobChildExt as _;
 
 const TEST: &str = "a_guard_reaped_by_someone_else_is_never_signalled_by_its_reused_pid";
 

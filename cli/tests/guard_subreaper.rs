@@ -6,6 +6,7 @@
 //! libtest runs each test in a thread of its own. `main` runs the check; the program it kills is this binary again,
 //! started with `GROUPTIMEOUT_GUARD_PIDS` set.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::fs;
@@ -16,7 +17,9 @@ use common::{
     linux_only, pids_from_file, state_and_group, survivors_after, temp_path, wait_for_members,
     KillOnDrop,
 };
-use grouptimeout::{host, GroupCommandExt};
+use grouptimeout::GroupCommandExt;
+use grouptimeout_cli::host;
+use grouptimeout_job::JobChildExt as _;
 
 /// Where the program writes its leader's and guard's pids; set only in the program.
 const PIDS_VAR: &str = "GROUPTIMEOUT_GUARD_PIDS";

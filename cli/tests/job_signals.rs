@@ -4,11 +4,15 @@
 //! made), reaper mode and lineage mode. Death is read from `/proc/PID/stat`.
 #![cfg(unix)]
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
+#[path = "../../tests/common/job.rs"]
+mod job_common;
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 mod linux {
     use super::common::*;
+    use super::job_common::*;
 
     use std::fs;
     use std::io::{BufRead as _, BufReader};
@@ -16,7 +20,8 @@ mod linux {
     use std::sync::mpsc;
     use std::time::{Duration, Instant};
 
-    use grouptimeout::{Contain, Containment, GroupChild};
+    use grouptimeout::GroupChild;
+    use grouptimeout_job::{Contain, Containment, JobChildExt as _};
 
     const LONG: Duration = Duration::from_secs(60);
     const TOOL: &str = env!("CARGO_BIN_EXE_grouptimeout");

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use grouptimeout::GroupCommandExt;
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_grouptimeout");

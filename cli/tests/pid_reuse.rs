@@ -3,6 +3,7 @@
 //! Giving a pid out again means setting the pid namespace's last allocated pid back: the test runs in a PID namespace
 //! of its own (`common::in_own_pid_namespace`), so that no process outside it has its pid allocation steered.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::process::Command;
@@ -41,7 +42,7 @@ fn signal_child_never_signals_a_reaped_child_whose_pid_was_reused() {
     };
     let _reuser = Reap(reuser);
     // `reaped` was reaped by its own `wait`: its pid now names `_reuser`, another unreaped child of ours.
-    grouptimeout::host::signal_child(&mut reaped, libc::SIGKILL).expect("signal_child");
+    grouptimeout_cli::host::signal_child(&mut reaped, libc::SIGKILL).expect("signal_child");
     assert!(
         !eventually(Duration::from_millis(300), || is_dead(pid)),
         "signal_child killed pid {pid}, which its (reaped) child no longer owned"

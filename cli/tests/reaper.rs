@@ -8,11 +8,15 @@
 //! boundary (the cgroup as root, the reaper otherwise). Death is read from `/proc/PID/stat` (a zombie is dead).
 #![cfg(unix)]
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
+#[path = "../../tests/common/job.rs"]
+mod job_common;
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 mod linux {
     use super::common::*;
+    use super::job_common::*;
 
     use std::fs;
     use std::io::{BufRead as _, BufReader};
@@ -21,7 +25,8 @@ mod linux {
     use std::process::{Command, Stdio};
     use std::time::Duration;
 
-    use grouptimeout::{Contain, Containment, GroupChild};
+    use grouptimeout::GroupChild;
+    use grouptimeout_job::{Contain, Containment, JobChildExt as _};
 
     const LONG: Duration = Duration::from_secs(60);
     /// Set in a re-run of this binary (as nobody, or in the container-like setting): the body runs, with the mode

@@ -5,8 +5,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use grouptimeout::{host, GroupCommandExt};
+use grouptimeout::GroupCommandExt;
+use grouptimeout_cli::host;
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_grouptimeout");

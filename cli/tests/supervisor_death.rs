@@ -7,15 +7,21 @@
 //! `/proc/PID/stat` (a zombie is dead); every wait is bounded, and only lower bounds are put on times.
 #![cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
+#[path = "../../tests/common/job.rs"]
+mod job_common;
 use common::*;
+use job_common::*;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use grouptimeout::{host, signal, Contain, Containment, GroupChild, GroupCommandExt as _};
+use grouptimeout::{signal, GroupChild, GroupCommandExt as _};
+use grouptimeout_cli::host;
+use grouptimeout_job::{Contain, Containment, JobChildExt as _};
 
 const BIN: &str = env!("CARGO_BIN_EXE_grouptimeout");
 

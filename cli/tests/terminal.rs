@@ -15,7 +15,10 @@ use std::time::{Duration, Instant};
 
 use grouptimeout::GroupCommandExt;
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
+#[path = "../../tests/common/job.rs"]
+mod job_common;
 use common::{eventually, have, is_dead, KillOnDrop};
 
 const BIN: &str = env!("CARGO_BIN_EXE_grouptimeout");
@@ -427,27 +430,27 @@ fn take_stop_reports_a_stop_once_and_never_consumes_the_exit() {
         .spawn_group()
         .expect("spawn sleep");
     let _guard = KillOnDrop::new(vec![child.id()]);
-    assert_eq!(grouptimeout::host::take_stop(&child).unwrap(), None);
+    assert_eq!(grouptimeout_cli::host::take_stop(&child).unwrap(), None);
     child.signal(libc::SIGSTOP).unwrap();
     let mut stop = None;
     assert!(eventually(LIMIT, || {
-        stop = grouptimeout::host::take_stop(&child).unwrap();
+        stop = grouptimeout_cli::host::take_stop(&child).unwrap();
         stop.is_some()
     }));
     assert_eq!(stop, Some(libc::SIGSTOP));
     // Reported once.
-    assert_eq!(grouptimeout::host::take_stop(&child).unwrap(), None);
+    assert_eq!(grouptimeout_cli::host::take_stop(&child).unwrap(), None);
     child.kill().unwrap();
     assert!(eventually(LIMIT, || is_dead(child.id())));
     // An exit is not a stop, and stays for the handle to reap.
-    assert_eq!(grouptimeout::host::take_stop(&child).unwrap(), None);
+    assert_eq!(grouptimeout_cli::host::take_stop(&child).unwrap(), None);
     let status = child.wait().unwrap();
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&status),
         Some(libc::SIGKILL)
     );
     // Once reaped, nothing to report.
-    assert_eq!(grouptimeout::host::take_stop(&child).unwrap(), None);
+    assert_eq!(grouptimeout_cli::host::take_stop(&child).unwrap(), None);
 }
 
 /// Voluntary context switches of `pid` so far: how often it went to sleep.

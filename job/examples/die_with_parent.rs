@@ -15,6 +15,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use grouptimeout::GroupCommandExt;
+use grouptimeout_job::JobChildExt as _;
 
 fn main() -> io::Result<ExitCode> {
     let mut args = std::env::args().skip(1);

@@ -319,7 +319,9 @@ impl Boundary for Attached {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn of(boundary: Option<&Arc<dyn Boundary>>) -> Option<&Attached> {

@@ -471,8 +471,9 @@ fn spawn_kept(bound: Bound, command: &mut Command) -> io::Result<io::Result<Grou
     }
     let job = Job::new(bound, Some(keeper));
     // As root, for a `Command::uid`: the keeper keeps the right to make the job's cgroup across std's user switch.
-    let spawned =
-        crate::sys::with_kept_caps(folder.is_some(), || grouptimeout::__private::spawn(command, Attached::new(job.clone(), None)));
+    let spawned = crate::sys::with_kept_caps(folder.is_some(), || {
+        grouptimeout::__private::spawn(command, Attached::new(job.clone(), None))
+    });
     if let Some(name) = &mark {
         command.env_remove(name);
     }

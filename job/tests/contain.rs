@@ -3,13 +3,17 @@
 //! used, or an unprivileged user through `setpriv`). Death is read from `/proc/PID/stat`.
 #![cfg(unix)]
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
+#[path = "../../tests/common/job.rs"]
+mod job_common;
 
 /// Where neither mode exists (macOS, BSD, a `grouptimeout_portable` build), a contained job has its group only.
 #[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
 #[test]
 fn elsewhere_a_contained_job_has_its_group_only() {
-    use grouptimeout::{Contain, Containment, GroupCommandExt};
+    use grouptimeout::GroupCommandExt;
+    use grouptimeout_job::{Contain, Containment, JobChildExt as _, JobCommandExt as _};
     let mut child = std::process::Command::new("true")
         .spawn_contained()
         .unwrap();
@@ -25,6 +29,7 @@ fn elsewhere_a_contained_job_has_its_group_only() {
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 mod linux {
     use super::common::*;
+    use super::job_common::*;
 
     use std::fs;
     use std::io::{BufRead, BufReader};
@@ -32,7 +37,8 @@ mod linux {
     use std::process::{Command, Stdio};
     use std::time::Duration;
 
-    use grouptimeout::{Contain, Containment, GroupChild, GroupCommandExt};
+    use grouptimeout::{GroupChild, GroupCommandExt};
+    use grouptimeout_job::{Contain, Containment, JobChildExt as _, JobCommandExt as _};
 
     const LONG: Duration = Duration::from_secs(60);
 
@@ -1322,4 +1328,55 @@ mod linux {
             loop_.wait().unwrap();
         }
     }
+}
+
+/// Issue 24.3: a captured job's boundary and what its kills reached are kept in `Captured` (the wait consumes the
+/// handle that had them): `JobOutputExt` reads them.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+#[test]
+fn a_captured_job_keeps_its_containment_and_leftovers() {
+    use grouptimeout_job::{Containment, JobChildExt as _, JobCommandExt as _, JobOutputExt as _};
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    let child = Command::new("sh")
+        .args(["-c", "setsid sleep 30 & echo $!"])
+        .stdout(Stdio::piped())
+        .spawn_contained()
+        .unwrap();
+    let containment = child.containment();
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    assert!(!captured.outcome.timed_out(), "{:?}", captured.outcome);
+    let pid: u32 = String::from_utf8_lossy(&captured.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    let _left = common::KillOnDrop::new(vec![pid]);
+    assert_eq!(captured.containment(), containment);
+    assert_ne!(captured.containment(), Containment::Group);
+    assert!(
+        captured.leftovers().iter().any(|l| l.pid == pid),
+        "{pid} not in {:?}",
+        captured.leftovers()
+    );
+    assert!(common::eventually(Duration::from_secs(10), || common::is_dead(pid)));
+}
+
+/// A leader reaped by someone else: `die_with_parent` refuses with `ECHILD` as it is (issue 18.3), as every other
+/// call of the handle does (tests/group.rs).
+#[test]
+fn die_with_parent_of_a_leader_reaped_by_someone_else_is_echild() {
+    use grouptimeout::GroupCommandExt as _;
+    use grouptimeout_job::JobChildExt as _;
+
+    let mut child = std::process::Command::new("true").spawn_group().unwrap();
+    let raw_pid = libc::pid_t::try_from(child.id()).unwrap();
+    let mut status = 0;
+    // SAFETY: `status` is a live int; `pid` is our unreaped child, which nothing else in this test waits for.
+    let reaped = unsafe { libc::waitpid(raw_pid, &raw mut status, 0) };
+    assert_eq!(reaped, raw_pid);
+    let err = child.die_with_parent().unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ECHILD), "{err:?}");
 }

@@ -1,13 +1,15 @@
 //! Issue 24.4: the errors of `die_with_parent` keep the OS error number where a system call failed. The scenario runs
 //! in this test binary, re-run under `prlimit` with 4 to 15 descriptors, so that the guard's pipe or its spawn fails
 //! for want of one (`EMFILE`); the error must then be that OS error itself, not a message that only names it.
-#![cfg(all(unix, feature = "guard"))]
+#![cfg(unix)]
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::process::{Command, Stdio};
 
 use grouptimeout::GroupCommandExt;
+use grouptimeout_job::JobChildExt as _;
 
 const SCENARIO: &str = "GROUPTIMEOUT_TEST_GUARD_ERRORS";
 

@@ -4,7 +4,10 @@
 //! megabyte away from its thread pointer) and allocates a 64 MiB heap. Death is read from `/proc/PID/stat`.
 #![cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
+#[path = "../../tests/common/job.rs"]
+mod job_common;
 
 use common::*;
 
@@ -13,7 +16,8 @@ use std::fs;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use grouptimeout::{Contain, Containment};
+use grouptimeout_job::{Contain, Containment};
+use job_common::*;
 
 const HEAP: usize = 64 << 20;
 

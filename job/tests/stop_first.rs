@@ -9,6 +9,7 @@
 //! and, re-run through `setpriv`, as nobody (where no cgroup can be made: the reaper, lineage and the group).
 #![cfg(unix)]
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
@@ -21,7 +22,8 @@ mod linux {
     use std::process::{Child, Command, Stdio};
     use std::time::Duration;
 
-    use grouptimeout::{Contain, Containment, GroupChild, GroupCommandExt};
+    use grouptimeout::{GroupChild, GroupCommandExt};
+    use grouptimeout_job::{Contain, Containment, JobChildExt as _};
 
     /// Jobs of each script per scenario, run at once (with the old order nearly all of them ran on, as root and as
     /// nobody: 39 or 40 of 40 jobs in 3 runs with 20 rounds and two busy loops).

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 mod kept;
 
-use crate::child::GroupChild;
 use crate::boundary::Job;
+use crate::child::GroupChild;
 use crate::outcome::Outcome;
 use crate::sys;
 use crate::wait::{poll_step, sleep_pause, ExitWatch};

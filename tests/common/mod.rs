@@ -649,51 +649,6 @@ pub fn run_as_supervisor(test: &str, envs: &[(&str, &str)]) -> (std::process::Ch
     )
 }
 
-/// A `Contain` that requires a cgroup, if a cgroup can be made here (checked with a spawn of `true`); else `None`,
-/// and the test skipped (or failed where it must run: see `skip_or_fail`), saying why.
-#[cfg(all(feature = "contain", target_os = "linux"))]
-pub fn cgroup_or_skip(test: &str) -> Option<grouptimeout::Contain> {
-    let mut how = grouptimeout::Contain::new();
-    how.require(grouptimeout::Containment::Cgroup);
-    if let Err(e) = how
-        .spawn(&mut Command::new("true"))
-        .and_then(|mut c| c.wait())
-    {
-        skip_or_fail(test, &format!("no cgroup can be made here: {e}"));
-        return None;
-    }
-    Some(how)
-}
-
-/// Spawns `script` under `sh -c` with `how`, stdout piped, and checks that it got containment `mode`; returns the
-/// child and the first `n` lines it printed (pids, or "ready").
-#[cfg(all(feature = "contain", target_os = "linux"))]
-pub fn start_job(
-    how: &grouptimeout::Contain,
-    mode: grouptimeout::Containment,
-    script: &str,
-    n: usize,
-) -> (grouptimeout::GroupChild, Vec<String>) {
-    use std::io::BufRead as _;
-    let mut child = how
-        .spawn(
-            Command::new("sh")
-                .args(["-c", script])
-                .stdout(std::process::Stdio::piped()),
-        )
-        .expect("spawn_contained");
-    assert_eq!(child.containment(), mode);
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let lines = (0..n)
-        .map(|_| {
-            let mut line = String::new();
-            out.read_line(&mut line).expect("a line from the command");
-            line.trim().to_string()
-        })
-        .collect();
-    (child, lines)
-}
-
 /// Installs, on the calling thread, a seccomp filter that refuses `clone3` (system call 435 on every Linux
 /// architecture) with `errno` and allows every other call, as container runtimes' default profiles do (Docker and
 /// Podman answer `ENOSYS`, older runtimes `EPERM`). Every process the thread starts from then on inherits it. Like a

@@ -246,7 +246,9 @@ impl Subreaper {
                     let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
                         .map(|n| n.trim_end_matches('\n').to_owned())
                         .unwrap_or_default();
-                    sweep.killed.push(grouptimeout_job::__private::leftover(pid, name));
+                    sweep
+                        .killed
+                        .push(grouptimeout_job::__private::leftover(pid, name));
                 }
                 // EPERM (another user's process) is reported through `left` when the time runs out.
                 let _ = sys::signal_process(pid, libc::SIGKILL);

@@ -7,13 +7,19 @@ pub(crate) use grouptimeout::__private::sys::*;
 mod children;
 mod signal;
 mod sigpipe;
-#[cfg(all(any(target_os = "linux", target_os = "android"), not(grouptimeout_portable)))]
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(grouptimeout_portable)
+))]
 mod subreaper;
 mod terminal;
 
 pub(crate) use children::*;
 pub(crate) use signal::*;
 pub(crate) use sigpipe::*;
-#[cfg(all(any(target_os = "linux", target_os = "android"), not(grouptimeout_portable)))]
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(grouptimeout_portable)
+))]
 pub(crate) use subreaper::*;
 pub(crate) use terminal::*;

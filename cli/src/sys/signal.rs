@@ -6,8 +6,8 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::cvt;
 use super::current_action;
+use super::cvt;
 
 /// Signals the recording handler saw, by number: set by [`on_signal`], taken by [`take_recorded`].
 static RECORDED: [AtomicBool; SIGNAL_LIMIT] = [const { AtomicBool::new(false) }; SIGNAL_LIMIT];

@@ -27,8 +27,8 @@ use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use args::{Options, Parsed, UsageError};
-use grouptimeout_cli::host::{self, Signals, Subreaper};
 use grouptimeout::GroupChild;
+use grouptimeout_cli::host::{self, Signals, Subreaper};
 use grouptimeout_job::{Containment, JobChildExt, JobCommandExt, Leftover};
 use terminal::JobControl;
 

@@ -12,8 +12,8 @@ use std::os::fd::AsFd;
 use std::os::unix::fs::FileTypeExt;
 use std::time::Duration;
 
-use grouptimeout_cli::host::{self, Terminal};
 use grouptimeout::GroupChild;
+use grouptimeout_cli::host::{self, Terminal};
 
 /// The tool's side of job control: who holds the terminal, and what to do when the command stops or the tool is
 /// continued.
