@@ -242,9 +242,3 @@ pub use capture::Captured;
 #[cfg(unix)]
 #[doc(hidden)]
 pub mod __private;
-
-/// The README's Rust examples, compiled (and run, unless marked `no_run`) by `cargo test` so that they cannot drift
-/// from the API; they use every feature.
-#[cfg(all(doctest, feature = "capture"))]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;

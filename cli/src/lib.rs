@@ -16,3 +16,9 @@ compile_error!("grouptimeout-cli supports Unix only");
 pub mod host;
 #[cfg(unix)]
 mod sys;
+
+/// The README's Rust examples (the workspace's README, at the root), compiled (and run, unless marked `no_run`) by
+/// `cargo test` so that they cannot drift from the API; they use all three crates, which only this one depends on.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
