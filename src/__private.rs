@@ -2,7 +2,7 @@
 //! way of `serde`'s `__private`: hidden from the docs, not covered by semantic versioning, and safe to expose because
 //! the sibling pins this crate by its exact version (`=x.y.z`), so no other version can ever meet it.
 //!
-//! What it gives: the [`Boundary`] a job attaches to a [`GroupChild`] (see `boundary.rs` for what a boundary can and
+//! What it gives: the `Boundary` a job attaches to a [`GroupChild`] (see `boundary.rs` for what a boundary can and
 //! cannot change), a few read-only views of a child's state, and this crate's system-call helpers (`sys`), so that
 //! the sibling's own `unsafe` does not repeat them.
 

@@ -14,6 +14,7 @@ pub(crate) fn leader_exited(pid: u32) -> io::Result<bool> {
 
 /// Whether `signal` stops a process by default (`SIGSTOP`, `SIGTSTP`, `SIGTTIN`, `SIGTTOU`): never follow one with
 /// `SIGCONT`, which would undo it.
+#[must_use]
 pub fn is_stop_signal(signal: i32) -> bool {
     [libc::SIGSTOP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU].contains(&signal)
 }

@@ -47,9 +47,23 @@
 //! ```
 //!
 //! A group can outlive the code that owns it in two more ways, each with an opt-in remedy:
-//! [`GroupChild::die_with_parent`][die-with-parent] makes the group die with this process, however it dies (a guard process in the
-//! group notices its death); [`GroupChild::handle`] gives a [`GroupHandle`] that signals the group from other threads
-//! while one thread waits, and never after the leader was reaped.
+//! [`GroupChild::handle`] gives a [`GroupHandle`] that signals the group from other threads while one thread waits,
+//! and never after the leader was reaped; the sibling crate [`grouptimeout-job`][grouptimeout-job]'s
+//! [`die_with_parent`][die-with-parent] makes the group die with this process, however it dies (a guard process in the
+//! group notices its death).
+//!
+//! # Three crates
+//!
+//! This crate is the core that the design promises, small enough to vet alone: it spawns, waits, signals and
+//! reaps, and registers nothing that runs before `main`. What reaches beyond the process group is a crate of its own,
+//! so that a dependent that needs only the group vets only this one:
+//!
+//! - [`grouptimeout-job`][grouptimeout-job]: `spawn_contained` (a cgroup of the job's own, the job's own reaper, a
+//!   lineage mark), `die_with_parent` and its guard. It extends the same [`GroupChild`] through a hidden extension
+//!   point of this crate (`__private`), which it pins by exact version; the waits, the order "signal the group, then
+//!   reap the leader" and the reap stay here.
+//! - [`grouptimeout-cli`][grouptimeout-cli]: the `grouptimeout` tool, and `host`, the process-wide facilities such a
+//!   supervisor program needs (signal handlers, the subreaper, the terminal, the `SIGPIPE` record before `main`).
 //!
 //! # What is promised
 //!
@@ -70,9 +84,9 @@
 //! # What is not promised
 //!
 //! - A descendant that leaves the group (`setsid`, `setpgid`, a double-forking daemon) is not reached by a group
-//!   kill. [`spawn_contained`][spawn-contained] reaches them too (a cgroup of the job's own, the job's own reaper,
-//!   or a lineage mark; see [`Contain`][contain-type] for each mode's guarantee and what it cannot catch); the `grouptimeout`
-//!   command-line tool also catches them on Linux.
+//!   kill. `grouptimeout-job`'s [`spawn_contained`][spawn-contained] reaches them too (a cgroup of the job's own, the
+//!   job's own reaper, or a lineage mark; see its [`Contain`][contain-type] for each mode's guarantee and what it
+//!   cannot catch), and so does the `grouptimeout` command-line tool on Linux.
 //! - A member this process may not signal (one that switched to another user) survives the group kill.
 //! - A wait returns once the killed leader is reaped, which can be later than its deadline: while the leader is
 //!   stuck in uninterruptible sleep, and while a tracer of the leader does not run (`strace -p`, then `SIGSTOP` to
@@ -85,7 +99,7 @@
 //! - Promise 4 needs the drop to run. A panic runs it only with `panic = "unwind"` (the default); with
 //!   `panic = "abort"`, and when this process is killed (`SIGKILL`, the OOM killer, a Ctrl-C it does not handle),
 //!   aborts or calls [`std::process::exit`], no destructor runs and the group keeps running. Making the group die
-//!   with this process is what the opt-in [`GroupChild::die_with_parent`][die-with-parent] is for.
+//!   with this process is what `grouptimeout-job`'s opt-in [`die_with_parent`][die-with-parent] is for.
 //! - The command's group is not the terminal's foreground group: the command cannot read the terminal, and Ctrl-C
 //!   does not reach it. The section "The terminal" of [`spawn_group`](GroupCommandExt::spawn_group) says what to do.
 //!
@@ -93,17 +107,11 @@
 //!
 //! With `default-features = false` the crate is its core: [`spawn_group`](GroupCommandExt::spawn_group),
 //! [`GroupChild`]'s waits, `kill`, `signal`, `set_grace` and `set_kill_leftovers`, [`GroupHandle`], [`Outcome`] and
-//! the [`signal`] constants; it registers nothing that runs before `main`. Four features add the rest, and each item
-//! they add says which one it needs: `capture` (the capturing waits), `guard` ([`die_with_parent`][die-with-parent])
-//! and `contain` ([`spawn_contained`][spawn-contained] and its types), on by default, and `host` (the
-//! [`host`][host-module] module, for supervisor programs such as the `grouptimeout` tool; it enables `guard` and
-//! `contain`), off by default: a plain dependency compiles no process-wide facility and nothing that runs before
-//! `main`. The README's "Auditing" section
-//! counts each one's code lines, and its blocks in `src/sys/`, the one module that calls libc unchecked.
-//!
-//! Features only add: code that builds with some features builds with more. [`GroupCommandExt`], whose
-//! `spawn_contained` only `contain` adds, is sealed (no other crate can implement it), so a feature that another
-//! crate in the build turns on breaks no implementation.
+//! the [`signal`] constants. One feature, `capture` (on by default), adds the capturing waits; each item it adds says
+//! so. Features only add: code that builds with some features builds with more. [`GroupCommandExt`], whose
+//! `output_timeout` only `capture` adds, is sealed (no other crate can implement it), so a feature that another crate
+//! in the build turns on breaks no implementation. The README's "Auditing" section counts the crate's code lines, and
+//! its `unsafe` blocks, all in `src/sys/`, the one module that calls libc unchecked.
 //!
 //! # Errors
 //!
@@ -120,16 +128,16 @@
 //! - [`signal`](GroupChild::signal), [`kill`](GroupChild::kill) and [`GroupHandle`]'s: the error of `kill(2)`:
 //!   `EPERM` when no member of the group could be signalled (they switched to a user this process may not signal),
 //!   `EINVAL` for an invalid signal number ([`InvalidInput`](std::io::ErrorKind::InvalidInput)).
-//! - The waits, [`signal`](GroupChild::signal) and [`die_with_parent`][die-with-parent]: `ECHILD`
+//! - The waits and [`signal`](GroupChild::signal) (and `grouptimeout-job`'s [`die_with_parent`][die-with-parent]): `ECHILD`
 //!   (10 on Linux, macOS and FreeBSD; `kind()` std's kind for it) when the leader was reaped by someone else (a
 //!   `SIGCHLD` set to be ignored after the spawn, a `waitpid(-1)` elsewhere in the program). The group was not
 //!   signalled then, since its id may already name someone else's group.
 //! - A wait that hits the deadline with an invalid grace signal ([`GroupChild::set_grace`]) returns `EINVAL`, after
 //!   the group was killed and the leader reaped.
 //!
-//! The same holds for steps the crate takes on its own: where a system call failed (the guard process of
-//! [`die_with_parent`][die-with-parent], the job's cgroup or `/proc` for [`spawn_contained`][spawn-contained] and
-//! its `require`, the [`host`][host-module] module), the error is that OS error itself, whose message is the
+//! The same holds for steps the crates take on their own: where a system call failed (a pidfd, a capture's pipe; in
+//! `grouptimeout-job`, the guard process of [`die_with_parent`][die-with-parent], the job's cgroup or `/proc` for
+//! [`spawn_contained`][spawn-contained]), the error is that OS error itself, whose message is the
 //! system's text (say what failed where you show it). Errors that no system call gave carry no OS error number
 //! (`raw_os_error()` is `None`), and their message says what failed and why; each `# Errors` section names them,
 //! such as [`spawn_group`](GroupCommandExt::spawn_group) in a process that ignores `SIGCHLD`
@@ -148,12 +156,11 @@
 //!
 //! Unix only: process groups are a Unix concept, and on other targets the crate stops with a `compile_error!` that
 //! says so. Tested on Linux (glibc and musl); also type-checked for macOS and FreeBSD (not linked nor run there).
-//! The [`host`][host-module] functions that need Linux say so, and fail elsewhere.
 //!
 //! # How it waits
 //!
-//! No threads, no signal handlers, no process-wide state (the opt-in [`host`][host-module] module is the one exception, for
-//! programs such as the `grouptimeout` tool that ask for it by name): a wait checks the leader with
+//! No threads, no signal handlers, no process-wide state (the process-wide facilities a supervisor program asks for by
+//! name are `grouptimeout-cli`'s `host`, not this crate's): a wait checks the leader with
 //! `waitid(…, WNOWAIT)`, which notices an exit without reaping, and sleeps between checks, never past the deadline.
 //!
 //! - On Linux 5.3 and later, the sleep ends when the leader exits: the first time a wait has to sleep, it yields

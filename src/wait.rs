@@ -37,6 +37,10 @@ pub struct ExitWatch {
     traced: bool,
 }
 
+#[allow(
+    clippy::missing_errors_doc,
+    reason = "public only for the hidden `__private`: the errors are those of `exited` and of the pause"
+)]
 impl ExitWatch {
     /// Watches our unreaped child `pid`: with a pidfd, opened when a wait first has to sleep, where one can be
     /// opened; silently without one otherwise.
@@ -54,6 +58,7 @@ impl ExitWatch {
 
     /// Watches a process through `pidfd` (opened while it was our unreaped child) from the first pause; without one,
     /// on the poll schedule.
+    #[must_use]
     pub fn on(pidfd: Option<OwnedFd>) -> ExitWatch {
         ExitWatch {
             pid: None,

@@ -17,11 +17,6 @@ use crate::guard::{Guard, Start};
 ///
 /// The trait is sealed: it is implemented for [`GroupChild`] only.
 ///
-/// [host-subreaper]: https://docs.rs/grouptimeout-cli/latest/grouptimeout_cli/host/struct.Subreaper.html
-/// [host-forked]: https://docs.rs/grouptimeout-cli/latest/grouptimeout_cli/host/fn.die_with_parent_forked.html
-/// [host-sweep]: https://docs.rs/grouptimeout-cli/latest/grouptimeout_cli/host/struct.Subreaper.html#method.sweep
-/// [host-reap-exited]: https://docs.rs/grouptimeout-cli/latest/grouptimeout_cli/host/struct.Subreaper.html#method.reap_exited
-/// [die-with-parent]: JobChildExt::die_with_parent
 pub trait JobChildExt: sealed::Sealed {
     /// Which boundary the job has: [`Containment::Group`] for [`spawn_group`](grouptimeout::GroupCommandExt::spawn_group), else what
     /// [`spawn_contained`](crate::JobCommandExt::spawn_contained) could make (see [`Contain`](crate::Contain)).
@@ -68,7 +63,7 @@ pub trait JobChildExt: sealed::Sealed {
     /// group, it is in the leader's group. A reaper job whose keeper was killed, or was reaped, is told by its mark
     /// and group instead, as in lineage mode.
     ///
-    /// For a supervisor that sweeps orphans (a subreaper, see [`host::Subreaper`][host-subreaper]) and must
+    /// For a supervisor that sweeps orphans (a subreaper, see [`host::Subreaper`](https://docs.rs/grouptimeout-cli/latest/grouptimeout_cli/host/struct.Subreaper.html)) and must
     /// leave alone those that are not the job's. The answer is about whatever process `pid` names at the time of
     /// the call: the caller keeps the pid from being reused (an unreaped child of its own, such as an adopted
     /// orphan, is).
@@ -76,7 +71,7 @@ pub trait JobChildExt: sealed::Sealed {
     /// The same in every mode, `false` for:
     /// - a process that has exited (a zombie, a killed member not reaped yet: it runs no more code; on Linux, where
     ///   `/proc` tells);
-    /// - the guard of [`die_with_parent`][die-with-parent], a member of the group (and not of the job's cgroup):
+    /// - the guard of [`die_with_parent`](JobChildExt::die_with_parent), a member of the group (and not of the job's cgroup):
     ///   it is this process's, not the job's;
     /// - a process that is in the leader's group only, once the leader was reaped: the group id may name someone
     ///   else's group by then (a lineage mark or the job's cgroup still count).
@@ -163,12 +158,12 @@ pub trait JobChildExt: sealed::Sealed {
     fn die_with_parent(&mut self) -> io::Result<()>;
 
     /// The pid of the guard process of [`die_with_parent`](JobChildExt::die_with_parent) (or
-    /// [`host::die_with_parent_forked`][host-forked]) while this handle holds it: `None`
+    /// [`host::die_with_parent_forked`](https://docs.rs/grouptimeout-cli/latest/grouptimeout_cli/host/fn.die_with_parent_forked.html)) while this handle holds it: `None`
     /// before, and once a wait, [`Drop`] or a failed start ended it.
     ///
     /// The guard is a child of this process. Code that signals or reaps this process's children by pid must leave it
     /// alone, as it leaves the leader: pass it in `owned`, with [`id`](GroupChild::id), to
-    /// [`host::Subreaper::sweep`][host-sweep] and [`reap_exited`][host-reap-exited]. A guard killed or reaped by
+    /// [`host::Subreaper::sweep`](https://docs.rs/grouptimeout-cli/latest/grouptimeout_cli/host/struct.Subreaper.html#method.sweep) and [`reap_exited`](https://docs.rs/grouptimeout-cli/latest/grouptimeout_cli/host/struct.Subreaper.html#method.reap_exited). A guard killed or reaped by
     /// other code no longer guards the group.
     ///
     #[must_use]

@@ -176,7 +176,7 @@ impl JobCommandExt for Command {
 ///   on), and `guard_id` stays `None`.
 /// - When the command exits and nothing else of the job runs (the cgroup is empty; in reaper mode the keeper has no
 ///   other child), the keeper removes the folder (if there is one), reaps the command and exits as it did: the same
-///   exit code, or the same signal (without a core dump), so [`Outcome`](crate::Outcome) is what `spawn_group`
+///   exit code, or the same signal (without a core dump), so [`Outcome`](grouptimeout::Outcome) is what `spawn_group`
 ///   gives. When something of the job still runs, the keeper tells this process (`SIGCHLD`, as the command's own
 ///   exit would) and keeps the command unreaped until a wait reaps the job: the wait then tells the keeper to end the
 ///   job (or, with `set_kill_leftovers(false)`, to leave it), and the keeper does so, reaps the command and exits as
@@ -225,11 +225,11 @@ impl JobCommandExt for Command {
 ///   it: the folder is then that user's, as a cgroup delegated to it), in reaper mode none, and the command's process
 ///   drops them all before it runs anything of the caller's. Where the keeper cannot keep that capability (the thread
 ///   has `SECBIT_KEEP_CAPS_LOCKED`, or this process lacks `CAP_DAC_OVERRIDE`), the cgroup counts as none, and the
-///   error, or [`GroupChild::fallback_reason`], says so and what to do.
+///   error, or [`JobChildExt::fallback_reason`](crate::JobChildExt::fallback_reason), says so and what to do.
 ///
 /// # Falling back, and saying why
 ///
-/// [`GroupChild::fallback_reason`] lists each mode that was tried and could not be had, with its reason; the tool's
+/// [`JobChildExt::fallback_reason`](crate::JobChildExt::fallback_reason) lists each mode that was tried and could not be had, with its reason; the tool's
 /// `-v` prints it. Besides the cases above: a process limit (`RLIMIT_NPROC`, a pids controller's `pids.max`) that
 /// leaves room for the command but not for a kept job's two more processes (its keeper and a short-lived helper)
 /// makes the keeper modes fail with `EAGAIN`, and the reason names the limit.
@@ -242,7 +242,7 @@ impl JobCommandExt for Command {
 /// leader whose environment carries the mark), after the group itself was signalled (the leader and its group first,
 /// so that no leader runs on while its job dies around it; a `SIGKILL` stops the group with `SIGSTOP` first, and
 /// sends the group's `SIGKILL` once the first pass has killed and recorded the members it found, so that
-/// [`leftovers`](grouptimeout::GroupChild::leftovers) lists them even where init reaps orphans at once), each is opened as a pidfd, checked again through `/proc` after the
+/// [`leftovers`](crate::JobChildExt::leftovers) lists them even where init reaps orphans at once), each is opened as a pidfd, checked again through `/proc` after the
 /// open, and signalled through the pidfd, so a pid reused meanwhile is never signalled; with `SIGKILL` this repeats
 /// until a pass finds none that this kill has not reached already, and then waits for the killed ones to exit (all
 /// of it at most about a second, so a fork storm ends). A nested job keeps the marks of the jobs around it. A scan

@@ -1361,7 +1361,9 @@ fn a_captured_job_keeps_its_containment_and_leftovers() {
         "{pid} not in {:?}",
         captured.leftovers()
     );
-    assert!(common::eventually(Duration::from_secs(10), || common::is_dead(pid)));
+    assert!(common::eventually(Duration::from_secs(10), || {
+        common::is_dead(pid)
+    }));
 }
 
 /// A leader reaped by someone else: `die_with_parent` refuses with `ECHILD` as it is (issue 18.3), as every other

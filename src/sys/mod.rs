@@ -14,6 +14,13 @@
 //!
 //! Where a wrapper says "on Linux", a build with `--cfg grouptimeout_portable` takes the branch of macOS and FreeBSD
 //! instead wherever that branch is plain POSIX, so that Linux runs it too (the README's "Platforms" lists each point).
+// `pub` for `crate::__private::sys` (the sibling crates' reuse of these helpers), which is hidden: the lints for a
+// public API's docs do not apply to it.
+#![allow(
+    clippy::missing_errors_doc,
+    clippy::must_use_candidate,
+    reason = "reached only through the hidden `__private::sys`, documented there"
+)]
 
 use std::io;
 

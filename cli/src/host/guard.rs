@@ -18,7 +18,7 @@ use grouptimeout::GroupChild;
 /// most 65,536), and waits. A job with a keeper (a cgroup of its own or its own reaper, see
 /// [`spawn_contained`](grouptimeout_job::JobCommandExt::spawn_contained)) gets no forked guard: its keeper guards it. For a job
 /// in a cgroup without a keeper (not made by this crate's spawns today) the guard also keeps the job's `cgroup.kill` open, leads a process group of its own instead of joining the command's
-/// (see [`die_with_parent`](grouptimeout::GroupChild::die_with_parent)), and ends the cgroup as the shell guard does:
+/// (see [`die_with_parent`](grouptimeout_job::JobChildExt::die_with_parent)), and ends the cgroup as the shell guard does:
 /// `cgroup.kill`, then the removal of the folder and of the sub-cgroups the job made in it, deepest first, once
 /// they are empty (tried for about 10 s). Since a signal cannot disarm it before it joins its group, this returns right after the
 /// fork, without waiting for the guard to run; if the group has no process left to join by then, the guard exits

@@ -16,7 +16,7 @@
 //!   so that a program builds everywhere, but elsewhere it fails.
 //! - [`signal_child`]: signal one unreaped child of a [`std::process::Child`] by pid.
 //! - [`exit_as_signaled`]: end this process the way a command that died of a signal ended.
-//! - [`die_with_parent_forked`]: [`JobChildExt::die_with_parent`](grouptimeout_job::JobChildExt::die_with_parent)(grouptimeout::GroupChild::die_with_parent) with a forked guard, cheaper in a small process.
+//! - [`die_with_parent_forked`]: [`JobChildExt::die_with_parent`](grouptimeout_job::JobChildExt::die_with_parent) with a forked guard, cheaper in a small process.
 //! - [`Terminal`], [`take_stop`], [`stop_self`] and [`stop_own_group`]: job control at a terminal, as shells do
 //!   it: hand the terminal to the command's group and take it back, notice that the command was stopped (Ctrl-Z),
 //!   and stop along with it.

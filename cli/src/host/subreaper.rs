@@ -23,8 +23,8 @@ use grouptimeout_job::Leftover;
 ///   never with `waitpid(-1)`, and the pids given as `owned` are never reaped.
 /// - Uses one descriptor (the open `/proc/self/task/PID/children`), taken in `new`: it works with every other
 ///   descriptor in use.
-/// - A guard of [`JobChildExt::die_with_parent`](grouptimeout_job::JobChildExt::die_with_parent)(grouptimeout::GroupChild::die_with_parent) (or [`die_with_parent_forked`](super::die_with_parent_forked)) is a child of this process too: pass
-///   [`GroupChild::guard_id`](grouptimeout::GroupChild::guard_id) in `owned`, with the leader's id, and it is neither signalled nor reaped. A sweep that
+/// - A guard of [`JobChildExt::die_with_parent`](grouptimeout_job::JobChildExt::die_with_parent) (or [`die_with_parent_forked`](super::die_with_parent_forked)) is a child of this process too: pass
+///   [`GroupChild::guard_id`](grouptimeout_job::JobChildExt::guard_id) in `owned`, with the leader's id, and it is neither signalled nor reaped. A sweep that
 ///   is not told kills it, and the group no longer dies with this process. (On Linux a guard reaped here anyway is
 ///   never signalled nor waited for by its `GroupChild` again, through its pidfd, even after its pid was reused.)
 ///
@@ -204,7 +204,7 @@ impl Subreaper {
     /// signalled; those of them that have exited are reaped (so that adopted zombies do not pile up), the others are
     /// left running.
     ///
-    /// `matches` tells the command's processes from the others, for instance [`GroupChild::in_job`](grouptimeout::GroupChild::in_job), so that the
+    /// `matches` tells the command's processes from the others, for instance [`GroupChild::in_job`](grouptimeout_job::JobChildExt::in_job), so that the
     /// orphans of a child this process already had (a daemon of a sidecar) are left alone. It is asked about a pid
     /// only while that pid is an unreaped child of this process (so the pid names the process asked about), possibly
     /// several times; it should answer `false` for a process that has exited.

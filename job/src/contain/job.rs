@@ -16,7 +16,7 @@ use super::proc::{lock, Leftover};
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 use super::reaper;
 
-/// Which boundary a job got; see [`JobChildExt::containment`](crate::JobChildExt::containment)(grouptimeout::GroupChild::containment) and the table in [`Contain`](crate::Contain).
+/// Which boundary a job got; see [`JobChildExt::containment`](crate::JobChildExt::containment) and the table in [`Contain`](crate::Contain).
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Containment {

@@ -1,4 +1,4 @@
-//! The guard process behind [`GroupChild::die_with_parent`](grouptimeout::GroupChild::die_with_parent) (whose method is in
+//! The guard process behind [`GroupChild::die_with_parent`](crate::JobChildExt::die_with_parent) (whose method is in
 //! `child/guarded.rs`): the group dies with this process, however it dies (needs the `guard` feature).
 //!
 //! - `process`: the guard process itself, which [`GroupChild`](grouptimeout::GroupChild) holds and ends before the leader
