@@ -199,6 +199,8 @@
 //! [grouptimeout-job]: https://docs.rs/grouptimeout-job
 //! [grouptimeout-cli]: https://docs.rs/grouptimeout-cli
 #![deny(missing_docs)]
+// docs.rs shows which feature an item needs (`--cfg docsrs`, see Cargo.toml).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Pedantic too (CI's clippy runs deny warnings): a finding is fixed, or allowed where it stands with its reason.
 #![warn(clippy::pedantic)]
 
@@ -242,6 +244,7 @@ pub use outcome::Outcome;
 pub use spawn::GroupCommandExt;
 
 #[cfg(all(unix, feature = "capture"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "capture")))]
 pub use capture::Captured;
 
 /// The interface of the sibling crate `grouptimeout-job` (which pins this crate by its exact version): not a public

@@ -7,7 +7,7 @@ use crate::boundary::Job;
 use crate::child::GroupChild;
 
 /// Extends [`std::process::Command`] with [`spawn_group`](GroupCommandExt::spawn_group) (and, with the `capture`
-/// feature, [`output_timeout`](GroupCommandExt::output_timeout)).
+/// feature, `output_timeout`).
 ///
 /// The trait is sealed: it is implemented for [`Command`] only, and no other crate can implement it (its supertrait
 /// is private). So a feature that adds a method (such as `capture`'s `output_timeout`) breaks no one, whichever
@@ -114,6 +114,7 @@ pub trait GroupCommandExt: sealed::Sealed {
     /// # }
     /// ```
     #[cfg(feature = "capture")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "capture")))]
     fn output_timeout(&mut self, timeout: std::time::Duration) -> io::Result<crate::Captured>;
 }
 

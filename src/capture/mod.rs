@@ -101,6 +101,7 @@ pub struct Captured {
     pub(crate) job: Job,
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "capture")))]
 impl GroupChild {
     /// Waits at most `timeout` for the command, reading its standard output and standard error meanwhile; see
     /// [`wait_with_output_deadline`](GroupChild::wait_with_output_deadline).
