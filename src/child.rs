@@ -228,7 +228,7 @@ impl GroupChild {
     ///
     /// # When this process dies
     ///
-    /// `die_with_parent` (feature `guard`) passes this plan on, so that the job follows it when this process dies
+    /// `grouptimeout-job`'s `die_with_parent` passes this plan on, so that the job follows it when this process dies
     /// (`SIGKILL` included): `signal` to the group (then `SIGCONT`, unless it stops), up to `grace`, then `SIGKILL` (to
     /// the whole job); without a grace, `SIGKILL` at once. Call it after this; calling it again passes on a grace set
     /// since. A guard of `die_with_parent` reads the plan from its pipe, and waits up to `grace` for the leader to

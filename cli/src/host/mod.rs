@@ -21,8 +21,9 @@
 //!   it: hand the terminal to the command's group and take it back, notice that the command was stopped (Ctrl-Z),
 //!   and stop along with it.
 //!
-//! Needs the `host` feature (off by default), which also compiles the one function this crate runs before `main`: the
-//! record behind [`sigpipe_was_ignored_at_start`]. A build without it registers nothing before `main`.
+//! It lives in the tool's crate, not in `grouptimeout` or `grouptimeout-job`, because it also holds the one function
+//! that runs before `main`: the record behind [`sigpipe_was_ignored_at_start`]. A program that depends on those two
+//! alone registers nothing before `main` (CI checks it).
 //!
 //! One room per facility: `signals`, `sigpipe`, `subreaper`, `terminal`, `guard`.
 

@@ -1,6 +1,6 @@
 //! The job boundary of [`spawn_contained`](crate::JobCommandExt::spawn_contained): which processes belong to a job
 //! besides its process group, and how they are ended. The [`Contain`](crate::Contain) builder that spawns a job is in
-//! `spawn/contained.rs`, and what a [`GroupChild`](grouptimeout::GroupChild) tells of its job in `child/contained.rs`: this
+//! `spawn.rs`, and what a [`GroupChild`](grouptimeout::GroupChild) tells of its job in `child.rs`: this
 //! room sits below both and imports neither.
 //!
 //! - `cgroup`: a cgroup v2 of the job's own, ended with `cgroup.kill` and removed once empty (Linux).
@@ -8,12 +8,9 @@
 //! - `reaper`: the job's own reaper (its keeper, a child subreaper): its descendants found and signalled (Linux).
 //! - `lineage`: a per-job random mark in the environment, found in `/proc` and checked through a pidfd (Linux).
 //!
-//! - `job`: [`Job`], what [`GroupChild`](grouptimeout::GroupChild) and [`GroupHandle`](grouptimeout::GroupHandle) hold of the
+//! - `job`: [`Job`], what the boundary attached to a [`GroupChild`](grouptimeout::GroupChild) (`child.rs`) holds of the
 //!   boundary.
 //! - `proc`: what the two Linux modes share (`/proc/PID/stat`, signals through checked pidfds).
-//! - `none.rs`: the stand-in for [`Job`] in a build without the `contain` feature (a plain group).
-//!
-//! Needs the `contain` feature (on by default).
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 pub(crate) mod cgroup;
