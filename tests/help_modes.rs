@@ -27,8 +27,9 @@ use std::time::Duration;
 use grouptimeout::GroupCommandExt;
 
 const BIN: &str = env!("CARGO_BIN_EXE_grouptimeout");
-/// No run of the tool may take longer than this (its command ends by itself within a second or two).
-const RUN_LIMIT: Duration = Duration::from_secs(60);
+/// No run of the tool may take longer than this (its command ends by itself within a second or two; its timeout is
+/// 60 s).
+const RUN_LIMIT: Duration = Duration::from_secs(90);
 
 /// A boundary's entry in `--help`: who gets it, and what escapes it.
 #[derive(Debug, Clone, Default)]
