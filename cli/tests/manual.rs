@@ -1,9 +1,11 @@
 //! The tool's manual page (`doc/grouptimeout.1`) and shell completions (`doc/completions/`) against its `--help`:
 //! every option `--help` lists is in each of them, and they name no other, so that none can drift from the tool.
 //! Where the shell (or groff) is installed, the files are also run: the man page renders without a warning, and
-//! the bash and fish completions complete options, signals and the command.
+//! the bash and fish completions complete options, signals and the command. The man page's JOB BOUNDARIES say what
+//! `--help` says (`tests/help_modes.rs` checks `--help`'s claims against the tool's behaviour): the same boundaries,
+//! each for the same callers and with the same escapes.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -232,6 +234,228 @@ fn man_page_names_this_version_and_renders_cleanly() {
             assert!(
                 text.lines().any(|l| l == section),
                 "no section {section}:\n{text}"
+            );
+        }
+    }
+}
+
+/// A boundary's claims: which callers get it, and the words of what escapes it, from a fixed vocabulary (the words
+/// `tests/help_modes.rs` keys on).
+#[derive(Debug, PartialEq, Eq)]
+struct Boundary {
+    callers: BTreeSet<&'static str>,
+    escapes: BTreeSet<&'static str>,
+}
+
+/// The words of a caller (in the text before an entry's first `:`, split at `, or ` and `, and `).
+const CALLERS: [(&str, &str); 5] = [
+    ("as root", "root"),
+    ("delegated", "delegated cgroup"),
+    ("any other user", "any other user"),
+    ("in a container", "root in a container"),
+    ("rlimit_nproc", "RLIMIT_NPROC"),
+];
+
+/// The words of an escape clause (after `escapes:`).
+const ESCAPES: [&str; 9] = [
+    "moved out",
+    "left the group",
+    "environment",
+    "env -i",
+    "setuid",
+    "ssh-agent",
+    "kills the keeper",
+    "lineage",
+    "nothing",
+];
+
+/// The claims of one entry's text (`WHO: WHAT. Escapes: CLAUSE`, any case).
+fn boundary(text: &str) -> Boundary {
+    let text = text.to_lowercase();
+    let (who, rest) = text.split_once(':').unwrap_or((&text, ""));
+    let clause = rest.split_once("escapes:").map_or("", |(_, c)| c);
+    let parts: Vec<String> = who
+        .replace(", and ", ", or ")
+        .split(", or ")
+        .map(|p| p.trim().to_string())
+        .collect();
+    let callers = CALLERS
+        .iter()
+        .filter(|(word, _)| {
+            parts.iter().any(|p| match *word {
+                "as root" => p == "as root",
+                _ => p.contains(word),
+            })
+        })
+        .map(|&(_, kind)| kind)
+        .collect();
+    let escapes = ESCAPES.into_iter().filter(|w| clause.contains(w)).collect();
+    Boundary { callers, escapes }
+}
+
+/// `--help`'s boundaries: its lines `  MODE  TEXT` (MODE a lowercase word), with the deeper indented lines after
+/// each; and the rest of that paragraph (from the line before the first entry to the blank line after the last).
+fn help_boundaries() -> (BTreeMap<String, Boundary>, String) {
+    let help = output(BIN, &["--help"]);
+    let lines: Vec<&str> = help.lines().collect();
+    let mut entries: Vec<(String, String)> = Vec::new();
+    let mut rest = String::new();
+    let mut open = false;
+    for (i, line) in lines.iter().enumerate() {
+        let indent = line.len() - line.trim_start().len();
+        let first = line.split_whitespace().next().unwrap_or_default();
+        if indent == 2
+            && first.chars().all(|c| c.is_ascii_lowercase())
+            && line[2 + first.len()..].starts_with("  ")
+        {
+            if entries.is_empty() && i > 0 {
+                // The lines of the paragraph before the list.
+                let start = lines[..i]
+                    .iter()
+                    .rposition(|l| l.is_empty())
+                    .map_or(0, |b| b + 1);
+                rest.push_str(&lines[start..i].join(" "));
+            }
+            entries.push((first.to_string(), line[2 + first.len()..].to_string()));
+            open = true;
+        } else if open && indent > 2 {
+            let last = entries.last_mut().unwrap();
+            last.1.push(' ');
+            last.1.push_str(line.trim());
+        } else if open && !line.is_empty() {
+            // The lines after the list, up to the blank line.
+            let end = lines[i..]
+                .iter()
+                .position(|l| l.is_empty())
+                .map_or(lines.len(), |e| i + e);
+            rest.push(' ');
+            rest.push_str(&lines[i..end].join(" "));
+            break;
+        } else {
+            open = false;
+        }
+    }
+    let entries = entries
+        .into_iter()
+        .map(|(mode, text)| (mode, boundary(&text)))
+        .collect();
+    (entries, rest)
+}
+
+/// A man page line as plain text: a font macro (`.B`, `.BR`, ...) by its words (joined without spaces where it
+/// alternates fonts), escapes (`\fB`, `\-`) removed; other requests give nothing.
+fn roff_text(line: &str) -> String {
+    let plain = |s: &str| {
+        s.replace("\\fB", "")
+            .replace("\\fR", "")
+            .replace("\\fI", "")
+            .replace("\\-", "-")
+    };
+    let Some(request) = line.strip_prefix('.') else {
+        return plain(line);
+    };
+    let (name, args) = request.split_once(' ').unwrap_or((request, ""));
+    let mut words = Vec::new();
+    let mut quoted = false;
+    let mut word = String::new();
+    for c in args.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            ' ' if !quoted => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            _ => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    match name {
+        "B" | "I" => plain(&words.join(" ")),
+        "BR" | "RB" | "IR" | "RI" | "BI" | "IB" => plain(&words.concat()),
+        _ => String::new(),
+    }
+}
+
+/// The man page's JOB BOUNDARIES: its `.TP` entries (the tag `.B MODE`, then the text up to the next `.TP`, `.PP`
+/// or `.SH`), and the rest of the section's text.
+fn man_boundaries(page: &str) -> (BTreeMap<String, Boundary>, String) {
+    let section: Vec<&str> = page
+        .lines()
+        .skip_while(|l| *l != ".SH \"JOB BOUNDARIES\"")
+        .skip(1)
+        .take_while(|l| !l.starts_with(".SH"))
+        .collect();
+    assert!(
+        !section.is_empty(),
+        "the man page has no section JOB BOUNDARIES"
+    );
+    let mut entries: Vec<(String, String)> = Vec::new();
+    let mut rest = String::new();
+    let mut in_entry = false;
+    let mut tag = false;
+    for line in section {
+        if tag {
+            let mode = line.strip_prefix(".B ").expect("a .TP tag .B MODE");
+            entries.push((mode.to_string(), String::new()));
+            tag = false;
+            in_entry = true;
+        } else if line == ".TP" {
+            tag = true;
+        } else if line == ".PP" {
+            in_entry = false;
+        } else {
+            let into = if in_entry {
+                &mut entries.last_mut().unwrap().1
+            } else {
+                &mut rest
+            };
+            into.push(' ');
+            into.push_str(&roff_text(line));
+        }
+    }
+    let entries = entries
+        .into_iter()
+        .map(|(mode, text)| (mode, boundary(&text)))
+        .collect();
+    (entries, rest)
+}
+
+#[test]
+fn man_page_says_what_help_says_of_the_job_boundaries() {
+    let (help, help_rest) = help_boundaries();
+    // The parse itself is checked: a change that lost the list would compare empty maps.
+    assert_eq!(
+        help.keys().collect::<Vec<_>>(),
+        ["cgroup", "lineage", "reaper"]
+    );
+    for (mode, claims) in &help {
+        assert!(
+            !claims.callers.is_empty() && !claims.escapes.is_empty(),
+            "--help's {mode}: no caller, or nothing said of what escapes: {claims:?}"
+        );
+    }
+    let (man, man_rest) = man_boundaries(&file("doc/grouptimeout.1"));
+    assert_eq!(
+        man, help,
+        "the man page's JOB BOUNDARIES (left) do not say what --help says (right)"
+    );
+    // The sentences around the list: what -v says, --foreground, and the other systems.
+    for words in [
+        "-v",
+        "why, when it is not the cgroup",
+        "Elsewhere",
+        "only the group is reached",
+        "--foreground",
+        "every orphan",
+    ] {
+        for (name, text) in [("--help", &help_rest), ("the man page", &man_rest)] {
+            let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(
+                flat.contains(words),
+                "{name} lacks {words:?} around its boundaries: {flat}"
             );
         }
     }

@@ -89,13 +89,19 @@ const HELP_AFTER_NAME: &str = " [OPTION]... DURATION COMMAND [ARG]...
 Run COMMAND as the leader of a new process group; if it still runs after
 DURATION, send it SIGNAL. On exit, nothing COMMAND started is left running.
 
-What COMMAND starts is found, on Linux, in a cgroup made for it (cgroup v2,
-where grouptimeout may make one: as root, or in a delegated cgroup), else
-below a keeper process that adopts every orphan of the job (any user, also
-in containers), else by its group and a mark in its processes' environment
-(a process that left the group and cleared its environment escapes); -v says
-which, and why, when it is not the cgroup. Elsewhere only its group is
-reached; with --foreground (no group), on Linux, every orphan it leaves.
+On Linux, what COMMAND starts is found within one of these job boundaries
+(-v names the one it got, and why, when it is not the cgroup):
+  cgroup   as root, or in a delegated cgroup v2: a cgroup made for the job;
+           escapes: only a process moved out of it (as root may do)
+  reaper   as any other user, and as root in a container: a keeper process
+           that adopts every orphan of the job; escapes: if the job kills
+           the keeper, what lineage misses
+  lineage  where no keeper can be started (say RLIMIT_NPROC is reached): the
+           group and a mark in the environment of its processes; escapes: a
+           process that left the group and cleared or hid its environment
+           (env -i; setuid programs, ssh-agent)
+Elsewhere only the group is reached; with --foreground (no group), on Linux,
+every orphan COMMAND leaves, once it exits.
 
   -s, --signal=SIGNAL      signal to send on timeout (default TERM): a name
                              like HUP, SIGTERM or RTMIN+2, or a number
