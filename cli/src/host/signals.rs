@@ -84,7 +84,7 @@ impl Signals {
         if INSTALLED.swap(true, Ordering::SeqCst) {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
-                "a grouptimeout::host::Signals is already installed in this process",
+                "a grouptimeout_cli::host::Signals is already installed in this process",
             ));
         }
         let mut installed = Signals {

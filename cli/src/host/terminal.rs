@@ -25,7 +25,8 @@ use grouptimeout::GroupChild;
 ///
 /// ```no_run
 /// use std::process::Command;
-/// use grouptimeout::{host::Terminal, GroupCommandExt};
+/// use grouptimeout::GroupCommandExt;
+/// use grouptimeout_cli::host::Terminal;
 ///
 /// # fn main() -> std::io::Result<()> {
 /// // Only a foreground job may hand the terminal on: in the background it belongs to someone else.
