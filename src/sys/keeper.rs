@@ -46,6 +46,23 @@
 //! shared with this process through one anonymous page; `M`'s and `L`'s own, shared between them on x86-64, which
 //! `M` only reads and writes once `L` is gone from it), no allocation, no lock. This process talks to `M` only
 //! through that page and `SIGCONT`.
+//!
+//! Where the `unsafe` is: every system call `M` and `L` make goes through a safe wrapper of `calls` (one `SAFETY`
+//! argument each); the logic (`start`, `kept`, `keep`, `end_job`, `give_grace`, `reap_adopted`, `end_adopted`,
+//! `remove_below`, `shed_memory`'s reading) has no `unsafe` of its own. The rest is special and argued where it
+//! stands: the `pre_exec` hook itself (`arm_keeper`: it never returns in `M`), the clone of `L` and its return path
+//! (`make_command`, `clone_here`), the group helper that shares `M`'s memory and errno (`make_group`), the shared
+//! page (`SharedPage`, `shared`), and the unmapping (`shed_memory`: its risk is bounded, since `M` is a process of
+//! its own: a mistake kills `M`, and through `PR_SET_PDEATHSIG` the command, never this process's memory; the one
+//! page shared with this process is never unmapped). Before the fork: `static_tls_span`.
+//!
+//! No panic after the fork: a panic in `M` or `L` would unwind out of the hook into std's code and then the
+//! caller's, running on in a copy of this process, instead of the job's orderly end; so none is reachable there. The code after the fork indexes no slice (`get`, `split`,
+//! `strip_suffix` and iterators instead; the one `copy_within` is guarded by the check before it), unwraps nothing
+//! (`unwrap_or`, `ok()?`), and its arithmetic cannot overflow: sums of a buffer's offsets and lengths (at most a
+//! few KiB), counts of children, a page size that is never 0 (`Plan::page_size`) with saturating products, times
+//! in `Duration` with saturating sums, and `calls::monotonic`, whose nanoseconds are clamped below a second so
+//! that `Duration::new` has no carry; the rest says why where it stands (`close_all_but`, `nap_for`, `failed`).
 
 use std::ffi::CStr;
 use std::io;
@@ -831,10 +848,24 @@ pub(crate) fn arm_keeper(
     };
     let armed = Arc::new(AtomicBool::new(true));
     let hook = Arc::clone(&armed);
-    // SAFETY: the hook runs in the forked child before exec. It makes only system calls that are async-signal-safe
-    // (`keep` below, whose every block says so), reads memory the fork copied (`plan`), and writes only to the shared
-    // page through atomics; it allocates nothing and takes no lock. While armed, the page is mapped (the caller keeps
-    // it past the spawn).
+    // SAFETY: `pre_exec` asks that the hook be async-signal-safe: std runs it in the child it forked (with libc's
+    // `fork`, so after any `pthread_atfork` child handlers of this program's libraries), a copy of this process of
+    // which only the forking thread goes on, where a lock another thread held stays held. The hook (`start`, then
+    // `kept` and `keep` in the keeper) makes system calls only through `calls` (each async-signal-safe, see there) and
+    // the few special blocks, reads only memory the fork copied (`plan`, copied into the closure and then onto the
+    // keeper's own stack) and the shared page (atomics only), and allocates nothing, frees nothing, takes no lock, uses
+    // no Rust thread-local; no panic can be reached in it (see the module docs, "No panic after the fork"). While
+    // armed, the page is mapped (the caller keeps it past the spawn).
+    //
+    // The hook returns in two cases only, as std expects: `Ok` in the command's process (`L`: std applies the rest of
+    // the `Command` and execs), or an error in the forked child when the command's process could not be made (std
+    // passes its OS error code to this process through its close-on-exec error pipe and reaps the child; the code is
+    // `KEEPER_FAILED` plus the errno, see `KeeperHook::keeper_error`). In the keeper (`M`), once `L` exists, it never
+    // returns: `M` goes on in `kept` (on a stack of its own on x86-64) and ends in `_exit`, without unwinding: std's
+    // frames above the hook, and what they own (the `Command`, this closure, the error pipe's ends, which `M` closes
+    // by number), are never returned to and never dropped there, as after any call that does not return. Nothing in
+    // this process depends on `M` returning: std's parent side only reads the pipe (end of file once `L` has exec'd
+    // and `M` closed its copy) and, on an error, waits for `M`'s exit.
     unsafe {
         command.pre_exec(move || {
             if !hook.load(Ordering::SeqCst) {
@@ -852,8 +883,10 @@ fn failed(errno: i32) -> io::Error {
 }
 
 fn shared(plan: &Plan) -> &Shared {
-    // SAFETY: the page mapped by `SharedPage::new`, which the caller keeps mapped past the spawn (and a fork keeps
-    // the mapping); it holds only atomics.
+    // SAFETY: the page mapped by `SharedPage::new` (`MAP_SHARED`, page-aligned, zero-filled), which the caller keeps
+    // mapped past the spawn; a fork keeps the mapping, and `shed_memory` never unmaps it (it is not private); the
+    // command's process loses it at its `exec`. It holds only a `Shared`, whose atomics are valid for every bit
+    // pattern and may be shared with another process: each side only loads, stores and swaps them.
     unsafe { &*(plan.page as *const Shared) }
 }
 
@@ -1291,8 +1324,10 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<Made, i32> {
     const STACK: usize = 256 * 1024;
     const HELPER_STACK: usize = 4 * PAGE;
     extern "C" fn entry(pid: libc::c_long, ctx: *const Ctx) -> ! {
-        // SAFETY: `ctx` points to the copy at the top of the keeper's own stack (below), which lives as long as the
-        // keeper, and no one else writes it.
+        // SAFETY: `ctx` points to the copy at the top of the keeper's own stack (below), written before the clone,
+        // which lives as long as the keeper (never unmapped: `shed_memory` keeps the pages near this stack) and which
+        // no one else writes (the command's process, while it shared our memory, ran on the old stack and had no
+        // pointer to this one).
         let ctx = unsafe { &*ctx };
         kept(ctx, libc::pid_t::try_from(pid).unwrap_or(0))
     }
@@ -1307,7 +1342,8 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<Made, i32> {
     // The context at the top, the stack below it (16-byte aligned, as the ABI wants at a call).
     let at = (end - std::mem::size_of::<Ctx>()) & !15;
     let copy = at as *mut Ctx;
-    // SAFETY: `copy` is inside the mapping, aligned (16 bytes), and nothing else uses that memory.
+    // SAFETY: `copy` is inside the mapping (`Ctx` is far smaller than the keeper's stack), aligned (16 bytes, more
+    // than `Ctx` needs), and nothing else uses that memory (the helper runs at its bottom, below `STACK`).
     unsafe {
         copy.write(Ctx {
             plan: *plan,
@@ -1384,16 +1420,28 @@ unsafe fn clone_here(
     keeper: extern "C" fn(libc::c_long, *const Ctx) -> !,
 ) -> libc::c_long {
     let ret: libc::c_long;
-    // SAFETY: the caller's contract. Without a stack of its own the child goes on with this stack pointer and every
-    // register as they are, and returns 0 through the normal end of this block, this function and its caller (their
-    // frames, return addresses included, are on this stack, which this process no longer touches): it runs on this
-    // stack while this process sleeps (CLONE_VFORK) until the child execs or exits. This process (a positive return)
-    // never comes back to this stack, which the child overwrites: it switches to the
-    // stack at `top` (16-byte aligned) and calls `keeper`, which never returns, with its pid and `ctx`. An error
-    // (negative) returns as the child does, and made no process. `clone3` reads two arguments (rdi: its
-    // clone_args, rsi: their size) and ignores the rest; `clone` reads five (rdi: flags, rsi: the new stack, rdx and
-    // r10: where to write the thread ids, r8: the TLS), all 0 but the flags, so it writes no id and sets no TLS. rcx
-    // and r11 are clobbered by `syscall`.
+    // SAFETY: the caller's contract. The whole argument, since no other comment holds it:
+    //
+    // - Two paths leave the `syscall`. The child (rax 0) and a failed call (rax negative, no process made) jump to
+    //   `2:` and leave the block normally, with `ret` in rax, every other register as it was but rcx and r11 (which
+    //   `syscall` clobbers, declared), and rsp unchanged: to the compiler, an ordinary end of the block. Only this
+    //   process, once the child exists (rax positive), takes the other path, which never leaves the block: it loads
+    //   rsp with `top`, calls `keeper` (pid in rdi, `ctx` in rsi, as the C ABI wants) and never returns (`ud2` traps
+    //   if it did). `top` is 16-byte aligned, so the call is made with rsp aligned as the ABI wants.
+    // - The child shares this memory (CLONE_VM) and has no stack of its own: it goes on with this stack pointer,
+    //   returns 0 through the end of this function, `make_command`, `start` and the hook into std, and runs std's
+    //   code on this stack until its `exec`. This process sleeps meanwhile (CLONE_VFORK: the kernel wakes it only
+    //   when the child has exec'd or exited, and so left this address space), so the two never run on this memory at
+    //   the same time. Once awake, this process never comes back to this stack, whose frames the child overwrote: it
+    //   runs on the stack at `top` and reads only `ctx` (written there before the call, out of the child's reach),
+    //   the shared page and its own new frames. The child also shares this thread's TLS (no CLONE_SETTLS: its errno
+    //   is ours), which this process reads only after its own calls, once the child is gone.
+    // - The compiler's view: the block is not `noreturn` (the child and an error do return), and it may use the stack
+    //   (no `nostack`: no red zone is live across it). The registers the child returns with are those the compiler
+    //   expects after the block, since the kernel copies them all to the child.
+    // - The calls' arguments: `clone3` reads two (rdi: its clone_args, rsi: their size) and ignores the rest; `clone`
+    //   reads five (rdi: flags, rsi: the new stack, rdx and r10: where to write the thread ids, r8: the TLS), all 0
+    //   but the flags, so it writes no id and sets no TLS; neither is given a stack for the child (the contract).
     unsafe {
         std::arch::asm!(
             "syscall",
@@ -1522,9 +1570,10 @@ fn remove_folder(plan: &Plan, fd: RawFd) {
     }
 }
 
+/// The group helper's whole life: a group of its own (0), or -1 (its exit status then 255; cannot happen: a child
+/// that is no session leader may always make its own group).
 extern "C" fn own_group(_: *mut libc::c_void) -> libc::c_int {
-    // SAFETY: setpgid with integer arguments (a raw system call in glibc and musl).
-    unsafe { libc::setpgid(0, 0) }
+    calls::setpgid(0, 0).map_or(-1, |()| 0)
 }
 
 /// A group for this process (the leader of the command's group-to-be) to move to once the command exists: a child
@@ -1541,8 +1590,18 @@ fn make_group(stack: Option<usize>) -> Result<libc::pid_t, i32> {
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
         ),
     };
-    // SAFETY: the child runs `own_group` on the stack below `top` (the wrapper aligns it), sharing our memory, and
-    // touches nothing else but errno; clone's wrapper is async-signal-safe.
+    // SAFETY: the helper shares this process's memory (CLONE_VM) and, since it is given no TLS of its own (no
+    // CLONE_SETTLS), its thread pointer, hence its errno; the kernel gives it no `rseq` area (cleared for a CLONE_VM
+    // child). It runs `own_group` on the stack below `top` (libc's wrapper aligns it; the function reads no
+    // argument), which it uses alone: on x86-64 the bottom of the keeper's new mapping, below the keeper's stack and
+    // above a guard page, untouched by anyone else, and never unmapped while the helper may run (`keep` sheds memory
+    // only once it reaped the helper; a failed spawn unmaps it only after reaping it); elsewhere `own`, in this frame,
+    // while this process sleeps (CLONE_VFORK) until the helper exits. `own_group` makes one system call through
+    // `calls` (no allocation, no lock), and writes nothing but its stack and, if its `setpgid` failed, the shared
+    // errno; it cannot fail (a process that is no session leader may always make a group of its own), so no errno
+    // that this process, or the command's process that shares its memory on x86-64, reads is ever the helper's. The
+    // wrapper is async-signal-safe, and ends the helper with the function's return value as its exit status (an
+    // `exit` system call: no `atexit`, nothing of this process's state).
     let child = unsafe { libc::clone(own_group, top, flags, std::ptr::null_mut()) };
     if child < 0 {
         return Err(errno());
