@@ -48,6 +48,24 @@ fn reaper() -> Contain {
     contain
 }
 
+/// Spawns the command `make` gives in reaper mode, on a thread of its own: its result, or a panic that says `what` if
+/// the spawn has not returned within 10 s (a spawn that std no longer ends as the keeper expects would hang).
+fn spawn_within(
+    what: &'static str,
+    make: impl FnOnce() -> Command + Send + 'static,
+) -> io::Result<GroupChild> {
+    let (sent, spawned) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = sent.send(reaper().spawn(&mut make()));
+    });
+    match spawned.recv_timeout(Duration::from_secs(10)) {
+        Ok(spawned) => spawned,
+        Err(timeout) => panic!(
+            "std assumption broken ({timeout}): Command::spawn did not return within 10 s: {what}"
+        ),
+    }
+}
+
 /// The children of this process (every thread's), alive or not yet reaped.
 fn our_children() -> Vec<u32> {
     let mut children = Vec::new();
@@ -115,25 +133,33 @@ fn a_keeper_that_cannot_start_the_command_fails_the_spawn_with_its_own_error() {
         if as_nobody && !root {
             break;
         }
-        let mut command = Command::new("/bin/sh");
-        command.arg("-c").arg("exit 0");
-        if as_nobody {
-            command.uid(65534).gid(65534);
-        }
-        // SAFETY: setrlimit with a struct that lives across the call: async-signal-safe.
-        unsafe {
-            command.pre_exec(|| {
-                let none = libc::rlimit {
-                    rlim_cur: 0,
-                    rlim_max: 0,
-                };
-                if libc::setrlimit(libc::RLIMIT_NPROC, &raw const none) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            })
+        let make = move || {
+            let mut command = Command::new("/bin/sh");
+            command.arg("-c").arg("exit 0");
+            if as_nobody {
+                command.uid(65534).gid(65534);
+            }
+            // SAFETY: setrlimit with a struct that lives across the call: async-signal-safe.
+            unsafe {
+                command.pre_exec(|| {
+                    let none = libc::rlimit {
+                        rlim_cur: 0,
+                        rlim_max: 0,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NPROC, &raw const none) != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                    Ok(())
+                })
+            };
+            command
         };
-        match reaper().spawn(&mut command) {
+        let spawned = spawn_within(
+            "std reads a pre_exec hook's error from its close-on-exec pipe and then waits for the process it \
+             forked (the keeper, which exits at once when it could not start the command)",
+            make,
+        );
+        match spawned {
             // Not held to the limit (root, or CAP_SYS_RESOURCE): the keeper started the command.
             Ok(mut child) => {
                 child.wait().expect("the job ends");
@@ -167,22 +193,18 @@ fn a_keeper_that_cannot_start_the_command_fails_the_spawn_with_its_own_error() {
 #[test]
 fn the_spawn_returns_once_the_command_execs_though_the_keeper_never_returns() {
     let _one = one_at_a_time();
-    let (sent, spawned) = mpsc::channel();
-    thread::spawn(move || {
-        let mut command = Command::new("/bin/sleep");
-        command.arg("20");
-        let _ = sent.send(reaper().spawn(&mut command));
-    });
-    let mut child: GroupChild = match spawned.recv_timeout(Duration::from_secs(10)) {
-        Ok(spawned) => spawned.expect("a reaper job spawns"),
-        Err(timeout) => panic!(
-            "std assumption broken ({timeout}): Command::spawn did not return within 10 s while the command (sleep 20) runs \
-             under its keeper: std's spawn no longer returns once the forked child's copies of its close-on-exec \
-             error pipe are closed (the command's at its exec, the keeper's by close_all_but in \
-             src/sys/keeper.rs), or it now waits for the forked process itself (the keeper, which never returns \
-             from its pre_exec hook)"
-        ),
-    };
+    let mut child = spawn_within(
+        "the command (sleep 20) runs under its keeper, but std's spawn no longer returns once the forked child's \
+         copies of its close-on-exec error pipe are closed (the command's at its exec, the keeper's by close_all_but \
+         in src/sys/keeper.rs), or it now waits for the forked process itself (the keeper, which never returns from \
+         its pre_exec hook)",
+        || {
+            let mut command = Command::new("/bin/sleep");
+            command.arg("20");
+            command
+        },
+    )
+    .expect("a reaper job spawns");
     let keeper = child.id();
     let command = child.command_id();
     let running = state_and_group(command).is_some_and(|(state, _)| state != 'Z')
@@ -203,8 +225,12 @@ fn the_spawn_returns_once_the_command_execs_though_the_keeper_never_returns() {
 #[test]
 fn a_failed_exec_under_a_keeper_is_the_spawns_error_and_std_reaps_the_keeper() {
     let _one = one_at_a_time();
-    let mut command = Command::new("/nonexistent/keeper_std/program");
-    let got = reaper().spawn(&mut command);
+    let got = spawn_within(
+        "after the command's failed exec, std reads its errno from the close-on-exec pipe and then waits for the \
+         process it forked (the keeper, which exits at once when the command failed its exec before the spawn \
+         returned)",
+        || Command::new("/nonexistent/keeper_std/program"),
+    );
     let code = got.as_ref().err().and_then(io::Error::raw_os_error);
     if let Ok(mut child) = got {
         let _ = child.kill();
