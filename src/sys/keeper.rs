@@ -234,12 +234,10 @@ mod calls {
         // SAFETY: `info` lives across the call; zeroed, possibly filled in: every bit pattern is a valid siginfo_t,
         // and `si_pid` and `si_status` read integers inside it (0 without a report).
         unsafe {
-            let rc = libc::waitid(idtype, id, info.as_mut_ptr(), flags);
-            let e = errno();
-            let info = info.assume_init();
-            if rc != 0 {
-                return Err(e);
+            if libc::waitid(idtype, id, info.as_mut_ptr(), flags) != 0 {
+                return Err(errno());
             }
+            let info = info.assume_init();
             Ok(Report {
                 pid: info.si_pid(),
                 code: info.si_code,
