@@ -840,7 +840,7 @@ pub(crate) fn arm_keeper(
         uid: calls::getuid(),
         folder: folder.map(path_bytes).transpose()?,
         page: page.addr,
-        // Never 0 (`shed` divides by it).
+        // Never 0 (`kept_apart` divides by it).
         page_size: calls::page_size().filter(|&size| size > 0).unwrap_or(PAGE),
         tls_span: static_tls_span(),
     };
