@@ -42,7 +42,7 @@
 //!
 //! All `unsafe` is in the private module `sys` (the keeper, the boundary's Linux calls, the forked guard); the
 //! README's "Auditing" table counts it per file.
-#![doc = include_str!("../../doc/keeper.md")]
+#![doc = include_str!("../doc/keeper.md")]
 #![deny(missing_docs)]
 #![warn(clippy::pedantic)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -46,10 +46,26 @@
 //! shared with this process through one anonymous page; `M`'s and `L`'s own, shared between them on x86-64, which
 //! `M` only reads and writes once `L` is gone from it), no allocation, no lock. This process talks to `M` only
 //! through that page and `SIGCONT`.
+//!
+//! Where the `unsafe` is: every system call `M` and `L` make goes through a safe wrapper of `calls` (one `SAFETY`
+//! argument each); the logic (`start`, `kept`, `keep`, `end_job`, `give_grace`, `reap_adopted`, `end_adopted`,
+//! `remove_below`, `shed_memory`'s reading) has no `unsafe` of its own. The rest is special and argued where it
+//! stands: the `pre_exec` hook itself (`arm_keeper`: it never returns in `M`), the clone of `L` and its return path
+//! (`make_command`, `clone_here`), the group helper that shares `M`'s memory and errno (`make_group`), the shared
+//! page (`SharedPage`, `shared`), and the unmapping (`shed_memory`: its risk is bounded, since `M` is a process of
+//! its own: a mistake kills `M`, and through `PR_SET_PDEATHSIG` the command, never this process's memory; the one
+//! page shared with this process is never unmapped). Before the fork: `static_tls_span`.
+//!
+//! No panic after the fork: a panic in `M` or `L` would unwind out of the hook into std's code and then the
+//! caller's, running on in a copy of this process, instead of the job's orderly end; so none is reachable there. The code after the fork indexes no slice (`get`, `split`,
+//! `strip_suffix` and iterators instead; the one `copy_within` is guarded by the check before it), unwraps nothing
+//! (`unwrap_or`, `ok()?`), and its arithmetic cannot overflow: sums of a buffer's offsets and lengths (at most a
+//! few KiB), counts of children, a page size that is never 0 (`Plan::page_size`) with saturating products, times
+//! in `Duration` with saturating sums, and `calls::monotonic`, whose nanoseconds are clamped below a second so
+//! that `Duration::new` has no carry; the rest says why where it stands (`close_all_but`, `nap_for`, `failed`).
 
 use std::ffi::CStr;
 use std::io;
-use std::mem::MaybeUninit;
 use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::process::CommandExt as _;
@@ -58,7 +74,449 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
-use super::cvt;
+use self::calls::errno;
+
+/// The system calls of the keeper, each behind a safe wrapper: the only `unsafe` that the keeper's logic (`start`,
+/// `kept`, `keep`, `end_job`, `give_grace`, `reap_adopted`, `end_adopted`, `remove_below`, `shed_memory`, ...) reaches,
+/// but for the few blocks that are special and say so where they stand (the clone of the command's process and its
+/// return path, the group helper that shares the keeper's memory, the shared page, the unmapping).
+///
+/// Every wrapper here is async-signal-safe, so it may run in the forked child (`M`, and `L` before it returns from
+/// the `pre_exec` hook) of a process that had other threads: each is one system call (through libc's thin wrapper
+/// or `syscall(2)`), or a libc function that POSIX lists as async-signal-safe (`sigfillset`, `sigemptyset`,
+/// `sigaddset`, `signal`), or reads this thread's own state (`pthread_self`, `__errno_location`); none allocates or
+/// takes a lock. Each takes only references or integers, so that no call of it can hand the kernel memory that is not
+/// the caller's to write: this is the whole of its `SAFETY` argument. A failure is the call's errno (`Err`), read at
+/// once after it.
+mod calls {
+    use std::ffi::CStr;
+    use std::mem::MaybeUninit;
+    use std::os::fd::RawFd;
+    use std::time::Duration;
+
+    #[cfg(not(target_arch = "x86_64"))]
+    use super::CloneArgs;
+    use super::{CapData, CapHeader};
+
+    /// This thread's errno (`EIO` if it holds none).
+    pub(super) fn errno() -> i32 {
+        std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+    }
+
+    /// A call's result: `Ok` unless it is negative (-1 and errno, the C convention), then the errno.
+    fn check<T: Copy + Default + PartialOrd>(ret: T) -> Result<T, i32> {
+        if ret < T::default() {
+            Err(errno())
+        } else {
+            Ok(ret)
+        }
+    }
+
+    pub(super) fn getpid() -> libc::pid_t {
+        // SAFETY: getpid has no preconditions.
+        unsafe { libc::getpid() }
+    }
+
+    pub(super) fn getppid() -> libc::pid_t {
+        // SAFETY: getppid has no preconditions.
+        unsafe { libc::getppid() }
+    }
+
+    pub(super) fn getuid() -> libc::uid_t {
+        // SAFETY: getuid has no preconditions.
+        unsafe { libc::getuid() }
+    }
+
+    /// This system's page size (`sysconf(_SC_PAGESIZE)`; not needed after the fork).
+    pub(super) fn page_size() -> Option<usize> {
+        // SAFETY: sysconf with an integer argument.
+        usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok()
+    }
+
+    /// `prctl(option, arg, 0, 0, 0)`, for the options that take integers only: the call's result.
+    pub(super) fn prctl(option: libc::c_int, arg: libc::c_ulong) -> Result<libc::c_int, i32> {
+        // SAFETY: prctl with integer arguments (the callers' options read no memory through them).
+        check(unsafe { libc::prctl(option, arg, 0, 0, 0) })
+    }
+
+    /// This process's name (`PR_SET_NAME`: the kernel reads at most 16 bytes, and stops at the NUL).
+    pub(super) fn set_name(name: &CStr) {
+        // SAFETY: PR_SET_NAME reads a NUL-terminated string, which `name` is, for the call's length.
+        unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
+    }
+
+    /// Whether this thread has a shadow stack enabled (`false` where the kernel knows none).
+    pub(super) fn shadow_stack() -> bool {
+        let mut features: u64 = 0;
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: arch_prctl(ARCH_SHSTK_STATUS) writes a u64 of features to the address given, which lives across the
+        // call; a kernel without it fails with EINVAL and writes nothing.
+        let asked = unsafe { libc::syscall(libc::SYS_arch_prctl, 0x5005, &raw mut features) };
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: prctl(PR_GET_SHADOW_STACK_STATUS) writes a u64 of flags to the address given, which lives across
+        // the call; a kernel without it fails with EINVAL and writes nothing.
+        let asked = libc::c_long::from(unsafe { libc::prctl(74, &raw mut features, 0, 0, 0) });
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        let asked: libc::c_long = -1;
+        asked == 0 && features & 1 != 0
+    }
+
+    /// The set of every signal.
+    pub(super) fn full_set() -> libc::sigset_t {
+        let mut set = MaybeUninit::<libc::sigset_t>::zeroed();
+        // SAFETY: sigfillset initialises the set it is given, which lives across the call; then zeroed and filled.
+        unsafe {
+            libc::sigfillset(set.as_mut_ptr());
+            set.assume_init()
+        }
+    }
+
+    /// The set of `signal` alone.
+    pub(super) fn only(signal: libc::c_int) -> libc::sigset_t {
+        let mut set = MaybeUninit::<libc::sigset_t>::zeroed();
+        // SAFETY: sigemptyset and sigaddset write the set they are given, which lives across the calls (sigaddset
+        // checks the signal's number); zeroed, then emptied.
+        unsafe {
+            libc::sigemptyset(set.as_mut_ptr());
+            libc::sigaddset(set.as_mut_ptr(), signal);
+            set.assume_init()
+        }
+    }
+
+    /// `sigprocmask(how, set, old)`.
+    pub(super) fn set_mask(
+        how: libc::c_int,
+        set: &libc::sigset_t,
+        old: Option<&mut libc::sigset_t>,
+    ) {
+        let old = old.map_or(std::ptr::null_mut(), std::ptr::from_mut);
+        // SAFETY: both pointers are valid (or null for `old`) for the call; sigprocmask is async-signal-safe.
+        unsafe { libc::sigprocmask(how, set, old) };
+    }
+
+    /// Takes a pending signal of `set` (which must be blocked), or waits for one, no longer than `timeout` (if any):
+    /// its number and its `si_code`.
+    pub(super) fn sigtimedwait(
+        set: &libc::sigset_t,
+        timeout: Option<&libc::timespec>,
+    ) -> Result<(libc::c_int, libc::c_int), i32> {
+        let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+        let timeout = timeout.map_or(std::ptr::null(), std::ptr::from_ref);
+        // SAFETY: `set`, `info` and `timeout` (or null) live across the call; `info` is zeroed, possibly filled in:
+        // every bit pattern is a valid siginfo_t (integers).
+        let (signal, info) = unsafe {
+            (
+                libc::sigtimedwait(set, info.as_mut_ptr(), timeout),
+                info.assume_init(),
+            )
+        };
+        check(signal).map(|signal| (signal, info.si_code))
+    }
+
+    /// What `waitid` reports of a child: its pid (0: no child had a report, with `WNOHANG`), `si_code` (`CLD_*`) and
+    /// `si_status` (an exit code, or a signal).
+    #[derive(Clone, Copy)]
+    pub(super) struct Report {
+        pub(super) pid: libc::pid_t,
+        pub(super) code: libc::c_int,
+        pub(super) status: libc::c_int,
+    }
+
+    /// `waitid(idtype, id, flags)`: the report (pid 0 if there is none).
+    pub(super) fn waitid(
+        idtype: libc::idtype_t,
+        id: libc::id_t,
+        flags: libc::c_int,
+    ) -> Result<Report, i32> {
+        let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+        // SAFETY: `info` lives across the call; zeroed, possibly filled in: every bit pattern is a valid siginfo_t,
+        // and `si_pid` and `si_status` read integers inside it (0 without a report).
+        unsafe {
+            if libc::waitid(idtype, id, info.as_mut_ptr(), flags) != 0 {
+                return Err(errno());
+            }
+            let info = info.assume_init();
+            Ok(Report {
+                pid: info.si_pid(),
+                code: info.si_code,
+                status: info.si_status(),
+            })
+        }
+    }
+
+    /// `waitpid(pid, NULL, flags)`: the pid reaped (0: none, with `WNOHANG`).
+    pub(super) fn waitpid(pid: libc::pid_t, flags: libc::c_int) -> Result<libc::pid_t, i32> {
+        // SAFETY: waitpid with integer arguments and a null status pointer.
+        check(unsafe { libc::waitpid(pid, std::ptr::null_mut(), flags) })
+    }
+
+    pub(super) fn kill(pid: libc::pid_t, signal: libc::c_int) -> Result<(), i32> {
+        // SAFETY: kill with integer arguments (no memory); which process it reaches is each caller's argument.
+        check(unsafe { libc::kill(pid, signal) }).map(drop)
+    }
+
+    pub(super) fn setpgid(pid: libc::pid_t, group: libc::pid_t) -> Result<(), i32> {
+        // SAFETY: setpgid with integer arguments.
+        check(unsafe { libc::setpgid(pid, group) }).map(drop)
+    }
+
+    pub(super) fn unshare(flags: libc::c_int) -> Result<(), i32> {
+        // SAFETY: unshare with an integer argument.
+        check(unsafe { libc::unshare(flags) }).map(drop)
+    }
+
+    pub(super) fn setns(fd: RawFd, nstype: libc::c_int) -> Result<(), i32> {
+        // SAFETY: setns with integer arguments.
+        check(unsafe { libc::setns(fd, nstype) }).map(drop)
+    }
+
+    /// This process's capabilities (version 3: two words of each set).
+    pub(super) fn capget(header: &mut CapHeader, data: &mut [CapData; 2]) -> Result<(), i32> {
+        // SAFETY: capget reads the header and writes two `CapData` (version 3) into `data`; both live across the
+        // call (a raw system call).
+        check(unsafe {
+            libc::syscall(
+                libc::SYS_capget,
+                std::ptr::from_mut(header),
+                data.as_mut_ptr(),
+            )
+        })
+        .map(drop)
+    }
+
+    pub(super) fn capset(header: &mut CapHeader, data: &[CapData; 2]) -> Result<(), i32> {
+        // SAFETY: capset reads the header (and may write its version) and two `CapData`; both live across the call.
+        check(unsafe { libc::syscall(libc::SYS_capset, std::ptr::from_mut(header), data.as_ptr()) })
+            .map(drop)
+    }
+
+    /// The device and inode of `path` (`stat`).
+    pub(super) fn stat(path: &CStr) -> Result<(libc::dev_t, libc::ino_t), i32> {
+        let mut st = MaybeUninit::<libc::stat>::zeroed();
+        // SAFETY: stat of a NUL-terminated path into a struct that lives across the call; zeroed, possibly filled in
+        // (integers: every bit pattern is valid).
+        let (rc, st) = unsafe { (libc::stat(path.as_ptr(), st.as_mut_ptr()), st.assume_init()) };
+        check(rc).map(|_| (st.st_dev, st.st_ino))
+    }
+
+    /// Whether `lstat` of `path` succeeds (the link itself exists).
+    pub(super) fn lstat_ok(path: &CStr) -> bool {
+        let mut st = MaybeUninit::<libc::stat>::zeroed();
+        // SAFETY: lstat of a NUL-terminated path into a struct that lives across the call.
+        unsafe { libc::lstat(path.as_ptr(), st.as_mut_ptr()) == 0 }
+    }
+
+    pub(super) fn open(path: &CStr, flags: libc::c_int) -> Result<RawFd, i32> {
+        // SAFETY: open of a NUL-terminated path (no mode: the callers never create).
+        check(unsafe { libc::open(path.as_ptr(), flags) })
+    }
+
+    /// `openat(dir, name, flags)` (`dir` may be `AT_FDCWD`).
+    pub(super) fn openat(dir: RawFd, name: &CStr, flags: libc::c_int) -> Result<RawFd, i32> {
+        // SAFETY: openat with a NUL-terminated name (no mode: the callers never create).
+        check(unsafe { libc::openat(dir, name.as_ptr(), flags) })
+    }
+
+    /// Closes `fd` (a number: closing one the caller does not own harms no memory of this process's).
+    pub(super) fn close(fd: RawFd) {
+        // SAFETY: close on a descriptor number.
+        unsafe { libc::close(fd) };
+    }
+
+    /// `close_range(first, last, 0)` (Linux 5.9).
+    pub(super) fn close_range(first: libc::c_uint, last: libc::c_uint) -> Result<(), i32> {
+        // SAFETY: close_range with integer arguments; it closes only descriptors.
+        check(unsafe { libc::syscall(super::SYS_CLOSE_RANGE, first, last, 0 as libc::c_uint) })
+            .map(drop)
+    }
+
+    pub(super) fn read(fd: RawFd, buf: &mut [u8]) -> Result<usize, i32> {
+        // SAFETY: read into `buf`, at most its length.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        usize::try_from(n).map_err(|_| errno())
+    }
+
+    pub(super) fn write(fd: RawFd, buf: &[u8]) -> Result<usize, i32> {
+        // SAFETY: write from `buf`, at most its length.
+        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        usize::try_from(n).map_err(|_| errno())
+    }
+
+    pub(super) fn lseek(fd: RawFd, offset: libc::off_t, whence: libc::c_int) {
+        // SAFETY: lseek with integer arguments.
+        unsafe { libc::lseek(fd, offset, whence) };
+    }
+
+    /// The next directory records of `dir` (`getdents64`), into `buf` (8-byte aligned, as the records are): the bytes
+    /// written (empty at the end).
+    pub(super) fn getdents64(dir: RawFd, buf: &mut [u64; 512]) -> Result<&[u8], i32> {
+        // SAFETY: getdents64 writes at most the buffer's length into it, and says how much; those bytes (of a buffer
+        // of integers, initialised) are then viewed as bytes, borrowed from `buf`.
+        unsafe {
+            let n = libc::syscall(
+                libc::SYS_getdents64,
+                dir,
+                buf.as_mut_ptr(),
+                std::mem::size_of_val(buf),
+            );
+            let len = usize::try_from(n).map_err(|_| errno())?;
+            Ok(std::slice::from_raw_parts(
+                buf.as_ptr().cast::<u8>(),
+                len.min(std::mem::size_of_val(buf)),
+            ))
+        }
+    }
+
+    pub(super) fn mkdir(path: &CStr, mode: libc::mode_t) -> Result<(), i32> {
+        // SAFETY: mkdir of a NUL-terminated path.
+        check(unsafe { libc::mkdir(path.as_ptr(), mode) }).map(drop)
+    }
+
+    pub(super) fn rmdir(path: &CStr) -> Result<(), i32> {
+        // SAFETY: rmdir of a NUL-terminated path.
+        check(unsafe { libc::rmdir(path.as_ptr()) }).map(drop)
+    }
+
+    pub(super) fn faccessat(dir: RawFd, name: &CStr, mode: libc::c_int) -> Result<(), i32> {
+        // SAFETY: faccessat with a NUL-terminated name.
+        check(unsafe { libc::faccessat(dir, name.as_ptr(), mode, 0) }).map(drop)
+    }
+
+    pub(super) fn unlinkat(dir: RawFd, name: &CStr, flags: libc::c_int) {
+        // SAFETY: unlinkat with a NUL-terminated name.
+        unsafe { libc::unlinkat(dir, name.as_ptr(), flags) };
+    }
+
+    /// This process's `RLIMIT_NOFILE` (soft), 0 if it cannot be read.
+    pub(super) fn open_files_limit() -> libc::rlim_t {
+        let mut limit = MaybeUninit::<libc::rlimit>::zeroed();
+        // SAFETY: getrlimit fills the struct it is given, which lives across the call; zeroed, possibly filled in.
+        unsafe {
+            libc::getrlimit(libc::RLIMIT_NOFILE, limit.as_mut_ptr());
+            limit.assume_init().rlim_cur
+        }
+    }
+
+    /// No core dump from here on (`RLIMIT_CORE` 0).
+    pub(super) fn no_core() {
+        let limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: setrlimit reads the struct it is given, which lives across the call.
+        unsafe { libc::setrlimit(libc::RLIMIT_CORE, &raw const limit) };
+    }
+
+    /// `signal`'s default action.
+    pub(super) fn default_action(signal: libc::c_int) {
+        // SAFETY: SIG_DFL installs no handler of ours.
+        unsafe { libc::signal(signal, libc::SIG_DFL) };
+    }
+
+    /// `CLOCK_MONOTONIC` now.
+    pub(super) fn monotonic() -> Duration {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes the timespec it is given, which lives across the call.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut now) };
+        // Below a second's nanoseconds, so that `Duration::new` has no carry (that cannot overflow).
+        Duration::new(
+            now.tv_sec.unsigned_abs(),
+            u32::try_from(now.tv_nsec).unwrap_or(0).min(999_999_999),
+        )
+    }
+
+    pub(super) fn nanosleep(pause: &libc::timespec) {
+        // SAFETY: nanosleep reads `pause`; a null remainder is allowed.
+        unsafe { libc::nanosleep(pause, std::ptr::null_mut()) };
+    }
+
+    /// Ends this process at once with `status` (no destructor, no `atexit` handler, no flush).
+    pub(super) fn exit(status: libc::c_int) -> ! {
+        // SAFETY: _exit has no preconditions.
+        unsafe { libc::_exit(status) }
+    }
+
+    /// The address of this thread's errno (in its TLS block).
+    pub(super) fn errno_address() -> usize {
+        // SAFETY: __errno_location has no preconditions.
+        unsafe { libc::__errno_location() as usize }
+    }
+
+    /// This thread's control block (the thread pointer, or next to it), as `pthread_self` gives it: an integer in
+    /// glibc, a pointer in musl.
+    pub(super) fn control_block() -> usize {
+        // SAFETY: pthread_self has no preconditions (it reads the thread pointer).
+        let me = unsafe { libc::pthread_self() };
+        #[cfg(target_env = "musl")]
+        return me as usize;
+        #[cfg(not(target_env = "musl"))]
+        usize::try_from(me).unwrap_or(0)
+    }
+
+    /// A stack for the keeper, `len` bytes (a fresh private anonymous mapping), its lowest page (`page` bytes) made a
+    /// guard: its base.
+    #[cfg(target_arch = "x86_64")]
+    pub(super) fn map_stack(len: usize, page: usize) -> Result<usize, i32> {
+        // SAFETY: a fresh private anonymous mapping at an address of the kernel's choice (no existing memory is
+        // touched), then the first page of that mapping made inaccessible (nothing refers to it yet).
+        unsafe {
+            let base = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            );
+            if base == libc::MAP_FAILED {
+                return Err(errno());
+            }
+            libc::mprotect(base, page, libc::PROT_NONE);
+            Ok(base as usize)
+        }
+    }
+
+    /// A child made as `fork` makes one (`clone3` without `CLONE_VM`, with `args`' flags and exit signal; no stack,
+    /// no thread ids, no TLS): its pid here, 0 in it (a copy of this address space, returning from this call).
+    #[cfg(not(target_arch = "x86_64"))]
+    pub(super) fn clone3_fork(
+        flags: u64,
+        exit_signal: u64,
+        cgroup: u64,
+    ) -> Result<libc::c_long, i32> {
+        let args = CloneArgs {
+            flags: flags
+                & !(libc::CLONE_VM as u64 | libc::CLONE_VFORK as u64 | libc::CLONE_THREAD as u64),
+            exit_signal,
+            cgroup,
+            ..CloneArgs::default()
+        };
+        // SAFETY: clone3 without CLONE_VM (nor CLONE_THREAD): the child gets a copy of this address space and returns
+        // 0 here, like fork; `args` is a valid clone_args of the size passed, with no stack, no thread-id pointer
+        // and no TLS, and lives across the call.
+        check(unsafe {
+            libc::syscall(
+                super::SYS_CLONE3,
+                &raw const args,
+                std::mem::size_of::<CloneArgs>(),
+            )
+        })
+    }
+
+    /// The same with the legacy `clone` (its exit signal in the flags' low byte; no new stack, no thread ids, no TLS:
+    /// the other arguments, whose order differs between architectures, are all 0).
+    #[cfg(not(target_arch = "x86_64"))]
+    pub(super) fn clone_fork(exit_signal: libc::c_ulong) -> Result<libc::c_long, i32> {
+        // SAFETY: as above: a copy of this address space, 0 returned in the child; nothing is written through the
+        // null pointers.
+        check(unsafe { libc::syscall(libc::SYS_clone, exit_signal & 0xff, 0, 0, 0, 0) })
+    }
+}
 
 /// Added to the errno of a keeper that could not start the command: std passes the hook's OS error code to the
 /// parent as the spawn's error, and no `exec` error is this large, so the parent tells the two apart.
@@ -79,7 +537,7 @@ const VERDICT_KEEP: u32 = 2;
 
 /// The keeper's name (`comm`), so that killing the supervisor by its name (`pkill -x`, `killall`) spares the keeper,
 /// which then ends the job.
-const KEEPER_NAME: &[u8; 13] = b"group-keeper\0";
+const KEEPER_NAME: &CStr = c"group-keeper";
 
 /// How long a keeper whose command exited before the spawn returned, leaving something running, waits for the spawn's
 /// return (checked every millisecond) before it takes the command for one that failed its `exec` (std then waits for
@@ -376,22 +834,34 @@ pub(crate) fn arm_keeper(
     page: &SharedPage,
 ) -> io::Result<KeeperHook> {
     let plan = Plan {
-        // SAFETY: getpid has no preconditions.
-        supervisor: unsafe { libc::getpid() },
-        // SAFETY: getuid has no preconditions.
-        uid: unsafe { libc::getuid() },
+        supervisor: calls::getpid(),
+        uid: calls::getuid(),
         folder: folder.map(path_bytes).transpose()?,
         page: page.addr,
-        // SAFETY: sysconf with an integer argument.
-        page_size: usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(PAGE),
+        // Never 0 (`kept_apart` divides by it).
+        page_size: calls::page_size().filter(|&size| size > 0).unwrap_or(PAGE),
         tls_span: static_tls_span(),
     };
     let armed = Arc::new(AtomicBool::new(true));
     let hook = Arc::clone(&armed);
-    // SAFETY: the hook runs in the forked child before exec. It makes only system calls that are async-signal-safe
-    // (`keep` below, whose every block says so), reads memory the fork copied (`plan`), and writes only to the shared
-    // page through atomics; it allocates nothing and takes no lock. While armed, the page is mapped (the caller keeps
-    // it past the spawn).
+    // SAFETY: `pre_exec` asks that the hook be async-signal-safe: std runs it in the child it forked (with libc's
+    // `fork`, so after any `pthread_atfork` child handlers of this program's libraries), a copy of this process of
+    // which only the forking thread goes on, where a lock another thread held stays held. The hook (`start`, then
+    // `kept` and `keep` in the keeper) makes system calls only through `calls` (each async-signal-safe, see there) and
+    // the few special blocks, reads only memory the fork copied (`plan`, copied into the closure and then onto the
+    // keeper's own stack) and the shared page (atomics only), and allocates nothing, frees nothing, takes no lock, uses
+    // no Rust thread-local; no panic can be reached in it (see the module docs, "No panic after the fork"). While
+    // armed, the page is mapped (the caller keeps it past the spawn).
+    //
+    // The hook returns in two cases only, as std expects: `Ok` in the command's process (`L`: std applies the rest of
+    // the `Command` and execs), or an error in the forked child when the command's process could not be made (std
+    // passes its OS error code to this process through its close-on-exec error pipe and reaps the child; the code is
+    // `KEEPER_FAILED` plus the errno, see `KeeperHook::keeper_error`). In the keeper (`M`), once `L` exists, it never
+    // returns: `M` goes on in `kept` (on a stack of its own on x86-64) and ends in `_exit`, without unwinding: std's
+    // frames above the hook, and what they own (the `Command`, this closure, the error pipe's ends, which `M` closes
+    // by number), are never returned to and never dropped there, as after any call that does not return. Nothing in
+    // this process depends on `M` returning: std's parent side only reads the pipe (end of file once `L` has exec'd
+    // and `M` closed its copy) and, on an error, waits for `M`'s exit.
     unsafe {
         command.pre_exec(move || {
             if !hook.load(Ordering::SeqCst) {
@@ -404,63 +874,33 @@ pub(crate) fn arm_keeper(
 }
 
 fn failed(errno: i32) -> io::Error {
-    io::Error::from_raw_os_error(KEEPER_FAILED + errno)
-}
-
-fn errno() -> i32 {
-    io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
+    // An errno is below 4096: no overflow (saturating all the same, so that nothing here can panic).
+    io::Error::from_raw_os_error(KEEPER_FAILED.saturating_add(errno))
 }
 
 fn shared(plan: &Plan) -> &Shared {
-    // SAFETY: the page mapped by `SharedPage::new`, which the caller keeps mapped past the spawn (and a fork keeps
-    // the mapping); it holds only atomics.
+    // SAFETY: the page mapped by `SharedPage::new` (`MAP_SHARED`, page-aligned, zero-filled), which the caller keeps
+    // mapped past the spawn; a fork keeps the mapping, and `shed_memory` never unmaps it (it is not private); the
+    // command's process loses it at its `exec`. It holds only a `Shared`, whose atomics are valid for every bit
+    // pattern and may be shared with another process: each side only loads, stores and swaps them.
     unsafe { &*(plan.page as *const Shared) }
-}
-
-fn full_set() -> libc::sigset_t {
-    let mut set = MaybeUninit::<libc::sigset_t>::zeroed();
-    // SAFETY: sigfillset initialises the set it is given, which lives across the call.
-    unsafe { libc::sigfillset(set.as_mut_ptr()) };
-    // SAFETY: zero-initialised, then filled.
-    unsafe { set.assume_init() }
-}
-
-fn set_mask(how: libc::c_int, set: &libc::sigset_t, old: Option<&mut libc::sigset_t>) {
-    let old = old.map_or(std::ptr::null_mut(), std::ptr::from_mut);
-    // SAFETY: both pointers are valid (or null for `old`) for the call; sigprocmask is async-signal-safe.
-    unsafe { libc::sigprocmask(how, set, old) };
 }
 
 /// In the forked child (the keeper-to-be): returns `Ok` in the command's process, an error if the command's
 /// process could not be made, and never in the keeper.
 fn start(plan: &Plan) -> io::Result<()> {
-    let all = full_set();
-    let mut old = full_set();
-    set_mask(libc::SIG_SETMASK, &all, Some(&mut old));
-    // SAFETY: prctl with integer arguments; async-signal-safe.
-    if unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGCONT as libc::c_ulong,
-            0,
-            0,
-            0,
-        )
-    } != 0
-    {
-        return Err(failed(errno()));
-    }
-    // SAFETY: getppid has no preconditions. The supervisor died before the flag was set: no one waits.
-    if unsafe { libc::getppid() } != plan.supervisor {
+    let all = calls::full_set();
+    let mut old = calls::full_set();
+    calls::set_mask(libc::SIG_SETMASK, &all, Some(&mut old));
+    calls::prctl(libc::PR_SET_PDEATHSIG, libc::SIGCONT as libc::c_ulong).map_err(failed)?;
+    // The supervisor died before the flag was set: no one waits.
+    if calls::getppid() != plan.supervisor {
         return Err(failed(libc::ESRCH));
     }
     // Named before the command exists (the command's process inherits the name only until its `exec`), so that no
     // process of the command ever sees its parent under the supervisor's name, and a kill by the supervisor's name
     // never finds the keeper.
-    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes, which KEEPER_NAME is.
-    unsafe { libc::prctl(libc::PR_SET_NAME, KEEPER_NAME.as_ptr()) };
+    calls::set_name(KEEPER_NAME);
     // A hook before ours unshared the PID namespace: the keeper's children would be born in it (its first, PID 1,
     // ending it at once). The keeper goes back to its own, and the command unshares it again for its own children,
     // as it would have without a keeper. A hook that joined an existing namespace (`setns`) is left as it is: the
@@ -481,8 +921,7 @@ fn start(plan: &Plan) -> io::Result<()> {
     // std switched users before the hooks (`Command::uid`): the keeper keeps only what it needs of the rights this
     // process lent it across the switch (`with_kept_caps`): `CAP_DAC_OVERRIDE` to make the job's cgroup in this
     // process's and start the command in it; nothing in reaper mode.
-    // SAFETY: getuid has no preconditions.
-    let switched = unsafe { libc::getuid() } != plan.uid;
+    let switched = calls::getuid() != plan.uid;
     if switched {
         let keep = if plan.folder.is_some() {
             1 << CAP_DAC_OVERRIDE
@@ -498,8 +937,7 @@ fn start(plan: &Plan) -> io::Result<()> {
         Some(folder) => make_folder(folder)?,
         None => become_reaper()?,
     };
-    // SAFETY: getpid has no preconditions.
-    let keeper = unsafe { libc::getpid() };
+    let keeper = calls::getpid();
     match make_command(plan, folder_fd) {
         Err(e) => {
             remove_folder(plan, folder_fd);
@@ -512,35 +950,24 @@ fn start(plan: &Plan) -> io::Result<()> {
     }
     // The command's process: none of the rights lent to the keeper, and its own children in a new PID namespace if
     // the caller's hook asked for one.
-    // SAFETY: unshare with an integer argument; async-signal-safe.
-    if renew_pid_namespace && unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
-        return Err(failed(errno()));
+    if renew_pid_namespace {
+        calls::unshare(libc::CLONE_NEWPID).map_err(failed)?;
     }
     if switched {
         limit_caps(0).map_err(failed)?;
-        // SAFETY: prctl with integer arguments; async-signal-safe.
-        unsafe { libc::prctl(libc::PR_SET_KEEPCAPS, 0, 0, 0, 0) };
+        let _ = calls::prctl(libc::PR_SET_KEEPCAPS, 0);
     }
     // The command: it dies with its keeper (a job that killed its keeper, `kill -9 $PPID`, or an OOM kill), so that a
     // wait, which sleeps until the command exits, wakes and ends the job at once. Then the caller's mask back, and std
     // applies the rest of the `Command` and execs (an `exec` of a set-user-ID program clears the flag).
     // A parent in an outer PID namespace (a hook joined another one) reads as 0; one that died before the flag was set
     // has handed the command to another parent, which it sees.
-    // SAFETY: prctl with integer arguments, getppid with none; async-signal-safe.
-    let orphaned = unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        ) != 0
-            || ![0, keeper].contains(&libc::getppid())
-    };
+    let orphaned = calls::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong).is_err()
+        || ![0, keeper].contains(&calls::getppid());
     if orphaned {
         return Err(failed(libc::ESRCH));
     }
-    set_mask(libc::SIG_SETMASK, &old, None);
+    calls::set_mask(libc::SIG_SETMASK, &old, None);
     Ok(())
 }
 
@@ -575,11 +1002,9 @@ fn limit_caps(keep: u32) -> Result<(), i32> {
         pid: 0,
     };
     let mut data = [CapData::default(); 2];
-    // SAFETY: capget writes two `CapData` (version 3) into `data`, which lives across the call; a raw system call.
-    if unsafe { libc::syscall(libc::SYS_capget, &raw mut header, data.as_mut_ptr()) } != 0 {
-        return Err(errno());
-    }
-    if data[0].permitted & keep != keep {
+    calls::capget(&mut header, &mut data)?;
+    let [first, _] = data;
+    if first.permitted & keep != keep {
         return Err(libc::EPERM);
     }
     let data = [
@@ -590,14 +1015,9 @@ fn limit_caps(keep: u32) -> Result<(), i32> {
         },
         CapData::default(),
     ];
-    // SAFETY: capset reads the header and two `CapData`, which live across the call; prctl with integer arguments.
-    // Both async-signal-safe system calls; lowering one's own capabilities is always allowed.
-    unsafe {
-        if libc::syscall(libc::SYS_capset, &raw mut header, data.as_ptr()) != 0 {
-            return Err(errno());
-        }
-        libc::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-    }
+    // Lowering one's own capabilities is always allowed.
+    calls::capset(&mut header, &data)?;
+    let _ = calls::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL);
     Ok(())
 }
 
@@ -611,17 +1031,13 @@ pub(crate) fn with_kept_caps<T>(on: bool, f: impl FnOnce() -> T) -> T {
     struct Restore;
     impl Drop for Restore {
         fn drop(&mut self) {
-            // SAFETY: prctl with integer arguments, on this thread.
-            unsafe { libc::prctl(libc::PR_SET_KEEPCAPS, 0, 0, 0, 0) };
+            let _ = calls::prctl(libc::PR_SET_KEEPCAPS, 0);
         }
     }
-    // SAFETY: getuid, geteuid and prctl with integer arguments.
     let set = on
-        && unsafe {
-            libc::getuid() == 0
-                && libc::prctl(libc::PR_GET_KEEPCAPS, 0, 0, 0, 0) == 0
-                && libc::prctl(libc::PR_SET_KEEPCAPS, 1, 0, 0, 0) == 0
-        };
+        && calls::getuid() == 0
+        && calls::prctl(libc::PR_GET_KEEPCAPS, 0) == Ok(0)
+        && calls::prctl(libc::PR_SET_KEEPCAPS, 1) == Ok(0);
     let _restore = set.then_some(Restore);
     f()
 }
@@ -640,51 +1056,24 @@ enum Namespace {
 /// Where this process's children would be born (see [`Namespace`]), going back to its own PID namespace if a hook
 /// unshared it; the errno if it cannot.
 fn own_pid_namespace() -> Result<Namespace, i32> {
-    let inode = |path: &CStr| {
-        let mut st = MaybeUninit::<libc::stat>::zeroed();
-        // SAFETY: stat of a NUL-terminated path into a struct that lives across the call; async-signal-safe.
-        if unsafe { libc::stat(path.as_ptr(), st.as_mut_ptr()) } != 0 {
-            return Err(errno());
-        }
-        // SAFETY: filled in by stat.
-        let st = unsafe { st.assume_init() };
-        Ok((st.st_dev, st.st_ino))
-    };
-    let Ok(own) = inode(c"/proc/self/ns/pid") else {
+    let Ok(own) = calls::stat(c"/proc/self/ns/pid") else {
         return Ok(Namespace::Own);
     };
-    match inode(c"/proc/self/ns/pid_for_children") {
+    match calls::stat(c"/proc/self/ns/pid_for_children") {
         Ok(children) if children != own => return Ok(Namespace::Joined),
         // The kernel names no namespace for children before its PID 1 exists: one made by `unshare` just now (the
         // own namespace always has one), where the link itself exists (Linux 4.12+).
         Err(libc::ENOENT) => {
-            let mut st = MaybeUninit::<libc::stat>::zeroed();
-            // SAFETY: lstat of a NUL-terminated path into a struct that lives across the call; async-signal-safe.
-            if unsafe { libc::lstat(c"/proc/self/ns/pid_for_children".as_ptr(), st.as_mut_ptr()) }
-                != 0
-            {
+            if !calls::lstat_ok(c"/proc/self/ns/pid_for_children") {
                 return Ok(Namespace::Own);
             }
         }
         _ => return Ok(Namespace::Own),
     }
-    // SAFETY: open of a NUL-terminated path, setns and close on the descriptor it gave; async-signal-safe.
-    unsafe {
-        let fd = libc::open(
-            c"/proc/self/ns/pid".as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        );
-        if fd < 0 {
-            return Err(errno());
-        }
-        let back = libc::setns(fd, libc::CLONE_NEWPID);
-        let e = errno();
-        libc::close(fd);
-        if back != 0 {
-            return Err(e);
-        }
-    }
-    Ok(Namespace::Renew)
+    let fd = calls::open(c"/proc/self/ns/pid", libc::O_RDONLY | libc::O_CLOEXEC)?;
+    let back = calls::setns(fd, libc::CLONE_NEWPID);
+    calls::close(fd);
+    back.map(|()| Namespace::Renew)
 }
 
 /// What the keeper needs once the command's process exists.
@@ -708,44 +1097,26 @@ fn kept(ctx: &Ctx, command: libc::pid_t) -> ! {
     // First of all (std's error pipe among them): the spawn returns once the command's process, which has a copy of
     // each, has exec'd and closed its own.
     close_all_but(ctx.folder_fd);
-    // SAFETY: setpgid with integer arguments; async-signal-safe.
-    let mut joined = unsafe { libc::setpgid(0, ctx.group) };
-    if joined != 0 {
+    let mut joined = calls::setpgid(0, ctx.group);
+    if joined.is_err() {
         // The helper's group was not made yet (our own `setpgid` of it failed): once the helper exited (its zombie
         // keeps the group until reaped), it has made it.
-        let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
-        // SAFETY: waitid on our child with a siginfo_t that lives across the call; setpgid with integer arguments.
-        joined = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                ctx.group.unsigned_abs(),
-                info.as_mut_ptr(),
-                libc::WEXITED | libc::WNOWAIT,
-            );
-            libc::setpgid(0, ctx.group)
-        };
+        let _ = calls::waitid(
+            libc::P_PID,
+            ctx.group.unsigned_abs(),
+            libc::WEXITED | libc::WNOWAIT,
+        );
+        joined = calls::setpgid(0, ctx.group);
     }
     // Reaped once it exited (now, or in `keep`): the keeper does not wait for it.
     let helper = if reaped(ctx.group) { 0 } else { ctx.group };
-    if joined != 0 {
+    if joined.is_err() {
         // Cannot happen (the helper's group is in our session, kept by the helper or its zombie until reaped). The
         // command must not run in a group with its keeper: it ends, and the keeper exits as it did (killed).
-        // SAFETY: getpid has no preconditions.
-        end_job(plan, ctx.folder_fd, unsafe { libc::getpid() }, REMOVE_TRIES);
+        end_job(plan, ctx.folder_fd, calls::getpid(), REMOVE_TRIES);
         exit_as(reap(command));
     }
     keep(plan, ctx.folder_fd, command, helper)
-}
-
-/// This thread's control block (the thread pointer, or next to it), as `pthread_self` gives it: an integer in glibc,
-/// a pointer in musl.
-fn control_block() -> usize {
-    // SAFETY: pthread_self has no preconditions.
-    let me = unsafe { libc::pthread_self() };
-    #[cfg(target_env = "musl")]
-    return me as usize;
-    #[cfg(not(target_env = "musl"))]
-    usize::try_from(me).unwrap_or(0)
 }
 
 /// Below this much of the caller's memory (anonymous and resident in the keeper, as the fork copied it), shedding is
@@ -756,7 +1127,7 @@ const SHED_FROM_RESIDENT: usize = 8 << 20;
 /// minus shared pages; swapped-out pages are not counted), and has no shadow stack (x86-64 CET, arm64 GCS: an anonymous
 /// writable mapping that the CPU uses at every return, which `shed_memory` cannot tell apart).
 fn worth_shedding(page_size: usize) -> bool {
-    if shadow_stack() {
+    if calls::shadow_stack() {
         return false;
     }
     let mut buf = [0u8; 128];
@@ -774,39 +1145,9 @@ fn worth_shedding(page_size: usize) -> bool {
     resident.saturating_sub(shared).saturating_mul(page_size) >= SHED_FROM_RESIDENT
 }
 
-/// Whether this thread has a shadow stack enabled (`false` where the kernel knows none).
-fn shadow_stack() -> bool {
-    let mut features: u64 = 0;
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: arch_prctl(ARCH_SHSTK_STATUS) writes a u64 of features to the address given, which lives across the
-    // call; a kernel without it fails with EINVAL and writes nothing.
-    let asked = unsafe { libc::syscall(libc::SYS_arch_prctl, 0x5005, &raw mut features) };
-    #[cfg(target_arch = "aarch64")]
-    // SAFETY: prctl(PR_GET_SHADOW_STACK_STATUS) writes a u64 of flags to the address given, which lives across the
-    // call; a kernel without it fails with EINVAL and writes nothing.
-    let asked = libc::c_long::from(unsafe { libc::prctl(74, &raw mut features, 0, 0, 0) });
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    let asked: libc::c_long = -1;
-    asked == 0 && features & 1 != 0
-}
-
 /// How long after its start the keeper sheds the caller's memory (if the command still runs): a command that ends
 /// sooner costs no read of `/proc`, and leaves its caller's pages copied for at most that long.
 const SHED_AFTER_MS: u16 = 10;
-
-/// `CLOCK_MONOTONIC` now.
-fn monotonic() -> std::time::Duration {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given, which lives across the call; async-signal-safe.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut now) };
-    std::time::Duration::new(
-        now.tv_sec.unsigned_abs(),
-        u32::try_from(now.tv_nsec).unwrap_or(0),
-    )
-}
 
 /// Mappings smaller than this are never shed.
 const SHED_AT_LEAST: usize = 256 * 1024;
@@ -828,71 +1169,96 @@ const KEPT_AROUND: usize = 256 * 1024;
 /// `-z now`). Best effort: without `/proc`, the keeper keeps the copy; a line of `/proc/self/maps` longer than the
 /// buffer ends the unmapping.
 fn shed_memory(keep: [(usize, usize); 3], page_size: usize) {
-    // SAFETY: open of a NUL-terminated path; async-signal-safe.
-    let maps = unsafe {
-        libc::open(
-            c"/proc/self/maps".as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        )
-    };
-    if maps < 0 {
+    let Ok(maps) = calls::open(c"/proc/self/maps", libc::O_RDONLY | libc::O_CLOEXEC) else {
         return;
-    }
+    };
     // A line is at most a path (PATH_MAX) and its fields: two always fit.
     let mut buf = [0u8; 2 * PATH_MAX];
+    // How much of `buf` holds what was read and not yet parsed: at most its length (a read gets no more than the
+    // free part), so every range below is inside it (`get` all the same: nothing here can panic).
     let mut held = 0;
     // Where the last line's mapping ended, if it was a file's data.
     let mut data_end = None;
-    loop {
-        let free = &mut buf[held..];
-        // SAFETY: read into the free part of `buf`, at most its length.
-        let got = unsafe { libc::read(maps, free.as_mut_ptr().cast(), free.len()) };
-        let Ok(got @ 1..) = usize::try_from(got) else {
+    while let Some(free) = buf.get_mut(held..) {
+        let Ok(got @ 1..) = calls::read(maps, free) else {
             break;
         };
-        held += got;
-        let mut line_start = 0;
-        while let Some(end) = buf[line_start..held].iter().position(|&b| b == b'\n') {
-            match mapping(&buf[line_start..line_start + end]) {
+        held = held.saturating_add(got).min(buf.len());
+        let text = buf.get(..held).unwrap_or_default();
+        // The complete lines: each but the last (partial) one ends with a newline.
+        let mut parsed = 0;
+        for line in text.split_inclusive(|&b| b == b'\n') {
+            let Some(line) = line.strip_suffix(b"\n") else {
+                break;
+            };
+            parsed += line.len() + 1;
+            match mapping(line) {
                 Some(Mapping::Sheddable(from, to)) => {
                     if data_end != Some(from) {
-                        shed(from, to, keep, page_size);
+                        for (from, to) in kept_apart(from, to, keep, page_size) {
+                            // SAFETY: the keeper's own address space. `from..to` is part of a private, writable,
+                            // anonymous mapping (never the page shared with the supervisor: `MAP_SHARED`; nor a
+                            // program's `.bss`: one that follows a file's data is skipped above), less the pages
+                            // around this stack, this thread's control block and its errno (`keep`): memory the fork
+                            // copied from the supervisor (its heap, its threads' stacks, its large allocations).
+                            // Nothing this process runs from here on uses it: the keeper's plan is a copy on this
+                            // stack (`Ctx`); it allocates nothing and frees nothing (the allocator's memory may go);
+                            // std's frames above the `pre_exec` hook, and what they own, are never returned to (the
+                            // hook never returns in the keeper, which ends in `_exit`: no destructor runs); the group
+                            // helper, which ran on memory shared with us, was reaped before (`keep`), and on x86-64
+                            // the command's process left our memory at its `exec` (`CLONE_VFORK`). The risk, if that
+                            // argument were wrong, is bounded: the keeper is a process of its own, so a fault kills
+                            // the keeper alone (then the command, by its `PR_SET_PDEATHSIG`, and the supervisor's
+                            // wait sees its keeper killed and ends the job); the supervisor's memory is never
+                            // touched, and the one page shared with it is never unmapped.
+                            unsafe { libc::munmap(from as *mut libc::c_void, to - from) };
+                        }
                     }
                     data_end = None;
                 }
                 Some(Mapping::Data(to)) => data_end = Some(to),
                 _ => data_end = None,
             }
-            line_start += end + 1;
         }
-        buf.copy_within(line_start..held, 0);
-        held -= line_start;
+        // `parsed` <= `held` (the lines are parts of `text`): the range is inside `buf`.
+        if parsed > held {
+            break;
+        }
+        buf.copy_within(parsed..held, 0);
+        held -= parsed;
         if held == buf.len() {
             break;
         }
     }
-    // SAFETY: close of the descriptor opened above.
-    unsafe { libc::close(maps) };
+    calls::close(maps);
 }
 
-/// Unmaps `from..to` but for the pages within the given distance of each address in `keep` (`(address, distance)`).
-fn shed(from: usize, to: usize, mut keep: [(usize, usize); 3], page_size: usize) {
+/// The parts of `from..to` that lie farther than the given distance from each address in `keep` (`(address,
+/// distance)`), in whole pages: at most four ranges, each non-empty (`from < to`), in order.
+fn kept_apart(
+    from: usize,
+    to: usize,
+    mut keep: [(usize, usize); 3],
+    page_size: usize,
+) -> impl Iterator<Item = (usize, usize)> {
+    // Never 0 (see `Plan::page_size`); saturating arithmetic: nothing here can panic, and no range wraps.
+    let page = page_size.max(1);
     keep.sort_unstable();
+    let mut ranges = [(0, 0); 4];
     let mut next = from;
-    for (at, around) in keep {
-        let kept_from = at.saturating_sub(around) / page_size * page_size;
-        let kept_to = at.saturating_add(around).div_ceil(page_size) * page_size;
-        unmap(next, kept_from.min(to));
+    for ((at, around), range) in keep.into_iter().zip(ranges.iter_mut()) {
+        let kept_from = at.saturating_sub(around) / page * page;
+        let kept_to = at
+            .saturating_add(around)
+            .div_ceil(page)
+            .saturating_mul(page);
+        *range = (next, kept_from.min(to));
         next = next.max(kept_to);
     }
-    unmap(next, to);
-}
-
-fn unmap(from: usize, to: usize) {
-    if from < to {
-        // SAFETY: unmaps a range of the keeper's own address space that holds nothing it uses (see `shed_memory`).
-        unsafe { libc::munmap(from as *mut libc::c_void, to - from) };
+    if let Some(last) = ranges.last_mut() {
+        *last = (next, to);
     }
+    ranges.into_iter().filter(|&(from, to)| from < to)
 }
 
 /// A line of `/proc/self/maps`, as `shed_memory` sees it.
@@ -917,7 +1283,7 @@ fn mapping(line: &[u8]) -> Option<Mapping> {
         fields.next()?,
     );
     let dash = range.iter().position(|&b| b == b'-')?;
-    let (from, to) = (hex(&range[..dash])?, hex(&range[dash + 1..])?);
+    let (from, to) = (hex(range.get(..dash)?)?, hex(range.get(dash + 1..)?)?);
     let private_writable = perms.get(1) == Some(&b'w') && perms.get(3) == Some(&b'p');
     Some(if !private_writable {
         Mapping::Other
@@ -954,38 +1320,26 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<Made, i32> {
     const STACK: usize = 256 * 1024;
     const HELPER_STACK: usize = 4 * PAGE;
     extern "C" fn entry(pid: libc::c_long, ctx: *const Ctx) -> ! {
-        // SAFETY: `ctx` points to the copy at the top of the keeper's own stack (below), which lives as long as the
-        // keeper, and no one else writes it.
+        // SAFETY: `ctx` points to the copy at the top of the keeper's own stack (below), written before the clone,
+        // which lives as long as the keeper (never unmapped: `shed_memory` keeps the pages near this stack) and which
+        // no one else writes (the command's process, while it shared our memory, ran on the old stack and had no
+        // pointer to this one).
         let ctx = unsafe { &*ctx };
         kept(ctx, libc::pid_t::try_from(pid).unwrap_or(0))
     }
-    // SAFETY: a fresh private anonymous mapping (no existing memory touched), then its lowest page made a guard.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            STACK + HELPER_STACK + PAGE,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-            -1,
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        return Err(errno());
-    }
-    // SAFETY: the first page of the mapping just made.
-    unsafe { libc::mprotect(base, PAGE, libc::PROT_NONE) };
+    // The mapping's addresses cannot overflow (it lies inside the address space).
+    let base = calls::map_stack(STACK + HELPER_STACK + PAGE, PAGE)?;
     // The helper runs beside us (no CLONE_VFORK: it makes its group while the command starts), on a stack of its own.
-    let group = make_group(Some(base as usize + PAGE + HELPER_STACK))?;
+    let group = make_group(Some(base + PAGE + HELPER_STACK))?;
     // Its group made from here at once (a parent may set a child's group until the child execs, and the helper never
     // does): the keeper joins it without waiting for the helper to run. Whichever call comes second does nothing.
-    // SAFETY: setpgid with integer arguments, on our child.
-    unsafe { libc::setpgid(group, group) };
-    let end = base as usize + STACK + HELPER_STACK + PAGE;
+    let _ = calls::setpgid(group, group);
+    let end = base + STACK + HELPER_STACK + PAGE;
     // The context at the top, the stack below it (16-byte aligned, as the ABI wants at a call).
     let at = (end - std::mem::size_of::<Ctx>()) & !15;
     let copy = at as *mut Ctx;
-    // SAFETY: `copy` is inside the mapping, aligned (16 bytes), and nothing else uses that memory.
+    // SAFETY: `copy` is inside the mapping (`Ctx` is far smaller than the keeper's stack), aligned (16 bytes, more
+    // than `Ctx` needs), and nothing else uses that memory (the helper runs at its bottom, below `STACK`).
     unsafe {
         copy.write(Ctx {
             plan: *plan,
@@ -1032,13 +1386,11 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<Made, i32> {
         };
     }
     if ret < 0 {
-        // SAFETY: waitpid on our child (the helper) with a null status pointer; then the mapping made above, unused
-        // once the helper exited.
-        unsafe {
-            libc::waitpid(group, std::ptr::null_mut(), 0);
-            libc::munmap(base, STACK + HELPER_STACK + PAGE);
-        }
-        return Err(i32::try_from(-ret).unwrap_or(libc::EIO));
+        let _ = calls::waitpid(group, 0);
+        // SAFETY: the mapping made above, of that length: unused once the helper, which ran on it, exited (reaped
+        // just now), as no process was made to run on the rest.
+        unsafe { libc::munmap(base as *mut libc::c_void, STACK + HELPER_STACK + PAGE) };
+        return Err(i32::try_from(ret.unsigned_abs()).unwrap_or(libc::EIO));
     }
     // The command's process (the keeper went on in `entry`).
     Ok(if legacy { Made::Outside } else { Made::Inside })
@@ -1064,16 +1416,28 @@ unsafe fn clone_here(
     keeper: extern "C" fn(libc::c_long, *const Ctx) -> !,
 ) -> libc::c_long {
     let ret: libc::c_long;
-    // SAFETY: the caller's contract. Without a stack of its own the child goes on with this stack pointer and every
-    // register as they are, and returns 0 through the normal end of this block, this function and its caller (their
-    // frames, return addresses included, are on this stack, which this process no longer touches): it runs on this
-    // stack while this process sleeps (CLONE_VFORK) until the child execs or exits. This process (a positive return)
-    // never comes back to this stack, which the child overwrites: it switches to the
-    // stack at `top` (16-byte aligned) and calls `keeper`, which never returns, with its pid and `ctx`. An error
-    // (negative) returns as the child does, and made no process. `clone3` reads two arguments (rdi: its
-    // clone_args, rsi: their size) and ignores the rest; `clone` reads five (rdi: flags, rsi: the new stack, rdx and
-    // r10: where to write the thread ids, r8: the TLS), all 0 but the flags, so it writes no id and sets no TLS. rcx
-    // and r11 are clobbered by `syscall`.
+    // SAFETY: the caller's contract. The whole argument, since no other comment holds it:
+    //
+    // - Two paths leave the `syscall`. The child (rax 0) and a failed call (rax negative, no process made) jump to
+    //   `2:` and leave the block normally, with `ret` in rax, every other register as it was but rcx and r11 (which
+    //   `syscall` clobbers, declared), and rsp unchanged: to the compiler, an ordinary end of the block. Only this
+    //   process, once the child exists (rax positive), takes the other path, which never leaves the block: it loads
+    //   rsp with `top`, calls `keeper` (pid in rdi, `ctx` in rsi, as the C ABI wants) and never returns (`ud2` traps
+    //   if it did). `top` is 16-byte aligned, so the call is made with rsp aligned as the ABI wants.
+    // - The child shares this memory (CLONE_VM) and has no stack of its own: it goes on with this stack pointer,
+    //   returns 0 through the end of this function, `make_command`, `start` and the hook into std, and runs std's
+    //   code on this stack until its `exec`. This process sleeps meanwhile (CLONE_VFORK: the kernel wakes it only
+    //   when the child has exec'd or exited, and so left this address space), so the two never run on this memory at
+    //   the same time. Once awake, this process never comes back to this stack, whose frames the child overwrote: it
+    //   runs on the stack at `top` and reads only `ctx` (written there before the call, out of the child's reach),
+    //   the shared page and its own new frames. The child also shares this thread's TLS (no CLONE_SETTLS: its errno
+    //   is ours), which this process reads only after its own calls, once the child is gone.
+    // - The compiler's view: the block is not `noreturn` (the child and an error do return), and it may use the stack
+    //   (no `nostack`: no red zone is live across it). The registers the child returns with are those the compiler
+    //   expects after the block, since the kernel copies them all to the child.
+    // - The calls' arguments: `clone3` reads two (rdi: its clone_args, rsi: their size) and ignores the rest; `clone`
+    //   reads five (rdi: flags, rsi: the new stack, rdx and r10: where to write the thread ids, r8: the TLS), all 0
+    //   but the flags, so it writes no id and sets no TLS; neither is given a stack for the child (the contract).
     unsafe {
         std::arch::asm!(
             "syscall",
@@ -1108,40 +1472,25 @@ fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<Made, i32> {
         folder_fd,
         group: make_group(None)?,
     };
-    let args = CloneArgs {
-        flags: into_cgroup(folder_fd),
-        exit_signal: libc::SIGCHLD as u64,
-        cgroup: u64::try_from(folder_fd).unwrap_or(0),
-        ..CloneArgs::default()
-    };
-    // SAFETY: clone3 without CLONE_VM: the child gets a copy of this address space and returns 0 here, like fork;
-    // `args` is a valid clone_args of the size passed. It is a raw system call: async-signal-safe.
-    let mut pid = unsafe {
-        libc::syscall(
-            SYS_CLONE3,
-            &raw const args,
-            std::mem::size_of::<CloneArgs>(),
-        )
-    };
-    let legacy = pid < 0 && refused(-libc::c_long::from(errno()));
+    // Without CLONE_VM: the child is a copy of this process, as after a fork.
+    let mut pid = calls::clone3_fork(
+        into_cgroup(folder_fd),
+        libc::SIGCHLD as u64,
+        u64::try_from(folder_fd).unwrap_or(0),
+    );
+    let legacy = matches!(pid, Err(e) if refused(-libc::c_long::from(e)));
     if legacy {
-        // `clone3` refused (a container's seccomp profile): the legacy `clone`, as a fork (its exit signal in the
-        // flags' low byte; no new stack, no thread ids, no TLS: the other arguments, whose order differs between
-        // architectures, are all 0).
-        // SAFETY: as above: a copy of this address space, 0 returned in the child; nothing is written through the
-        // null pointers.
-        pid = unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0) };
+        // `clone3` refused (a container's seccomp profile): the legacy `clone`, as a fork.
+        pid = calls::clone_fork(libc::SIGCHLD as libc::c_ulong);
     }
     match pid {
-        0 if legacy => Ok(Made::Outside),
-        0 => Ok(Made::Inside),
-        pid if pid < 0 => {
-            let e = errno();
-            // SAFETY: waitpid on our child (the helper, exited) with a null status pointer.
-            unsafe { libc::waitpid(ctx.group, std::ptr::null_mut(), 0) };
+        Ok(0) if legacy => Ok(Made::Outside),
+        Ok(0) => Ok(Made::Inside),
+        Err(e) => {
+            let _ = calls::waitpid(ctx.group, 0);
             Err(e)
         }
-        pid => kept(&ctx, libc::pid_t::try_from(pid).unwrap_or(0)),
+        Ok(pid) => kept(&ctx, libc::pid_t::try_from(pid).unwrap_or(0)),
     }
 }
 
@@ -1161,25 +1510,14 @@ fn join_folder(folder_fd: RawFd) -> Result<(), i32> {
     if folder_fd < 0 {
         return Ok(());
     }
-    // SAFETY: openat on the folder's descriptor with a NUL-terminated name; write of a 1-byte buffer that lives
-    // across the call; close of the descriptor opened. All async-signal-safe system calls.
-    unsafe {
-        let procs = libc::openat(
-            folder_fd,
-            c"cgroup.procs".as_ptr(),
-            libc::O_WRONLY | libc::O_CLOEXEC,
-        );
-        if procs < 0 {
-            return Err(errno());
-        }
-        let moved = libc::write(procs, b"0".as_ptr().cast(), 1) == 1;
-        let e = errno();
-        libc::close(procs);
-        if moved {
-            Ok(())
-        } else {
-            Err(e)
-        }
+    let procs = calls::openat(folder_fd, c"cgroup.procs", libc::O_WRONLY | libc::O_CLOEXEC)?;
+    let moved = calls::write(procs, b"0");
+    calls::close(procs);
+    match moved {
+        Ok(1) => Ok(()),
+        // A short write sets no errno: the one left by the last call that failed, as before.
+        Ok(_) => Err(errno()),
+        Err(e) => Err(e),
     }
 }
 
@@ -1194,54 +1532,44 @@ fn into_cgroup(folder_fd: RawFd) -> u64 {
 
 /// Reaper mode: makes this process (the keeper) a child subreaper; -1, the folder descriptor it has not.
 fn become_reaper() -> io::Result<RawFd> {
-    // SAFETY: prctl with integer arguments; async-signal-safe.
-    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) } != 0 {
-        return Err(failed(errno()));
-    }
+    calls::prctl(libc::PR_SET_CHILD_SUBREAPER, 1).map_err(failed)?;
     Ok(-1)
 }
 
 /// Makes the job's cgroup folder and opens it (`O_DIRECTORY`); fails (and removes it) where it has no
 /// `cgroup.kill` (before Linux 5.14).
 fn make_folder(folder: &CStr) -> io::Result<RawFd> {
-    // SAFETY: mkdir and open of a NUL-terminated path that lives across the calls; faccessat with a NUL-terminated
-    // name on the descriptor just opened. All async-signal-safe system calls.
-    unsafe {
-        if libc::mkdir(folder.as_ptr(), 0o755) != 0 {
-            return Err(failed(errno()));
-        }
-        let fd = libc::open(
-            folder.as_ptr(),
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+    calls::mkdir(folder, 0o755).map_err(failed)?;
+    let opened = calls::open(folder, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .and_then(
+            |fd| match calls::faccessat(fd, c"cgroup.kill", libc::F_OK) {
+                Ok(()) => Ok(fd),
+                Err(e) => {
+                    calls::close(fd);
+                    Err(e)
+                }
+            },
         );
-        if fd < 0 || libc::faccessat(fd, c"cgroup.kill".as_ptr(), libc::F_OK, 0) != 0 {
-            let e = errno();
-            if fd >= 0 {
-                libc::close(fd);
-            }
-            libc::rmdir(folder.as_ptr());
-            return Err(failed(e));
-        }
-        Ok(fd)
+    if opened.is_err() {
+        let _ = calls::rmdir(folder);
     }
+    opened.map_err(failed)
 }
 
 /// Closes `fd` (if one) and removes the (empty) folder (if one).
 fn remove_folder(plan: &Plan, fd: RawFd) {
-    // SAFETY: close of our own descriptor, rmdir of a NUL-terminated path; async-signal-safe.
-    unsafe {
-        if fd >= 0 {
-            libc::close(fd);
-        }
-        if let Some(folder) = plan.folder() {
-            libc::rmdir(folder.as_ptr());
-        }
+    if fd >= 0 {
+        calls::close(fd);
+    }
+    if let Some(folder) = plan.folder() {
+        let _ = calls::rmdir(folder);
     }
 }
 
+/// The group helper's whole life: a group of its own (0), or -1 (its exit status then 255; cannot happen: a child
+/// that is no session leader may always make its own group).
 extern "C" fn own_group(_: *mut libc::c_void) -> libc::c_int {
-    // SAFETY: setpgid with integer arguments (a raw system call in glibc and musl).
-    unsafe { libc::setpgid(0, 0) }
+    calls::setpgid(0, 0).map_or(-1, |()| 0)
 }
 
 /// A group for this process (the leader of the command's group-to-be) to move to once the command exists: a child
@@ -1252,14 +1580,24 @@ fn make_group(stack: Option<usize>) -> Result<libc::pid_t, i32> {
     let mut own = [0u64; 512];
     let (top, flags) = match stack {
         Some(top) => (top as *mut libc::c_void, libc::CLONE_VM | libc::SIGCHLD),
-        // SAFETY: one past the end of `own`, which outlives the child (CLONE_VFORK suspends us until it exits).
+        // One past the end of `own`, which outlives the child (CLONE_VFORK suspends us until it exits).
         None => (
-            unsafe { own.as_mut_ptr().add(own.len()) }.cast(),
+            own.as_mut_ptr_range().end.cast(),
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
         ),
     };
-    // SAFETY: the child runs `own_group` on the stack below `top` (the wrapper aligns it), sharing our memory, and
-    // touches nothing else but errno; clone's wrapper is async-signal-safe.
+    // SAFETY: the helper shares this process's memory (CLONE_VM) and, since it is given no TLS of its own (no
+    // CLONE_SETTLS), its thread pointer, hence its errno; the kernel gives it no `rseq` area (cleared for a CLONE_VM
+    // child). It runs `own_group` on the stack below `top` (libc's wrapper aligns it; the function reads no
+    // argument), which it uses alone: on x86-64 the bottom of the keeper's new mapping, below the keeper's stack and
+    // above a guard page, untouched by anyone else, and never unmapped while the helper may run (`keep` sheds memory
+    // only once it reaped the helper; a failed spawn unmaps it only after reaping it); elsewhere `own`, in this frame,
+    // while this process sleeps (CLONE_VFORK) until the helper exits. `own_group` makes one system call through
+    // `calls` (no allocation, no lock), and writes nothing but its stack and, if its `setpgid` failed, the shared
+    // errno; it cannot fail (a process that is no session leader may always make a group of its own), so no errno
+    // that this process, or the command's process that shares its memory on x86-64, reads is ever the helper's. The
+    // wrapper is async-signal-safe, and ends the helper with the function's return value as its exit status (an
+    // `exit` system call: no `atexit`, nothing of this process's state).
     let child = unsafe { libc::clone(own_group, top, flags, std::ptr::null_mut()) };
     if child < 0 {
         return Err(errno());
@@ -1269,47 +1607,44 @@ fn make_group(stack: Option<usize>) -> Result<libc::pid_t, i32> {
 
 /// Closes every descriptor but `keep` if it is one (std's error pipe and the command's stdio among them).
 fn close_all_but(keep: RawFd) {
-    let close_range = |first: libc::c_uint, last: libc::c_uint| {
-        // SAFETY: close_range with integer arguments; it closes only descriptors.
-        unsafe { libc::syscall(SYS_CLOSE_RANGE, first, last, 0 as libc::c_uint) }
-    };
+    let close_range = calls::close_range;
+    // `keep` is at least 1 in the last arm (0 is the one before), and at most `i32::MAX` (a `RawFd`): neither
+    // `keep - 1` nor `keep + 1` can overflow.
     let closed = match libc::c_uint::try_from(keep) {
-        Err(_) => close_range(0, libc::c_uint::MAX) == 0,
-        Ok(0) => close_range(1, libc::c_uint::MAX) == 0,
-        Ok(keep) => close_range(0, keep - 1) == 0 && close_range(keep + 1, libc::c_uint::MAX) == 0,
+        Err(_) => close_range(0, libc::c_uint::MAX).is_ok(),
+        Ok(0) => close_range(1, libc::c_uint::MAX).is_ok(),
+        Ok(keep) => {
+            close_range(0, keep - 1).is_ok() && close_range(keep + 1, libc::c_uint::MAX).is_ok()
+        }
     };
     if closed {
         return;
     }
     // Before Linux 5.9: one by one, up to the limit (at most 65,536).
-    let mut limit = MaybeUninit::<libc::rlimit>::zeroed();
-    // SAFETY: getrlimit fills the struct it is given.
-    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, limit.as_mut_ptr()) };
-    // SAFETY: zero-initialised, possibly filled.
-    let max = unsafe { limit.assume_init() }.rlim_cur.min(65_536) as libc::c_int;
+    let max = calls::open_files_limit().min(65_536) as libc::c_int;
     for fd in (0..max).filter(|&fd| fd != keep) {
-        // SAFETY: close on a descriptor number; async-signal-safe.
-        unsafe { libc::close(fd) };
+        calls::close(fd);
     }
 }
 
 /// Whether our child `pid` had exited and is now reaped (without waiting), here or already (`ECHILD`: reaper mode
 /// reaps the children that exited).
 fn reaped(pid: libc::pid_t) -> bool {
-    // SAFETY: waitpid with integer arguments and a null status pointer; async-signal-safe.
-    let got = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
-    got == pid || (got < 0 && errno() == libc::ECHILD)
+    match calls::waitpid(pid, libc::WNOHANG) {
+        Ok(got) => got == pid,
+        Err(e) => e == libc::ECHILD,
+    }
 }
 
 /// The keeper's life: see the module docs; `helper` is the group helper until it was reaped (0 then: the keeper then
 /// sheds the caller's memory, see [`shed_memory`]). Never returns.
 fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::pid_t) -> ! {
-    let all = full_set();
-    // SAFETY: getpid has no preconditions. The group the command started in has this id.
-    let group = unsafe { libc::getpid() };
+    let all = calls::full_set();
+    // The group the command started in has this id.
+    let group = calls::getpid();
     let mut told = false;
     let mut shed = false;
-    let started = monotonic();
+    let started = calls::monotonic();
     // Since when the command, exited and not alone, waits for the spawn's return (see SPAWN_GRACE).
     let mut awaiting_spawn: Option<std::time::Duration> = None;
     loop {
@@ -1320,26 +1655,23 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
         // command that ends within SHED_AFTER_MS (the common short job, which then pays nothing for it).
         if helper == 0
             && !shed
-            && monotonic().saturating_sub(started).as_millis() >= SHED_AFTER_MS.into()
+            && calls::monotonic().saturating_sub(started).as_millis() >= SHED_AFTER_MS.into()
         {
             shed = true;
             if worth_shedding(plan.page_size) {
                 let on_this_stack = 0u8;
-                // SAFETY: __errno_location has no preconditions; it returns this thread's errno, in its TLS block.
-                let errno = unsafe { libc::__errno_location() } as usize;
                 let tls = KEPT_AROUND.saturating_add(plan.tls_span);
                 shed_memory(
                     [
                         ((&raw const on_this_stack) as usize, KEPT_AROUND),
-                        (control_block(), tls),
-                        (errno, tls),
+                        (calls::control_block(), tls),
+                        (calls::errno_address(), tls),
                     ],
                     plan.page_size,
                 );
             }
         }
-        // SAFETY: getppid has no preconditions.
-        if unsafe { libc::getppid() } != plan.supervisor {
+        if calls::getppid() != plan.supervisor {
             give_grace(plan, folder_fd, group, command);
             end_job(plan, folder_fd, group, REMOVE_TRIES_ALONE);
             end_adopted(folder_fd, command, REMOVE_TRIES_ALONE);
@@ -1353,8 +1685,8 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
             shared(plan)
                 .stopped
                 .store(signal.unsigned_abs(), Ordering::Release);
-            // SAFETY: kill with integer arguments; the parent is the supervisor (checked above).
-            unsafe { libc::kill(plan.supervisor, libc::SIGCHLD) };
+            // The parent is the supervisor (checked above).
+            let _ = calls::kill(plan.supervisor, libc::SIGCHLD);
             continue;
         }
         if exited(command) {
@@ -1379,8 +1711,8 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
                 // VERDICT_KILL. The command's name, or anything else it does, never makes the keeper leave without
                 // ending the job.
                 _ if shared(plan).spawned.load(Ordering::Acquire) == 0 => {
-                    let since = *awaiting_spawn.get_or_insert_with(monotonic);
-                    if monotonic().saturating_sub(since) >= SPAWN_GRACE {
+                    let since = *awaiting_spawn.get_or_insert_with(calls::monotonic);
+                    if calls::monotonic().saturating_sub(since) >= SPAWN_GRACE {
                         end_job(plan, folder_fd, group, REMOVE_TRIES);
                         end_adopted(folder_fd, command, REMOVE_TRIES);
                         leave(plan, reap(command));
@@ -1392,13 +1724,12 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
                     told = true;
                     awaiting_spawn = None;
                     shared(plan).exited.store(1, Ordering::Release);
-                    // SAFETY: kill with integer arguments; the parent is the supervisor (checked above).
-                    unsafe { libc::kill(plan.supervisor, libc::SIGCHLD) };
+                    // The parent is the supervisor (checked above).
+                    let _ = calls::kill(plan.supervisor, libc::SIGCHLD);
                 }
                 _ => {}
             }
         }
-        let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
         // Until the memory is shed, at most until it is due.
         let due = libc::timespec {
             tv_sec: 0,
@@ -1410,55 +1741,36 @@ fn keep(plan: &Plan, folder_fd: RawFd, command: libc::pid_t, mut helper: libc::p
             tv_nsec: 1_000_000,
         };
         let timeout = if awaiting_spawn.is_some() {
-            &raw const soon
+            Some(&soon)
         } else if shed {
-            std::ptr::null()
+            None
         } else {
-            &raw const due
+            Some(&due)
         };
-        // SAFETY: every signal is blocked; sigtimedwait (a system call) takes one pending signal, or waits for one (no
-        // longer than `timeout`, if not null: `due`, which lives across the call), into `info`, which lives across
-        // the call.
-        let signal = unsafe { libc::sigtimedwait(&raw const all, info.as_mut_ptr(), timeout) };
+        // Every signal is blocked: one pending is taken, or waited for.
+        let (signal, code) = calls::sigtimedwait(&all, timeout).unwrap_or((0, 0));
         // A signal sent to the keeper's pid (the job's id) is meant for the command, as it was for a leader without
         // a keeper: passed on, but for the keeper's own wake-ups, and but for one the kernel sent (`SI_KERNEL`): a
         // terminal's signal to the command's group, which the keeper is in for a moment after the command's exec
         // (on x86-64 it leaves the group only once it runs again), reached the command itself.
-        // SAFETY: `info` was filled in by sigtimedwait when it returned a signal.
-        let from_kernel = signal > 0 && unsafe { info.assume_init() }.si_code == SI_KERNEL;
+        let from_kernel = signal > 0 && code == SI_KERNEL;
         if signal > 0 && signal != libc::SIGCHLD && signal != libc::SIGCONT && !from_kernel {
-            // SAFETY: kill with integer arguments; the command is our unreaped child (its pid is pinned).
-            unsafe { libc::kill(command, signal) };
+            // The command is our unreaped child (its pid is pinned).
+            let _ = calls::kill(command, signal);
         }
     }
 }
 
 /// `waitid` on our child `pid` with `flags` (plus `WNOHANG`): the report, if there is one.
-fn wait_report(pid: libc::pid_t, flags: libc::c_int) -> Option<libc::siginfo_t> {
-    let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
-    // SAFETY: `info` is a zeroed siginfo_t that lives across the call; waitid is async-signal-safe.
-    let rc = unsafe {
-        libc::waitid(
-            libc::P_PID,
-            pid.unsigned_abs(),
-            info.as_mut_ptr(),
-            flags | libc::WNOHANG,
-        )
-    };
-    // SAFETY: zeroed, possibly filled in: every bit pattern is a valid siginfo_t.
-    let info = unsafe { info.assume_init() };
-    // SAFETY: si_pid is set by waitid for a child's report (and stays 0 without one).
-    (rc == 0 && unsafe { info.si_pid() } != 0).then_some(info)
-}
-
-fn status_of(info: &libc::siginfo_t) -> libc::c_int {
-    // SAFETY: a report of waitid, which sets si_status.
-    unsafe { info.si_status() }
+fn wait_report(pid: libc::pid_t, flags: libc::c_int) -> Option<calls::Report> {
+    calls::waitid(libc::P_PID, pid.unsigned_abs(), flags | libc::WNOHANG)
+        .ok()
+        .filter(|report| report.pid != 0)
 }
 
 /// The signal that stopped the command, if it stopped since the last report (which this consumes).
 fn stopped(command: libc::pid_t) -> Option<libc::c_int> {
-    wait_report(command, libc::WSTOPPED).map(|info| status_of(&info))
+    wait_report(command, libc::WSTOPPED).map(|report| report.status)
 }
 
 /// Whether the command exited (not reaped).
@@ -1467,24 +1779,12 @@ fn exited(command: libc::pid_t) -> bool {
 }
 
 /// Reaps the command (waiting for its exit).
-fn reap(command: libc::pid_t) -> Option<libc::siginfo_t> {
+fn reap(command: libc::pid_t) -> Option<calls::Report> {
     loop {
-        let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
-        // SAFETY: as in `wait_report`, blocking.
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                command.unsigned_abs(),
-                info.as_mut_ptr(),
-                libc::WEXITED,
-            )
-        };
-        if rc == 0 {
-            // SAFETY: zeroed, filled in by waitid.
-            return Some(unsafe { info.assume_init() });
-        }
-        if errno() != libc::EINTR {
-            return None;
+        match calls::waitid(libc::P_PID, command.unsigned_abs(), libc::WEXITED) {
+            Ok(report) => return Some(report),
+            Err(libc::EINTR) => {}
+            Err(_) => return None,
         }
     }
 }
@@ -1493,31 +1793,22 @@ fn reap(command: libc::pid_t) -> Option<libc::siginfo_t> {
 /// removes the folder (a folder that holds sub-cgroups of the job's, or a process that does not die, is left to the
 /// supervisor's own end of the job, or behind).
 fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, tries: u32) {
-    // SAFETY: kill with integer arguments; the group's id is our own pid (> 1), pinned while we live.
-    unsafe { libc::kill(-group, libc::SIGKILL) };
+    // The group's id is our own pid (> 1), pinned while we live.
+    let _ = calls::kill(-group, libc::SIGKILL);
     let Some(folder) = plan.folder().filter(|_| folder_fd >= 0) else {
         return;
     };
-    // SAFETY: rmdir of a NUL-terminated path that lives across the call. It succeeds on an empty folder without
-    // sub-cgroups (a command that left nothing: the common end), which then needs no kill.
-    if unsafe { libc::rmdir(folder.as_ptr()) } == 0 {
+    // It succeeds on an empty folder without sub-cgroups (a command that left nothing: the common end), which then
+    // needs no kill.
+    if calls::rmdir(folder).is_ok() {
         return;
     }
-    // SAFETY: openat on the folder's descriptor with a NUL-terminated name; write and close on the result.
-    unsafe {
-        let kill = libc::openat(
-            folder_fd,
-            c"cgroup.kill".as_ptr(),
-            libc::O_WRONLY | libc::O_CLOEXEC,
-        );
-        if kill >= 0 {
-            libc::write(kill, b"1".as_ptr().cast(), 1);
-            libc::close(kill);
-        }
+    if let Ok(kill) = calls::openat(folder_fd, c"cgroup.kill", libc::O_WRONLY | libc::O_CLOEXEC) {
+        let _ = calls::write(kill, b"1");
+        calls::close(kill);
     }
     for _ in 0..tries {
-        // SAFETY: rmdir of a NUL-terminated path that lives across the call.
-        if unsafe { libc::rmdir(folder.as_ptr()) } == 0 || errno() != libc::EBUSY {
+        if calls::rmdir(folder) != Err(libc::EBUSY) {
             return;
         }
         if !populated(folder_fd) {
@@ -1542,24 +1833,22 @@ fn give_grace(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, command: libc::
         return;
     }
     // The command's group, and the command by its pid if it left the group (as the supervisor's own signals reach it).
-    // SAFETY: kill with integer arguments; the group's id is our own pid (> 1), pinned while we live, and the command
-    // (> 1, checked) is our unreaped child, pinned too.
-    unsafe {
-        for target in [-group, command]
-            .into_iter()
-            .filter(|&t| t != 0 && t != 1 && t != -1)
-        {
-            libc::kill(target, signal);
-            if !matches!(
-                signal,
-                libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU
-            ) {
-                libc::kill(target, libc::SIGCONT);
-            }
+    // The group's id is our own pid (> 1), pinned while we live, and the command (> 1, checked) is our unreaped child,
+    // pinned too.
+    for target in [-group, command]
+        .into_iter()
+        .filter(|&t| t != 0 && t != 1 && t != -1)
+    {
+        let _ = calls::kill(target, signal);
+        if !matches!(
+            signal,
+            libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU
+        ) {
+            let _ = calls::kill(target, libc::SIGCONT);
         }
     }
-    let end = monotonic().saturating_add(grace);
-    while monotonic() < end {
+    let end = calls::monotonic().saturating_add(grace);
+    while calls::monotonic() < end {
         reap_adopted(folder_fd, command);
         if exited(command) && job_empty(folder_fd, command) {
             return;
@@ -1573,14 +1862,14 @@ fn nap() {
     nap_for(1);
 }
 
-/// Sleeps `millis` milliseconds (less than a second).
+/// Sleeps `millis` milliseconds (less than a second: the callers pass 1 and 10, so the product cannot overflow even a
+/// 32-bit `c_long`).
 fn nap_for(millis: u16) {
     let pause = libc::timespec {
         tv_sec: 0,
         tv_nsec: libc::c_long::from(millis) * 1_000_000,
     };
-    // SAFETY: nanosleep reads `pause`; a null remainder is allowed.
-    unsafe { libc::nanosleep(&raw const pause, std::ptr::null_mut()) };
+    calls::nanosleep(&pause);
 }
 
 /// Reaper mode (no cgroup folder, `folder_fd` -1): reaps the orphans the keeper adopted that have exited, never the
@@ -1591,33 +1880,26 @@ fn reap_adopted(folder_fd: RawFd, command: libc::pid_t) {
         return;
     }
     loop {
-        let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
-        // SAFETY: as in `wait_report`; P_ALL with WNOWAIT reaps nothing.
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_ALL,
-                0,
-                info.as_mut_ptr(),
-                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            )
-        };
-        // SAFETY: zeroed, possibly filled in: every bit pattern is a valid siginfo_t; si_pid stays 0 without a report.
-        let pid = unsafe { info.assume_init().si_pid() };
-        let pid = if rc == 0 { pid } else { 0 };
+        // P_ALL with WNOWAIT reaps nothing.
+        let pid = calls::waitid(
+            libc::P_ALL,
+            0,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+        .map_or(0, |report| report.pid);
         if pid <= 0 {
             return;
         }
         if pid == command {
             for_each_child(|child| {
                 if child != command {
-                    // SAFETY: waitpid on a child of ours (not the command) with a null status pointer.
-                    unsafe { libc::waitpid(child, std::ptr::null_mut(), libc::WNOHANG) };
+                    let _ = calls::waitpid(child, libc::WNOHANG);
                 }
             });
             return;
         }
-        // SAFETY: as above: an adopted orphan of ours that has exited, not the command.
-        unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+        // An adopted orphan of ours that has exited, not the command.
+        let _ = calls::waitpid(pid, libc::WNOHANG);
     }
 }
 
@@ -1640,8 +1922,8 @@ fn end_adopted(folder_fd: RawFd, command: libc::pid_t, tries: u32) {
     if folder_fd >= 0 {
         return;
     }
-    // SAFETY: kill with integer arguments; the command is our unreaped child.
-    unsafe { libc::kill(command, libc::SIGKILL) };
+    // The command is our unreaped child.
+    let _ = calls::kill(command, libc::SIGKILL);
     for _ in 0..tries {
         // Asked before the children are listed: once the command is a zombie, the kernel has already handed its
         // children to us, so the list below holds them (listed first, a dying command's children could be missed).
@@ -1649,12 +1931,11 @@ fn end_adopted(folder_fd: RawFd, command: libc::pid_t, tries: u32) {
         let mut others = 0;
         for_each_child(|child| {
             if child != command {
+                // At most one per child of ours: no overflow.
                 others += 1;
-                // SAFETY: kill and waitpid on a child of ours (pinned until reaped) with a null status pointer.
-                unsafe {
-                    libc::kill(child, libc::SIGKILL);
-                    libc::waitpid(child, std::ptr::null_mut(), libc::WNOHANG);
-                }
+                // A child of ours (pinned until reaped).
+                let _ = calls::kill(child, libc::SIGKILL);
+                let _ = calls::waitpid(child, libc::WNOHANG);
             }
         });
         // Done once the command has died too: until then its children are still its own, and are re-parented to us
@@ -1670,28 +1951,23 @@ fn end_adopted(folder_fd: RawFd, command: libc::pid_t, tries: u32) {
 /// `/proc/thread-self/children` lists them (read on a fixed buffer, a number split between two reads put together);
 /// `false` if the list could not be read to its end.
 fn for_each_child(mut f: impl FnMut(libc::pid_t)) -> bool {
-    // SAFETY: open of a NUL-terminated path; async-signal-safe.
-    let fd = unsafe {
-        libc::open(
-            c"/proc/thread-self/children".as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
+    let Ok(fd) = calls::open(
+        c"/proc/thread-self/children",
+        libc::O_RDONLY | libc::O_CLOEXEC,
+    ) else {
         return false;
-    }
+    };
     let mut buf = [0u8; 1024];
     let mut pid: libc::pid_t = 0;
     let read_all = loop {
-        // SAFETY: read into `buf`, of the length passed.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        let Ok(n) = usize::try_from(n) else {
+        let Ok(n) = calls::read(fd, &mut buf) else {
             break false;
         };
         if n == 0 {
             break true;
         }
-        for &b in &buf[..n] {
+        // A read returns at most the buffer's length (`get` all the same); `b - b'0'` is a digit's value.
+        for &b in buf.get(..n).unwrap_or_default() {
             if b.is_ascii_digit() {
                 pid = pid
                     .saturating_mul(10)
@@ -1707,13 +1983,12 @@ fn for_each_child(mut f: impl FnMut(libc::pid_t)) -> bool {
     if pid > 1 {
         f(pid);
     }
-    // SAFETY: close of our own descriptor.
-    unsafe { libc::close(fd) };
+    calls::close(fd);
     read_all
 }
 
 /// Exits as the command did (`exit_as`), after telling this process that the keeper leaves on its own.
-fn leave(plan: &Plan, report: Option<libc::siginfo_t>) -> ! {
+fn leave(plan: &Plan, report: Option<calls::Report>) -> ! {
     shared(plan).leaving.store(1, Ordering::Release);
     exit_as(report)
 }
@@ -1724,49 +1999,41 @@ fn remove_below(dir: RawFd, depth: u32) {
         return;
     }
     let mut buf = [0u64; 512]; // 4 KiB, 8-byte aligned, as getdents64 wants
-                               // SAFETY: lseek on our own descriptor.
-    unsafe { libc::lseek(dir, 0, libc::SEEK_SET) };
+    calls::lseek(dir, 0, libc::SEEK_SET);
     loop {
-        // SAFETY: getdents64 writes at most the buffer's length into it.
-        let n = unsafe {
-            libc::syscall(
-                libc::SYS_getdents64,
-                dir,
-                buf.as_mut_ptr(),
-                std::mem::size_of_val(&buf),
-            )
+        let bytes = match calls::getdents64(dir, &mut buf) {
+            Ok(bytes) if !bytes.is_empty() => bytes,
+            _ => return,
         };
-        let len = usize::try_from(n).unwrap_or(0);
-        if len == 0 {
-            return;
-        }
-        // SAFETY: the first `len` bytes of `buf` were written by getdents64.
-        let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), len) };
+        // Each record: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name (NUL-terminated). The kernel's records
+        // fit in what it wrote; `get` all the same, so that a short one ends the list instead of a panic. `at` stays
+        // below the 4 KiB written, and a record's length below 64 KiB: no sum here can overflow.
         let mut at = 0;
-        // Each record: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name (NUL-terminated).
-        while at + 19 < len {
-            let reclen = usize::from(u16::from_ne_bytes([bytes[at + 16], bytes[at + 17]]));
+        while at + 19 < bytes.len() {
+            let (Some(&len_lo), Some(&len_hi), Some(&kind)) =
+                (bytes.get(at + 16), bytes.get(at + 17), bytes.get(at + 18))
+            else {
+                return;
+            };
+            let reclen = usize::from(u16::from_ne_bytes([len_lo, len_hi]));
             if reclen == 0 {
                 return;
             }
-            let name = &bytes[at + 19..(at + reclen).min(len)];
-            let is_dir = bytes[at + 18] == libc::DT_DIR;
+            let Some(name) = bytes.get(at + 19..(at + reclen).min(bytes.len())) else {
+                return;
+            };
             let dot = name.first() == Some(&b'.') && matches!(name.get(1), Some(0 | b'.'));
-            if is_dir && !dot && name.contains(&0) {
-                let name = name.as_ptr().cast::<libc::c_char>();
-                // SAFETY: `name` is NUL-terminated inside `buf`, which lives across the calls; openat, close and
-                // unlinkat are async-signal-safe system calls.
-                unsafe {
-                    let sub = libc::openat(
+            if kind == libc::DT_DIR && !dot {
+                if let Ok(name) = CStr::from_bytes_until_nul(name) {
+                    if let Ok(sub) = calls::openat(
                         dir,
                         name,
                         libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-                    );
-                    if sub >= 0 {
+                    ) {
                         remove_below(sub, depth + 1);
-                        libc::close(sub);
+                        calls::close(sub);
                     }
-                    libc::unlinkat(dir, name, libc::AT_REMOVEDIR);
+                    calls::unlinkat(dir, name, libc::AT_REMOVEDIR);
                 }
             }
             at += reclen;
@@ -1783,49 +2050,27 @@ fn populated(folder_fd: RawFd) -> bool {
 
 /// The start of file `name` (relative to `dir`, or absolute), as much as fits in `buf`; `None` if it cannot be read.
 fn read_start<'a>(dir: RawFd, name: &CStr, buf: &'a mut [u8]) -> Option<&'a [u8]> {
-    // SAFETY: openat with a NUL-terminated name, read into `buf` (its length passed), close of the result:
-    // async-signal-safe system calls.
-    let read = unsafe {
-        let fd = libc::openat(dir, name.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-        if fd < 0 {
-            return None;
-        }
-        let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
-        libc::close(fd);
-        n
-    };
-    buf.get(..usize::try_from(read).ok()?)
+    let fd = calls::openat(dir, name, libc::O_RDONLY | libc::O_CLOEXEC).ok()?;
+    let read = calls::read(fd, buf);
+    calls::close(fd);
+    buf.get(..read.ok()?)
 }
 
 /// Exits as the command did: its exit code, or death by its signal (no core dump). Without a report (cannot
 /// happen: the command is our child), status 1.
-fn exit_as(report: Option<libc::siginfo_t>) -> ! {
-    if let Some(info) = report {
-        let status = status_of(&info);
-        if info.si_code == libc::CLD_EXITED {
-            // SAFETY: _exit is async-signal-safe.
-            unsafe { libc::_exit(status) };
+fn exit_as(report: Option<calls::Report>) -> ! {
+    if let Some(report) = report {
+        let status = report.status;
+        if report.code == libc::CLD_EXITED {
+            calls::exit(status);
         }
-        let limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        let mut only = MaybeUninit::<libc::sigset_t>::zeroed();
-        // SAFETY: integer arguments and sets that live across the calls; all async-signal-safe system calls.
-        unsafe {
-            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
-            libc::setrlimit(libc::RLIMIT_CORE, &raw const limit);
-            libc::signal(status, libc::SIG_DFL);
-            libc::sigemptyset(only.as_mut_ptr());
-            libc::sigaddset(only.as_mut_ptr(), status);
-        }
-        // SAFETY: initialised above.
-        set_mask(libc::SIG_UNBLOCK, &unsafe { only.assume_init() }, None);
-        // SAFETY: as above.
-        unsafe { libc::kill(libc::getpid(), status) };
+        let _ = calls::prctl(libc::PR_SET_DUMPABLE, 0);
+        calls::no_core();
+        calls::default_action(status);
+        calls::set_mask(libc::SIG_UNBLOCK, &calls::only(status), None);
+        let _ = calls::kill(calls::getpid(), status);
     }
-    // SAFETY: _exit is async-signal-safe.
-    unsafe { libc::_exit(1) }
+    calls::exit(1)
 }
 
 /// Sends `signal` to the group `pgid` of a kept job, whose keeper (pid `pgid`) is not in it: a group with no process
@@ -1833,10 +2078,10 @@ fn exit_as(report: Option<libc::siginfo_t>) -> ! {
 /// with its command goes on). The caller holds the keeper unreaped.
 pub(crate) fn signal_kept_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
     let pgid = super::checked_pid(pgid)?;
-    // SAFETY: kill has no memory-safety preconditions; checked_pid ruled out the ids with special meanings.
-    let sent = match cvt(unsafe { libc::kill(-pgid, signal) }) {
-        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(()),
-        other => other.map(drop),
+    // checked_pid ruled out the ids with special meanings.
+    let sent = match calls::kill(-pgid, signal) {
+        Err(libc::ESRCH) => Ok(()),
+        other => other.map_err(io::Error::from_raw_os_error),
     };
     if signal == libc::SIGKILL || signal == libc::SIGCONT {
         super::wake_child(pgid.unsigned_abs());
