@@ -27,6 +27,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use grouptimeout::{GroupChild, GroupCommandExt as _, Outcome};
+use grouptimeout_job::JobChildExt as _;
 
 /// A timeout long enough never to fire in rows that measure exits.
 const LONG: Duration = Duration::from_mins(1);
@@ -1020,7 +1021,7 @@ fn row8(o: &Opts, tab: &mut Table) {
         let mut c = Command::new("/bin/true").spawn_group().unwrap();
         match k {
             1 => c.die_with_parent().unwrap(),
-            2 => grouptimeout::host::die_with_parent_forked(&mut c).unwrap(),
+            2 => grouptimeout_cli::host::die_with_parent_forked(&mut c).unwrap(),
             _ => {}
         }
         assert!(c.wait_timeout(LONG).unwrap().status().success());
@@ -1366,7 +1367,7 @@ fn machine_header(o: &Opts) -> String {
     reason = "row 10's three parts, each a table of contenders"
 )]
 fn row10(o: &Opts, tab: &mut Table) {
-    use grouptimeout::{Contain, Containment};
+    use grouptimeout_job::{Contain, Containment};
     let modes: [(&str, Option<Containment>); 4] = [
         ("grouptimeout `spawn_group`", None),
         ("`spawn_contained`, cgroup", Some(Containment::Cgroup)),
