@@ -261,6 +261,7 @@ impl Attached {
         Arc::new(attached)
     }
 
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     pub(crate) fn set_fallback(&self, why: Arc<str>) {
         let _ = self.fallback.set(why);
     }

@@ -7,7 +7,9 @@ use std::process::Command;
 
 use grouptimeout::GroupChild;
 
-use crate::child::{attached, Attached};
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+use crate::child::attached;
+use crate::child::Attached;
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 use crate::contain::{cgroup, keeper::Keeper, lineage, Bound};
 use crate::contain::{Containment, Job};

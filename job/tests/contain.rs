@@ -12,7 +12,6 @@ mod job_common;
 #[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
 #[test]
 fn elsewhere_a_contained_job_has_its_group_only() {
-    use grouptimeout::GroupCommandExt;
     use grouptimeout_job::{Contain, Containment, JobChildExt as _, JobCommandExt as _};
     let mut child = std::process::Command::new("true")
         .spawn_contained()

@@ -1,5 +1,5 @@
 //! `poll(2)` (`ppoll` on Linux): the sleep of every wait, on the leader's pidfd, and of a capture, on its pipes; and
-//! the pipes of the features (close-on-exec, non-blocking).
+//! the pipes of `capture` and of `grouptimeout-job`'s guard (close-on-exec, non-blocking).
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};

@@ -1,4 +1,4 @@
-//! The one function this crate runs before `main` (`host` only): it records whether `SIGPIPE` was inherited ignored,
+//! The one function this crate runs before `main`, the workspace's only one: it records whether `SIGPIPE` was inherited ignored,
 //! and a `pre_exec` step passes that on to a command.
 
 use std::io;
