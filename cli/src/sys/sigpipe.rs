@@ -1,5 +1,5 @@
-//! The one function this crate runs before `main`, the workspace's only one: it records whether `SIGPIPE` was inherited ignored,
-//! and a `pre_exec` step passes that on to a command.
+//! The one function this crate runs before `main`, the workspace's only one: it records whether `SIGPIPE` was
+//! inherited ignored, and a `pre_exec` step passes that on to a command.
 
 use std::io;
 use std::os::unix::process::CommandExt;
