@@ -61,11 +61,11 @@ pub fn attach(
     Ok(())
 }
 
-/// The boundary a capturing wait's result kept, if any.
+/// The record of its job's boundary that a capturing wait's result kept (see `Boundary::record`), if any.
 #[cfg(feature = "capture")]
 #[must_use]
-pub fn captured_boundary(captured: &crate::Captured) -> Option<&Arc<dyn Boundary>> {
-    captured.job.0.as_ref()
+pub fn captured_record(captured: &crate::Captured) -> Option<&(dyn std::any::Any + Send + Sync)> {
+    captured.job.0.as_deref()
 }
 
 /// The signal and grace of [`GroupChild::set_grace`], if set.

@@ -61,8 +61,28 @@ pub trait Boundary: fmt::Debug + Send + Sync + Any {
     /// What could not be removed.
     fn end(&self, keep: bool) -> io::Result<()>;
 
+    /// What a capturing wait's result keeps of the job (called once the leader was reaped): a record that holds none
+    /// of the job's resources (descriptors, a keeper's page), so that a kept result does not keep them open.
+    fn record(&self) -> Option<Arc<dyn Any + Send + Sync>>;
+
     /// The boundary as [`Any`], for the crate that made it to find its own type again.
     fn as_any(&self) -> &dyn Any;
+}
+
+/// What a capturing wait's result keeps of its job: its boundary's [`record`](Boundary::record), if any.
+#[cfg(feature = "capture")]
+#[derive(Clone, Default)]
+pub(crate) struct Record(pub(crate) Option<Arc<dyn Any + Send + Sync>>);
+
+#[cfg(feature = "capture")]
+impl fmt::Debug for Record {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Record(..)"
+        } else {
+            "Record(None)"
+        })
+    }
 }
 
 /// A child's job: its group alone (`None`), or a group with a [`Boundary`].
@@ -114,5 +134,10 @@ impl Job {
 
     pub(crate) fn end(&self, keep: bool) -> io::Result<()> {
         self.0.as_ref().map_or(Ok(()), |b| b.end(keep))
+    }
+
+    #[cfg(feature = "capture")]
+    pub(crate) fn record(&self) -> Record {
+        Record(self.0.as_ref().and_then(|b| b.record()))
     }
 }

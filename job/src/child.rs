@@ -231,12 +231,26 @@ pub trait JobOutputExt: sealed::Sealed {
 #[cfg(feature = "capture")]
 impl JobOutputExt for grouptimeout::Captured {
     fn containment(&self) -> Containment {
-        of(core::captured_boundary(self)).map_or(Containment::Group, |a| a.job.containment())
+        finished(self).map_or(Containment::Group, |f| f.containment)
     }
 
     fn leftovers(&self) -> Vec<Leftover> {
-        of(core::captured_boundary(self)).map_or_else(Vec::new, |a| lock(&a.leftovers).clone())
+        finished(self).map_or_else(Vec::new, |f| f.leftovers.clone())
     }
+}
+
+/// What a capturing wait's result keeps of its job ([`Boundary::record`]): what [`JobOutputExt`] reads, and none of
+/// the job's resources (its cgroup's descriptors, its keeper's page).
+#[cfg(feature = "capture")]
+#[derive(Debug)]
+struct Finished {
+    containment: Containment,
+    leftovers: Vec<Leftover>,
+}
+
+#[cfg(feature = "capture")]
+fn finished(captured: &grouptimeout::Captured) -> Option<&Finished> {
+    core::captured_record(captured)?.downcast_ref()
 }
 
 /// A job's boundary as `grouptimeout` holds it: the job (`contain/`), the guard of `die_with_parent`, what the kills
@@ -307,6 +321,17 @@ impl Boundary for Attached {
         // The guard last: until the job's cgroup is gone, this process's death still ends it and removes it.
         lock(&self.guard).take();
         ended
+    }
+
+    fn record(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
+        // Without `capture` nothing here reads a `Captured` (another crate may still make one).
+        #[cfg(not(feature = "capture"))]
+        return None;
+        #[cfg(feature = "capture")]
+        Some(Arc::new(Finished {
+            containment: self.job.containment(),
+            leftovers: lock(&self.leftovers).clone(),
+        }))
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

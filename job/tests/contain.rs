@@ -1327,6 +1327,42 @@ mod linux {
             loop_.wait().unwrap();
         }
     }
+
+    /// What a capturing wait returns of a contained job is a record (its containment and leftovers), not the job
+    /// itself: a `Captured` kept after the wait holds no descriptor of the job's cgroup (its `cgroup.kill` and
+    /// `cgroup.events`), as before the split, so that results kept of many jobs do not run the process out of them.
+    #[test]
+    fn cgroup_a_captured_job_holds_no_descriptor_of_its_cgroup() {
+        use grouptimeout_job::JobOutputExt as _;
+        let Some(how) = cgroup_or_skip("cgroup_a_captured_job_holds_no_descriptor_of_its_cgroup")
+        else {
+            return;
+        };
+        let mut child = how
+            .spawn(
+                Command::new("sh")
+                    .args(["-c", "cat /proc/self/cgroup; exec sleep 0.3"])
+                    .stdout(Stdio::piped()),
+            )
+            .unwrap();
+        child.set_output_limit(4096);
+        let captured = child.wait_with_output_timeout(LONG).unwrap();
+        assert_eq!(captured.containment(), Containment::Cgroup);
+        let line = String::from_utf8_lossy(&captured.stdout).into_owned();
+        let folder = line.trim().rsplit('/').next().unwrap().to_owned();
+        assert!(folder.starts_with("grouptimeout-"), "{line:?}");
+        let held: Vec<PathBuf> = fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|fd| fs::read_link(fd.ok()?.path()).ok())
+            .filter(|target| target.to_string_lossy().contains(&folder))
+            .collect();
+        assert_eq!(
+            held,
+            [] as [PathBuf; 0],
+            "kept open by the Captured of {folder}"
+        );
+        drop(captured);
+    }
 }
 
 /// Issue 24.3: a captured job's boundary and what its kills reached are kept in `Captured` (the wait consumes the

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 mod kept;
 
-use crate::boundary::Job;
+use crate::boundary::{Job, Record};
 use crate::child::GroupChild;
 use crate::outcome::Outcome;
 use crate::sys;
@@ -96,9 +96,9 @@ pub struct Captured {
     /// a daemon), a leftover kept by [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers), or, rarely, a
     /// killed member slow to die (it writes nothing more). Whatever such a process writes later is not captured.
     pub pipes_closed: bool,
-    /// The job's boundary, for `grouptimeout-job` to tell what became of the job (its `containment` and
-    /// `leftovers`); nothing for a plain group.
-    pub(crate) job: Job,
+    /// The record of the job's boundary, for `grouptimeout-job` to tell what became of the job (its `containment`
+    /// and `leftovers`); nothing for a plain group. A record, not the boundary: it holds none of the job's resources.
+    pub(crate) job: Record,
 }
 
 #[cfg_attr(docsrs, doc(cfg(feature = "capture")))]
@@ -256,7 +256,7 @@ impl GroupChild {
             stderr_omitted,
             input_written,
             pipes_closed,
-            job: self.job.clone(),
+            job: self.job.record(),
         })
     }
 }
