@@ -44,8 +44,9 @@ pub fn boundary(child: &GroupChild) -> Option<&Arc<dyn Boundary>> {
     child.job.0.as_ref()
 }
 
-/// Attaches `boundary` to a child that has none yet (a guard for a plain group), before its first handle is made or
-/// its first wait starts. Returns it back if the child already has one.
+/// Attaches `boundary` to a child that has none yet (a guard for a plain group). Handles made before keep the job
+/// they were made with (the group alone), and the wait's watch stays on the leader: attach this way only a boundary
+/// that watches the leader and adds nothing to a signal (a guard's). Returns it back if the child already has one.
 ///
 /// # Errors
 ///

@@ -5,10 +5,15 @@
 //! `spawn_contained`, `die_with_parent`) attaches a [`Boundary`] through the hidden module `__private`, and pins
 //! this crate by its exact version, so that nothing but that crate can depend on this interface.
 //!
-//! What the boundary cannot break: the wait's loop (check, sleep, never past the deadline), the order "signal the
-//! group, then reap the leader", and the reap itself stay here. A boundary only answers the questions below (which
-//! process ends the wait, has it exited, how to reach what the group does not hold) and ends its own job after the
-//! reap.
+//! What stays here, whatever a boundary does: the wait's loop (check, sleep, never past the deadline), the group's
+//! signal (sent here after the boundary's [`signal`](Boundary::signal) if that did not send it), the reap under the
+//! handles' lock, and the order "signal the job, reap the leader, end the job". A boundary answers the questions
+//! below (which process ends the wait, has it exited, how to reach what the group does not hold) and ends its own job
+//! after the reap. Its answers are trusted: a boundary that said a running leader had exited would make the reap
+//! block until it exits, and one that answered [`signal_kept`](Boundary::signal_kept) without signalling would leave
+//! a kept group running. So `grouptimeout-job` is its one implementation, and it names this crate by its exact
+//! version; the module is hidden and outside semantic versioning (any crate can name it, but nothing promises it a
+//! version from one release to the next).
 
 use std::any::Any;
 use std::fmt;
@@ -18,7 +23,8 @@ use std::sync::Arc;
 /// What a job beyond its process group adds to a child's waits, kills and drop (implemented by `grouptimeout-job`;
 /// not a public API: its methods may change with any version, which is why that crate pins this one exactly).
 ///
-/// Every method is called with the leader unreaped, except [`end`](Boundary::end), which follows the reap.
+/// Every method is called with the leader unreaped by this crate, except [`take_reached`](Boundary::take_reached)
+/// (also right after the reap), and [`end`](Boundary::end) and [`record`](Boundary::record), which follow it.
 #[doc(hidden)]
 pub trait Boundary: fmt::Debug + Send + Sync + Any {
     /// The process whose exit ends a wait: `leader`, or the command below a keeper.
@@ -31,7 +37,8 @@ pub trait Boundary: fmt::Debug + Send + Sync + Any {
     /// As `waitid` fails for the leader (`ECHILD`: someone else reaped it).
     fn exited(&self, leader: u32) -> io::Result<bool>;
 
-    /// Sends `signal` to the job: `group` signals the leader's group, the boundary adds what the group misses.
+    /// Sends `signal` to the job: `group` signals the leader's group (once: later calls do nothing; if the boundary
+    /// does not call it, the caller does after this returns), the boundary adds what the group misses.
     ///
     /// # Errors
     ///
@@ -100,9 +107,14 @@ impl Job {
             return group();
         };
         let mut group = Some(group);
-        boundary.signal(leader, signal, &mut || {
+        let sent = boundary.signal(leader, signal, &mut || {
             group.take().map_or(Ok(()), |group| group())
-        })
+        });
+        // The group is signalled whatever the boundary did: that promise is this crate's.
+        match group.take() {
+            Some(group) => group().and(sent),
+            None => sent,
+        }
     }
 
     pub(crate) fn watched(&self, id: u32) -> u32 {
@@ -139,5 +151,55 @@ impl Job {
     #[cfg(feature = "capture")]
     pub(crate) fn record(&self) -> Record {
         Record(self.0.as_ref().and_then(|b| b.record()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Boundary, Job};
+    use std::any::Any;
+    use std::io;
+    use std::sync::Arc;
+
+    /// A boundary that forgets the group.
+    #[derive(Debug)]
+    struct Forgetful;
+
+    impl Boundary for Forgetful {
+        fn watched(&self, leader: u32) -> u32 {
+            leader
+        }
+        fn exited(&self, _: u32) -> io::Result<bool> {
+            Ok(false)
+        }
+        fn signal(&self, _: u32, _: i32, _: &mut dyn FnMut() -> io::Result<()>) -> io::Result<()> {
+            Ok(())
+        }
+        fn signal_kept(&self, _: u32, _: i32) -> Option<io::Result<()>> {
+            None
+        }
+        fn judge(&self, _: u32, _: bool) {}
+        fn take_reached(&self) {}
+        fn end(&self, _: bool) -> io::Result<()> {
+            Ok(())
+        }
+        fn record(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+            None
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    }
+
+    #[test]
+    fn the_group_is_signalled_once_whatever_the_boundary_does() {
+        let job = Job(Some(Arc::new(Forgetful)));
+        let mut sent = 0;
+        let result = job.signal(1, 0, || {
+            sent += 1;
+            Err(io::Error::from_raw_os_error(libc::EPERM))
+        });
+        assert_eq!(sent, 1);
+        assert_eq!(result.unwrap_err().raw_os_error(), Some(libc::EPERM));
     }
 }
