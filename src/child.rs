@@ -196,8 +196,8 @@ impl GroupChild {
     /// The leader's process id, which is also the id of its process group.
     ///
     /// For a job of `spawn_contained` in a cgroup or with its own reaper, the id of its keeper (see `Contain`), which is also the id of the
-    /// command's process group, though the keeper is not in it; the command's own pid is `command_id` (with the
-    /// `contain` feature). A signal sent to this pid reaches the command (the keeper passes it
+    /// command's process group, though the keeper is not in it; the command's own pid is `grouptimeout-job`'s
+    /// `JobChildExt::command_id`. A signal sent to this pid reaches the command (the keeper passes it
     /// on), but for `SIGCONT` (it only wakes the keeper), and `SIGKILL` and `SIGSTOP`, which hit the keeper itself (a
     /// stopped keeper is continued by the next check of a wait or `try_wait`, see `Contain`): signal the job through
     /// this handle ([`signal`](GroupChild::signal)).

@@ -1,9 +1,8 @@
-//! The guard process behind [`GroupChild::die_with_parent`](crate::JobChildExt::die_with_parent) (whose method is in
-//! `child/guarded.rs`): the group dies with this process, however it dies (needs the `guard` feature).
+//! The guard process behind [`JobChildExt::die_with_parent`](crate::JobChildExt::die_with_parent) (whose method is in
+//! `child.rs`): the group dies with this process, however it dies.
 //!
-//! - `process`: the guard process itself, which [`GroupChild`](grouptimeout::GroupChild) holds and ends before the leader
-//!   is reaped.
-//! - `none.rs`: its stand-in in a build without the feature (no guard can exist).
+//! - `process`: the guard process itself, which the boundary attached to a [`GroupChild`](grouptimeout::GroupChild)
+//!   holds (`child.rs`, `Attached`) and ends after the leader's reap and the job's end.
 
 mod process;
 

@@ -1,4 +1,4 @@
-//! The guard behind [`GroupChild::die_with_parent`](crate::JobChildExt::die_with_parent): a small process placed in
+//! The guard behind [`JobChildExt::die_with_parent`](crate::JobChildExt::die_with_parent): a small process placed in
 //! the command's group that kills the group when this process dies.
 //!
 //! The guard's standard input is the read end of a close-on-exec pipe whose write end only this process holds. When
