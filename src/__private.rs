@@ -4,7 +4,7 @@
 //!
 //! What it gives: the `Boundary` a job attaches to a [`GroupChild`] (see `boundary.rs` for what a boundary can and
 //! cannot change), a few read-only views of a child's state, and this crate's system-call helpers (`sys`), so that
-//! the sibling's own `unsafe` does not repeat them.
+//! the sibling's own unchecked calls do not repeat them.
 
 use std::io;
 use std::process::Command;
@@ -17,8 +17,8 @@ pub use crate::group::is_stop_signal;
 pub use crate::wait::{ExitWatch, DROP_REAP_LIMIT};
 use crate::GroupChild;
 
-/// This crate's system-call helpers that the job crate reuses (all of them safe functions; the `unsafe` behind them
-/// is counted here).
+/// This crate's system-call helpers that the job crate reuses (all of them safe functions; the unchecked calls
+/// behind them are counted here).
 pub mod sys {
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     pub use crate::sys::pidfd_open;

@@ -111,7 +111,7 @@
 //! so. Features only add: code that builds with some features builds with more. [`GroupCommandExt`], whose
 //! `output_timeout` only `capture` adds, is sealed (no other crate can implement it), so a feature that another crate
 //! in the build turns on breaks no implementation. The README's "Auditing" section counts the crate's code lines, and
-//! its `unsafe` blocks, all in `src/sys/`, the one module that calls libc unchecked.
+//! its blocks that call libc unchecked, all in `src/sys/`.
 //!
 //! # Errors
 //!

@@ -40,8 +40,8 @@
 //!
 //! # Auditing
 //!
-//! All `unsafe` is in the private module `sys` (the keeper, the boundary's Linux calls, the forked guard); the
-//! README's "Auditing" table counts it per file.
+//! Every unchecked call into libc is in the private module `sys` (the keeper, the boundary's Linux calls, the forked
+//! guard), each block with its `SAFETY` argument; the README's "Auditing" table counts them per file.
 #![doc = include_str!("../doc/keeper.md")]
 #![deny(missing_docs)]
 #![warn(clippy::pedantic)]
