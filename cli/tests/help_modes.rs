@@ -228,17 +228,6 @@ if [ "$3" = kill-keeper ]; then
 fi
 "#;
 
-    /// The cgroup2 mount point (`/sys/fs/cgroup`, or `/sys/fs/cgroup/unified` on a hybrid tree).
-    fn cgroup2_mount() -> Option<String> {
-        let info = fs::read_to_string("/proc/self/mountinfo").ok()?;
-        info.lines().find_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            right
-                .starts_with("cgroup2 ")
-                .then(|| left.split(' ').nth(4).map(str::to_owned))?
-        })
-    }
-
     /// The hard limit on this process's processes, as `prlimit` takes it (`unlimited` or a number).
     fn hard_process_limit() -> String {
         let limits = fs::read_to_string("/proc/self/limits").unwrap();

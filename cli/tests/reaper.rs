@@ -161,17 +161,6 @@ mod linux {
         }
     }
 
-    /// The cgroup2 mount point, from `/proc/self/mountinfo`.
-    fn cgroup2_mount() -> Option<String> {
-        let info = fs::read_to_string("/proc/self/mountinfo").ok()?;
-        info.lines().find_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            right
-                .starts_with("cgroup2 ")
-                .then(|| left.split(' ').nth(4).map(str::to_owned))?
-        })
-    }
-
     /// How a re-run of this binary is started: as root (as this process runs), as nobody, or as container-like root.
     #[derive(Clone, Copy, Debug)]
     enum As {

@@ -720,3 +720,15 @@ pub fn without_clone3(command: &mut Command, errno: i32) -> &mut Command {
     // SAFETY: refuse_clone3 is async-signal-safe and allocates nothing.
     unsafe { command.pre_exec(move || refuse_clone3(errno)) }
 }
+
+/// The cgroup2 mount point (`/sys/fs/cgroup`, or `/sys/fs/cgroup/unified` on a hybrid tree), from
+/// `/proc/self/mountinfo`.
+pub fn cgroup2_mount() -> Option<String> {
+    let info = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        right
+            .starts_with("cgroup2 ")
+            .then(|| left.split(' ').nth(4).map(str::to_owned))?
+    })
+}
