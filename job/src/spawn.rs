@@ -88,7 +88,12 @@ impl JobCommandExt for Command {
 /// its `clone3` into it failed, or, where `clone3` is refused, the command's move into it, say because the parent
 /// folder is a thread root, whose domain children are "domain invalid", or the kernel is older than 5.14) counts as
 /// none: its folder is removed and the command is spawned again in the next mode (none of it ran: that happens before
-/// `exec`). Lineage is used only where the reaper cannot be had (or is turned off with [`reaper(false)`](Contain::reaper)): the reaper catches everything lineage does, and
+/// `exec`). So does a keeper that dies before it made the command's process (killed by a seccomp filter at a call that
+/// only a keeper makes, such as `prctl(PR_SET_CHILD_SUBREAPER)` or `clone3`, or by someone's `SIGKILL`): the spawn
+/// does not return such a job, whose command never ran; the reason names the keeper's signal, and its folder, if it
+/// made one, is removed. (A keeper killed from outside in the instant between the `exec` of the command's process
+/// and its own next instruction is the exception: that process, which dies with its keeper, `PR_SET_PDEATHSIG`, ran
+/// for that instant.) Lineage is used only where the reaper cannot be had (or is turned off with [`reaper(false)`](Contain::reaper)): the reaper catches everything lineage does, and
 /// more, at a cost that does not grow with the host's process count; lineage's mark stays on a reaper job's command
 /// as the backup for a job that killed its keeper.
 ///
@@ -221,8 +226,9 @@ impl JobCommandExt for Command {
 ///   reaper does not (that namespace's orphans go to its own init), so reaper mode fails then, saying so. A time
 ///   namespace (`CLONE_NEWTIME`) is not treated so: the keeper and the command's process are born in it.
 /// - A command run as another user (`Command::uid`): std switches users before the hooks, so the keeper runs as that
-///   user too. As root, the spawn sets this thread's `PR_SET_KEEPCAPS` (set back before it returns; the kernel reads
-///   it only when a user id changes), so the keeper keeps its permitted capabilities across std's switch; in cgroup
+///   user too. As root, a cgroup spawn sets this thread's `PR_SET_KEEPCAPS` where it is off, and clears it again
+///   before it returns (the kernel reads it only when a user id changes; a thread that has it on keeps it on, and no
+///   other spawn touches it), so the keeper keeps its permitted capabilities across std's switch; in cgroup
 ///   mode it keeps `CAP_DAC_OVERRIDE` alone (to make the folder in this process's cgroup and start the command in
 ///   it: the folder is then that user's, as a cgroup delegated to it), in reaper mode none, and the command's process
 ///   drops them all before it runs anything of the caller's. Where the keeper cannot keep that capability (the thread
@@ -328,7 +334,8 @@ impl Contain {
     /// `Unsupported` (no cgroup v2 here, systemd did not delegate the folder: `PermissionDenied`, only the group on
     /// this system), or the kind of the first failure, such as a cgroup the keeper could not start the command in
     /// (the folder named, and the OS error of its `mkdir` or `clone3`, whose kind the error keeps; the folder is
-    /// removed), or too few free descriptors for a mode (the kind of `EMFILE`, `ENFILE`). Nothing runs then. Without
+    /// removed), a keeper that died before it made the command's process (`Other`, its signal named), or too few free
+    /// descriptors for a mode (the kind of `EMFILE`, `ENFILE`). Nothing runs then. Without
     /// `require`, a spawn fails for want of descriptors only where `spawn_group` would.
     pub fn spawn(&self, command: &mut Command) -> io::Result<GroupChild> {
         // Each mode that was tried and could not be had, and why.
@@ -483,6 +490,11 @@ fn spawn_kept(bound: Bound, command: &mut Command) -> io::Result<io::Result<Grou
     match spawned {
         Ok(child) => {
             job.started(child.id());
+            // The keeper records the command's pid before it closes its copy of std's error pipe: a spawn that
+            // returned without it means that the keeper died before it made the command.
+            if job.watched(child.id()) == child.id() {
+                return Ok(Err(keeper_died(child, &place)));
+            }
             Ok(Ok(child))
         }
         Err(e) => {
@@ -520,6 +532,29 @@ fn spawn_kept(bound: Bound, command: &mut Command) -> io::Result<io::Result<Grou
             Ok(Err(too_few(e)))
         }
     }
+}
+
+/// Why the mode of `child`, a kept job whose keeper died before it made the command's process (its spawn returned
+/// with no command recorded: std reads end of file on its error pipe once the keeper is gone, as after an `exec`),
+/// could not be had: the keeper's death, as its reap gives it (a wait, which ends the job: no folder is left).
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+fn keeper_died(mut child: GroupChild, place: &str) -> io::Error {
+    use std::os::unix::process::ExitStatusExt as _;
+    let how = match child.wait_timeout(std::time::Duration::from_secs(5)) {
+        Ok(outcome) => match outcome.status().signal() {
+            Some(libc::SIGSYS) => format!(
+                "killed by signal {} (SIGSYS: a seccomp filter forbids a system call it makes)",
+                libc::SIGSYS
+            ),
+            Some(signal) => format!("killed by signal {signal}"),
+            None => format!("{}", outcome.status()),
+        },
+        Err(e) => format!("it could not be waited for: {e}"),
+    };
+    io::Error::other(format!(
+        "the command's first process could not start {place}: its keeper died before it made it, {how}; the \
+         command did not run"
+    ))
 }
 
 /// Whether two more descriptors can be opened now (std's pipe of a forked spawn): a spawn that failed for want of
