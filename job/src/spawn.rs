@@ -88,7 +88,7 @@ impl JobCommandExt for Command {
 /// its `clone3` into it failed, or, where `clone3` is refused, the command's move into it, say because the parent
 /// folder is a thread root, whose domain children are "domain invalid", or the kernel is older than 5.14) counts as
 /// none: its folder is removed and the command is spawned again in the next mode (none of it ran: that happens before
-/// `exec`). So does a keeper that dies before it made the command's process (killed by a seccomp filter at a call that
+/// `exec`; the caller's `pre_exec` hooks, though, run again, see "The keeper" below). So does a keeper that dies before it made the command's process (killed by a seccomp filter at a call that
 /// only a keeper makes, such as `prctl(PR_SET_CHILD_SUBREAPER)` or `clone3`, or by someone's `SIGKILL`): the spawn
 /// does not return such a job, whose command never ran; the reason names the keeper's signal, and its folder, if it
 /// made one, is removed. (A keeper killed from outside in the instant between the `exec` of the command's process
@@ -211,17 +211,24 @@ impl JobCommandExt for Command {
 ///   In reaper mode the orphans then go to the next subreaper above (or init): the wait kills the command's group
 ///   (its id is the keeper's pid, pinned while the keeper is unreaped) and the processes that carry the job's
 ///   lineage mark; an escapee that also cleared its environment (`env -i`) or rewrote its title survives.
-/// - `pre_exec` hooks the caller added before the spawn run in the keeper, before the command's process exists:
-///   what a fork inherits (resource limits, the working folder, descriptors) reaches the command; a parent-death
-///   signal does not. Hooks added later, and on a later spawn of the same `Command` (the keeper's hook stays on it,
-///   disarmed), run as usual; on x86-64 the later ones run in a process that shares the keeper's memory until its
-///   `exec` (as the child of `posix_spawn` does), so what they change in memory the keeper sees too (it only waits
-///   meanwhile, and uses none of it). A hook that unshared the PID namespace (`unshare(CLONE_NEWPID)`, which puts
-///   the keeper's children in a new namespace, its first one PID 1) is undone in the keeper (`setns` to its own) and
-///   done again by the command's process, so the command's first child is PID 1 of the new namespace, as without a
-///   keeper, and the job stays contained (a namespace dies with its PID 1, and its processes are the job's). Where
-///   the keeper cannot go back (`setns` needs `CAP_SYS_ADMIN` over its own namespace: a hook that also made a user
-///   namespace), the keeper modes fail, saying so, and lineage runs the command as without a keeper. A hook that
+/// - `pre_exec` hooks the caller added before the spawn run in the keeper, before the command's process exists: what a
+///   fork inherits (resource limits, the working folder, descriptors) reaches the command; a parent-death signal does
+///   not. They run once in each mode tried, not once per spawn: a mode that fails in the keeper (a cgroup it could not
+///   start the command in, a keeper that died, a process limit: see above and "Falling back"; the keeper's hook runs
+///   after the caller's, in the process std forked for them) is followed by a new spawn in the next mode, whose process
+///   runs them again. A hook with an effect outside its own process (a file made with `O_EXCL`, a pidfile, a message
+///   sent) sees one run per mode tried: make it idempotent, or ask for one mode, so
+///   that a failure fails the spawn instead of trying another (`require(Containment::Cgroup)`; `cgroup(false)` with
+///   `require(Containment::Reaper)`; or lineage alone, `cgroup(false)` and `reaper(false)`, which has no keeper: its
+///   hooks run in the command's process). Hooks added later, and on a later spawn of the same `Command` (the keeper's
+///   hook stays on it, disarmed), run as usual; on x86-64 the later ones run in a process that shares the keeper's
+///   memory until its `exec` (as the child of `posix_spawn` does), so what they change in memory the keeper sees too
+///   (it only waits meanwhile, and uses none of it). A hook that unshared the PID namespace (`unshare(CLONE_NEWPID)`,
+///   which puts the keeper's children in a new namespace, its first one PID 1) is undone in the keeper (`setns` to its
+///   own) and done again by the command's process, so the command's first child is PID 1 of the new namespace, as
+///   without a keeper, and the job stays contained (a namespace dies with its PID 1, and its processes are the job's).
+///   Where the keeper cannot go back (`setns` needs `CAP_SYS_ADMIN` over its own namespace: a hook that also made a
+///   user namespace), the keeper modes fail, saying so, and lineage runs the command as without a keeper. A hook that
 ///   joined an existing PID namespace (`setns`) is left alone: the command is born in it, which a cgroup holds; the
 ///   reaper does not (that namespace's orphans go to its own init), so reaper mode fails then, saying so. A time
 ///   namespace (`CLONE_NEWTIME`) is not treated so: the keeper and the command's process are born in it.
