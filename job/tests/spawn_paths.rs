@@ -129,29 +129,35 @@ const KILL_PROCESS: u32 = 0x8000_0000;
 const ALLOW: u32 = 0x7fff_0000;
 
 /// Installs, on the calling thread (in a `pre_exec` hook: the process std forked, the keeper-to-be), a seccomp filter
-/// that kills the process at `prctl(option, …)` and allows every other call (any call made through another
-/// architecture's convention too). Async-signal-safe: system calls on a filter built on the stack. Core dumps off
-/// first (a process killed by `SIGSYS` dumps core by default).
-fn kill_at_prctl(option: libc::c_int) -> io::Result<()> {
+/// that kills the process at system call `nr` (with `first` as its first argument, if given) and allows every other
+/// call (any call made through another architecture's convention too). Async-signal-safe: system calls on a filter
+/// built on the stack. Core dumps off first (a process killed by `SIGSYS` dumps core by default).
+fn kill_at(nr: libc::c_long, first: Option<u32>) -> io::Result<()> {
     const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
     const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const JA: u16 = 0x05; // BPF_JMP | BPF_JA
     const RET_K: u16 = 0x06; // BPF_RET | BPF_K
     #[cfg(target_arch = "x86_64")]
     const ARCH: u32 = 0xc000_003e; // AUDIT_ARCH_X86_64
     #[cfg(target_arch = "aarch64")]
     const ARCH: u32 = 0xc000_00b7; // AUDIT_ARCH_AARCH64
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    compile_error!("kill_at_prctl knows the audit architecture of x86-64 and aarch64 only");
+    compile_error!("kill_at knows the audit architecture of x86-64 and aarch64 only");
     let insn = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
-    let nr = u32::try_from(libc::SYS_prctl).unwrap_or(0);
-    // seccomp_data: `nr` at offset 0, `arch` at 4, the first argument's low 32 bits at 16 (little-endian).
+    let nr = u32::try_from(nr).unwrap_or(u32::MAX);
+    // seccomp_data: `nr` at offset 0, `arch` at 4, the first argument's low 32 bits at 16 (little-endian). Without
+    // `first`, its test is an always-taken jump to the kill.
+    let test_first = match first {
+        Some(first) => [insn(LD_W_ABS, 0, 0, 16), insn(JEQ_K, 0, 1, first)],
+        None => [insn(JA, 0, 0, 0), insn(JA, 0, 0, 0)],
+    };
     let mut filter = [
         insn(LD_W_ABS, 0, 0, 4),
         insn(JEQ_K, 0, 5, ARCH),
         insn(LD_W_ABS, 0, 0, 0),
         insn(JEQ_K, 0, 3, nr),
-        insn(LD_W_ABS, 0, 0, 16),
-        insn(JEQ_K, 0, 1, option.unsigned_abs()),
+        test_first[0],
+        test_first[1],
         insn(RET_K, 0, 0, KILL_PROCESS),
         insn(RET_K, 0, 0, ALLOW),
     ];
@@ -180,12 +186,18 @@ fn kill_at_prctl(option: libc::c_int) -> io::Result<()> {
     Ok(())
 }
 
-/// `true`, under a filter that kills at `prctl(option)` (see [`kill_at_prctl`]).
-fn true_killed_at(option: libc::c_int) -> Command {
+/// `true`, under a filter that kills at system call `nr` (see [`kill_at`]).
+fn true_killed_at(nr: libc::c_long, first: Option<libc::c_int>) -> Command {
+    let first = first.map(libc::c_int::unsigned_abs);
     let mut command = Command::new("true");
-    // SAFETY: kill_at_prctl is async-signal-safe and allocates nothing.
-    unsafe { command.pre_exec(move || kill_at_prctl(option)) };
+    // SAFETY: kill_at is async-signal-safe and allocates nothing.
+    unsafe { command.pre_exec(move || kill_at(nr, first)) };
     command
+}
+
+/// `true`, under a filter that kills at `prctl(option, …)`.
+fn true_killed_at_prctl(option: libc::c_int) -> Command {
+    true_killed_at(libc::SYS_prctl, Some(option))
 }
 
 /// A keeper killed before the command's process exists (here by a seccomp filter, at the `PR_SET_CHILD_SUBREAPER`
@@ -198,7 +210,7 @@ fn a_reaper_keeper_killed_before_the_command_is_a_mode_not_had() {
     let mut reaper = Contain::new();
     reaper.cgroup(false);
     let child = reaper
-        .spawn(&mut true_killed_at(libc::PR_SET_CHILD_SUBREAPER))
+        .spawn(&mut true_killed_at_prctl(libc::PR_SET_CHILD_SUBREAPER))
         .expect("the spawn falls back");
     let mode = child.containment();
     let why = child.fallback_reason().unwrap_or_default().to_owned();
@@ -217,7 +229,7 @@ fn a_reaper_keeper_killed_before_the_command_is_a_mode_not_had() {
     );
     reaper.require(Containment::Reaper);
     let e = reaper
-        .spawn(&mut true_killed_at(libc::PR_SET_CHILD_SUBREAPER))
+        .spawn(&mut true_killed_at_prctl(libc::PR_SET_CHILD_SUBREAPER))
         .map(finish)
         .expect_err("require(Reaper) with a keeper that is killed");
     assert!(
@@ -237,7 +249,7 @@ fn a_cgroup_keeper_killed_before_the_command_is_a_mode_not_had() {
     };
     let me = std::process::id();
     let child = Contain::new()
-        .spawn(&mut true_killed_at(libc::PR_SET_PDEATHSIG))
+        .spawn(&mut true_killed_at_prctl(libc::PR_SET_PDEATHSIG))
         .expect("the spawn falls back");
     let mode = child.containment();
     let why = child.fallback_reason().unwrap_or_default().to_owned();
@@ -251,10 +263,38 @@ fn a_cgroup_keeper_killed_before_the_command_is_a_mode_not_had() {
     );
     let e = cgroup
         .require(Containment::Cgroup)
-        .spawn(&mut true_killed_at(libc::PR_SET_PDEATHSIG))
+        .spawn(&mut true_killed_at_prctl(libc::PR_SET_PDEATHSIG))
         .map(finish)
         .expect_err("require(Cgroup) with a keeper that is killed");
     assert!(e.to_string().contains("signal 31"), "{e}");
+    assert_eq!(
+        common::job_folders_made_by(me),
+        Vec::<std::path::PathBuf>::new(),
+        "a killed keeper's job left its folder"
+    );
+}
+
+/// A cgroup keeper killed after it made the job's folder (at the `clone3` that makes the command's process): the
+/// folder is removed, and the job falls back as above (the reaper's keeper is killed at its `clone3` too).
+#[test]
+fn a_cgroup_keeper_killed_after_its_folder_leaves_no_folder() {
+    let _one = one_at_a_time();
+    let test = "a_cgroup_keeper_killed_after_its_folder_leaves_no_folder";
+    if job::cgroup_or_skip(test).is_none() {
+        return;
+    }
+    let me = std::process::id();
+    let child = Contain::new()
+        .spawn(&mut true_killed_at(435, None))
+        .expect("the spawn falls back");
+    let mode = child.containment();
+    let why = child.fallback_reason().unwrap_or_default().to_owned();
+    finish(child);
+    assert_eq!(mode, Containment::Lineage, "{why}");
+    assert!(
+        why.starts_with("cgroup: ") && why.matches("signal 31").count() == 2,
+        "{why}"
+    );
     assert_eq!(
         common::job_folders_made_by(me),
         Vec::<std::path::PathBuf>::new(),
