@@ -83,19 +83,21 @@ impl JobCommandExt for Command {
 /// `SIGSTOP` sent with [`signal`](GroupChild::signal) stops the command's group only, the rest of the job runs on.
 ///
 /// By default the cgroup is tried first, then the reaper, then lineage, then the group: each fallback is silent, and
-/// [`JobChildExt::containment`](crate::JobChildExt::containment) says which mode the job got; [`require`](Contain::require) turns a fallback below a
-/// mode into an error. A cgroup in which the job's keeper could not start the command (its `mkdir` of the folder or
-/// its `clone3` into it failed, or, where `clone3` is refused, the command's move into it, say because the parent
-/// folder is a thread root, whose domain children are "domain invalid", or the kernel is older than 5.14) counts as
-/// none: its folder is removed and the command is spawned again in the next mode (none of it ran: that happens before
-/// `exec`; the caller's `pre_exec` hooks, though, run again, see "The keeper" below). So does a keeper that dies before it made the command's process (killed by a seccomp filter at a call that
-/// only a keeper makes, such as `prctl(PR_SET_CHILD_SUBREAPER)` or `clone3`, or by someone's `SIGKILL`): the spawn
-/// does not return such a job, whose command never ran; the reason names the keeper's signal, and its folder, if it
-/// made one, is removed. (A keeper killed from outside in the instant between the `exec` of the command's process
-/// and its own next instruction is the exception: that process, which dies with its keeper, `PR_SET_PDEATHSIG`, ran
-/// for that instant.) Lineage is used only where the reaper cannot be had (or is turned off with [`reaper(false)`](Contain::reaper)): the reaper catches everything lineage does, and
-/// more, at a cost that does not grow with the host's process count; lineage's mark stays on a reaper job's command
-/// as the backup for a job that killed its keeper.
+/// [`JobChildExt::containment`](crate::JobChildExt::containment) says which mode the job got;
+/// [`require`](Contain::require) turns a fallback below a mode into an error. A cgroup in which the job's keeper could
+/// not start the command (its `mkdir` of the folder or its `clone3` into it failed, or, where `clone3` is refused, the
+/// command's move into it, say because the parent folder is a thread root, whose domain children are "domain invalid",
+/// or the kernel is older than 5.14) counts as none: its folder is removed and the command is spawned again in the next
+/// mode (none of it ran: that happens before `exec`; the caller's `pre_exec` hooks, though, run again, see "The keeper"
+/// below). So does a keeper that dies before it made the command's process (killed by a seccomp filter at a call that
+/// only a keeper makes, such as `prctl(PR_SET_CHILD_SUBREAPER)` or `clone3`, or by someone's `SIGKILL`): the spawn does
+/// not return such a job, whose command never ran; the reason names the keeper's signal, and its folder, if it made
+/// one, is removed. (A keeper killed from outside in the instant between the `exec` of the command's process and its
+/// own next instruction is the exception: that process, which dies with its keeper, `PR_SET_PDEATHSIG`, ran for that
+/// instant.) Lineage is used only where the reaper cannot be had (or is turned off with
+/// [`reaper(false)`](Contain::reaper)): the reaper catches everything lineage does, and more, at a cost that does not
+/// grow with the host's process count; lineage's mark stays on a reaper job's command as the backup for a job that
+/// killed its keeper.
 ///
 /// Descriptors count too. A cgroup or reaper spawn forks with a pipe of std's (2 descriptors) instead of using
 /// `posix_spawn` (none with glibc; musl's needs 2): 2 free descriptors; the reaper also needs lineage's room (its
