@@ -54,13 +54,6 @@ pub fn signal_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
     group.and(leader)
 }
 
-/// The process group of process `pid` (`getpgid`).
-pub fn group_of(pid: u32) -> io::Result<u32> {
-    let pid = checked_pid(pid)?;
-    // SAFETY: getpgid has no memory-safety preconditions.
-    super::kernel_pid(cvt(unsafe { libc::getpgid(pid) })?)
-}
-
 /// `ESRCH` (no such process or group) means "already gone": success.
 fn gone_is_ok(result: io::Result<libc::c_int>) -> io::Result<()> {
     match result {
