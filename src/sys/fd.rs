@@ -1,5 +1,5 @@
 //! `poll(2)` (`ppoll` on Linux): the sleep of every wait, on the leader's pidfd, and of a capture, on its pipes; and
-//! the non-blocking reads of `capture`'s pipes.
+//! `O_NONBLOCK` for `capture`'s pipes and `grouptimeout-job`'s guard pipe.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
