@@ -1,11 +1,14 @@
-//! All of this crate's `unsafe`: the keeper (`keeper.rs`), the job boundary's Linux calls (`contain.rs`) and the
-//! forked guard (`guard.rs`). The plain system-call helpers (`cvt`, `has_exited`, `poll`, …) are `grouptimeout`'s,
-//! reused through its hidden interface (and vetted with it).
+//! All of this crate's `unsafe`: the keeper (`keeper.rs`), the job boundary's Linux calls (`contain.rs`), the
+//! forked guard (`guard.rs`) and two plain calls only this crate makes (`posix.rs`: the guard's pipe, a process's
+//! group). The plain system-call helpers that the core has for its own calls (`cvt`, `has_exited`, `poll`, …) are
+//! `grouptimeout`'s, reused through its hidden interface (and vetted with it).
 
 pub(crate) use grouptimeout::__private::sys::*;
 
 mod guard;
 pub(crate) use guard::*;
+mod posix;
+pub(crate) use posix::*;
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 mod contain;
