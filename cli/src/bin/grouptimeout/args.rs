@@ -143,9 +143,10 @@ Exit status:
   127  COMMAND was not found
   137  KILL had to be sent (128+9); if it could not be sent (COMMAND runs as
        a user grouptimeout may not signal), grouptimeout says so and exits,
-       leaving COMMAND running
-  -    otherwise COMMAND's status; if it died of a signal, grouptimeout
-       ends with the same signal (core dumps off)
+       leaving COMMAND running. Without --foreground, grouptimeout then dies
+       of KILL itself, as GNU does (a shell shows 137)
+  -    otherwise COMMAND's status; if it died of a signal (KILL included),
+       grouptimeout ends with the same signal (core dumps off)
 ";
 
 /// A long option: its name and whether it takes an argument.

@@ -470,7 +470,7 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
     }
     let status = match waited {
         Ok(Some(status)) => status,
-        Ok(None) => return EXIT_KILLED,
+        Ok(None) => return killed_status(opts, &state),
         Err(e) => {
             say!("error waiting for command {name}: {e}");
             return EXIT_CANCELED;
@@ -639,6 +639,18 @@ fn mode_name(mode: Containment) -> &'static str {
     }
 }
 
+/// The status once the tool sent `KILL` (`-s KILL`, or `--kill-after` expired), or the command died of `KILL` after
+/// the timeout: GNU's `KILL` goes to its own process group, which GNU shares with the command (not with
+/// `--foreground`), so it dies of it, and its caller sees a death by signal 9 (a shell shows 137). The tool is not in
+/// the command's group and dies of the same signal once it has swept, named and reaped what it must. With
+/// `--foreground` (GNU's `KILL` reaches the command only) or when the timeout's `KILL` came from elsewhere, 137.
+fn killed_status(opts: &Options, state: &State) -> i32 {
+    if state.sent_kill && !opts.foreground {
+        host::exit_as_signaled(libc::SIGKILL);
+    }
+    EXIT_KILLED
+}
+
 /// The tool's exit status, as GNU computes it (or does not return: re-raises the command's fatal signal).
 fn exit_code(opts: &Options, state: &State, status: ExitStatus) -> i32 {
     if let Some(signal) = status.signal() {
@@ -646,7 +658,7 @@ fn exit_code(opts: &Options, state: &State, status: ExitStatus) -> i32 {
             say!("the monitored command dumped core");
         }
         if state.sent_kill || (state.timed_out && signal == libc::SIGKILL) {
-            return EXIT_KILLED;
+            return killed_status(opts, state);
         }
         if !state.timed_out {
             host::exit_as_signaled(signal);
@@ -658,7 +670,7 @@ fn exit_code(opts: &Options, state: &State, status: ExitStatus) -> i32 {
         };
     }
     if state.sent_kill {
-        return EXIT_KILLED;
+        return killed_status(opts, state);
     }
     let code = status.code().unwrap_or(EXIT_CANCELED);
     if state.timed_out && !opts.preserve_status {
