@@ -132,8 +132,11 @@ ALRM sent to grouptimeout means: time is up.
 At a terminal, when grouptimeout runs in the foreground, COMMAND's group gets
 the terminal: COMMAND can read it, Ctrl-C reaches it, and Ctrl-Z stops it and
 grouptimeout (the timeout keeps running; fg or bg continues them). In a
-pipeline the terminal stays with the other commands of the pipeline: there a
-COMMAND that reads the terminal needs --foreground.
+pipeline, COMMAND's group gets it only once COMMAND reads it (or writes to it
+under stty tostop), and gives it back to the pipeline when COMMAND is done;
+meanwhile the other commands of the pipeline cannot read it, and the timeout's
+signals do not reach them. A COMMAND that must share the terminal with them
+needs --foreground.
 
 Exit status:
   124  COMMAND timed out (and --preserve-status was not given)
