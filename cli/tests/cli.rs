@@ -1750,6 +1750,18 @@ fn messages_and_statuses_match_gnu() {
             ..case(&[b"1"])
         },
     ];
+    // --help and --version to a standard output that is closed (std's runtime opens /dev/null there before `main`)
+    // or full: GNU's `write error` and 125; silent with standard error closed too.
+    for redirect in [">&-", ">/dev/full", ">&- 2>&-"] {
+        for option in [&b"--help"[..], b"--version"] {
+            cases.push(Case {
+                wrapper: ["sh", "-c", &format!("exec \"$@\" {redirect}"), "sh"]
+                    .map(String::from)
+                    .to_vec(),
+                ..case(&[option])
+            });
+        }
+    }
     // A process limit that leaves no room for the command: the fork fails. Root is exempt from RLIMIT_NPROC, so the
     // tool runs as nobody, which only root can arrange.
     let tools = ["setpriv", "prlimit"];

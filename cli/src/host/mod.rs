@@ -10,7 +10,8 @@
 //!   [`signal_is_ignored`] to leave alone what the parent chose to ignore, and [`stop_ignoring`] for the one
 //!   signal that must work (the timeout's).
 //! - [`sigpipe_was_ignored_at_start`] and [`keep_sigpipe_ignored`]: pass an ignored `SIGPIPE` on to the command, as
-//!   a program that does not reset it would.
+//!   a program that does not reset it would; [`was_closed_at_start`]: whether a standard descriptor was closed
+//!   before std's runtime opened `/dev/null` there.
 //! - [`Subreaper`]: catch descendants that left the command's process group, reap the orphans adopted meanwhile,
 //!   and leave alone the children this process had before. Linux only (Android included): it exists on every Unix
 //!   so that a program builds everywhere, but elsewhere it fails.
@@ -22,7 +23,7 @@
 //!   and stop along with it.
 //!
 //! It lives in the tool's crate, not in `grouptimeout` or `grouptimeout-job`, because it also holds the one function
-//! that runs before `main`: the record behind [`sigpipe_was_ignored_at_start`]. A program that depends on those two
+//! that runs before `main`: the record behind [`sigpipe_was_ignored_at_start`] and [`was_closed_at_start`]. A program that depends on those two
 //! alone registers nothing before `main` (CI checks it).
 //!
 //! One room per facility: `signals`, `sigpipe`, `subreaper`, `terminal`, `guard`.
@@ -35,6 +36,6 @@ mod terminal;
 
 pub use guard::die_with_parent_forked;
 pub use signals::{exit_as_signaled, signal_child, signal_is_ignored, stop_ignoring, Signals};
-pub use sigpipe::{keep_sigpipe_ignored, sigpipe_was_ignored_at_start};
+pub use sigpipe::{keep_sigpipe_ignored, sigpipe_was_ignored_at_start, was_closed_at_start};
 pub use subreaper::{Subreaper, Sweep};
 pub use terminal::{stop_own_group, stop_self, take_stop, Terminal};

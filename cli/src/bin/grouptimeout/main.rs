@@ -88,7 +88,13 @@ fn main() {
     std::process::exit(code)
 }
 
+/// Prints `--help` or `--version`; a failed write is GNU's `write error` and status 125, also to a standard output
+/// that was closed at the start (std's runtime put `/dev/null` there, where C's write fails with `EBADF`).
 fn print_stdout(text: &[u8]) -> i32 {
+    if host::was_closed_at_start(libc::STDOUT_FILENO) {
+        say!("write error: {}", io::Error::from_raw_os_error(libc::EBADF));
+        return EXIT_CANCELED;
+    }
     let mut out = io::stdout().lock();
     match out.write_all(text).and_then(|()| out.flush()) {
         Ok(()) => 0,
