@@ -1565,6 +1565,7 @@ struct Ending {
 }
 
 /// One case of the comparison with GNU: the arguments, and how to run them.
+#[derive(Clone)]
 struct Case {
     args: Vec<Vec<u8>>,
     /// `argv[0]` of the tool (the path itself under a `wrapper`).
@@ -1577,6 +1578,8 @@ struct Case {
     stderr_differs: bool,
     /// Our tool, if not `BIN`.
     tool: Option<String>,
+    /// The locale's variables (every other one removed): `LC_ALL=C` unless a case says otherwise.
+    locale: Vec<(&'static str, &'static str)>,
 }
 
 fn case(args: &[&[u8]]) -> Case {
@@ -1587,10 +1590,11 @@ fn case(args: &[&[u8]]) -> Case {
         path: None,
         stderr_differs: false,
         tool: None,
+        locale: vec![("LC_ALL", "C")],
     }
 }
 
-/// Runs `program` (GNU's or ours) on `case` in `dir`, in the C locale, bounded by `RUN_LIMIT`.
+/// Runs `program` (GNU's or ours) on `case` in `dir`, in the case's locale, bounded by `RUN_LIMIT`.
 fn ending(program: &str, case: &Case, dir: &Scratch) -> Ending {
     use std::os::unix::ffi::OsStrExt;
     let out = fs::File::create(dir.path("stdout")).unwrap();
@@ -1606,7 +1610,6 @@ fn ending(program: &str, case: &Case, dir: &Scratch) -> Ending {
     };
     command
         .args(case.args.iter().map(|a| OsStr::from_bytes(a)))
-        .env("LC_ALL", "C")
         .current_dir(&dir.0)
         .stdin(Stdio::null())
         .stdout(out)
@@ -1614,6 +1617,15 @@ fn ending(program: &str, case: &Case, dir: &Scratch) -> Ending {
     if let Some(path) = &case.path {
         command.env("PATH", path);
     }
+    for (name, _) in std::env::vars_os() {
+        if name
+            .to_str()
+            .is_some_and(|n| n.starts_with("LC_") || n == "LANG" || n == "LANGUAGE")
+        {
+            command.env_remove(name);
+        }
+    }
+    command.envs(case.locale.iter().copied());
     let mut child = command.spawn_group().unwrap();
     let outcome = child.wait_timeout(RUN_LIMIT).unwrap();
     assert!(!outcome.timed_out(), "{program} {:?} hung", case.args);
@@ -1750,6 +1762,60 @@ fn messages_and_statuses_match_gnu() {
             ..case(&[b"1"])
         },
     ];
+    // Quoting (issue 37.6): in the C locale every byte outside printable ASCII is an octal escape; in a UTF-8 one
+    // (below, every case again) printable characters show as they are, between ‘ and ’, and invalid or incomplete
+    // sequences, control characters, U+2028 and characters unknown to the C library are escaped.
+    for arg in [
+        "10€".as_bytes(),
+        "²".as_bytes(),
+        b"a\xe2\x80\x99b\xe2\x80\x98'",
+        b"\xc2\x85\xe2\x80\xa8\xe2\x80\x8b\xc2\xad",
+        b"\xcd\xb8\xee\x80\x80\xf0\x9f\x98\x80",
+        b"\xed\xa0\x80\xc0\xaf\xf4\x90\x80\x80\xe2\x82x\xe2\x82",
+        b"a\\b\x7f\x1b@~",
+    ] {
+        cases.push(case(&[arg, b"true"]));
+        cases.push(case(&[b"-s", arg, b"1", b"true"]));
+        cases.push(case(&[b"10", arg]));
+    }
+    cases.push(case(&[b"-v", b".1", "./sl'eep€".as_bytes(), b"10"]));
+    cases.push(case(&["--fo€".as_bytes(), b"1", b"true"]));
+    std::os::unix::fs::symlink("/bin/sleep", dir.path("sl'eep€")).unwrap();
+    let utf8 = Command::new("locale").arg("-a").output().is_ok_and(|o| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .any(|l| l.eq_ignore_ascii_case("c.utf8"))
+    });
+    if utf8 {
+        let again: Vec<Case> = cases
+            .iter()
+            .map(|c| Case {
+                locale: vec![("LC_ALL", "C.UTF-8")],
+                ..c.clone()
+            })
+            .collect();
+        cases.extend(again);
+        // How the locale is found, as setlocale(LC_ALL, "") finds it: LC_ALL, then LC_CTYPE, then LANG; a locale
+        // this system lacks, for any category, leaves the C locale.
+        for locale in [
+            &[("LC_CTYPE", "C.UTF-8"), ("LANG", "C")][..],
+            &[("LANG", "C.UTF-8")],
+            &[("LC_ALL", "C.UTF-8"), ("LC_CTYPE", "C")],
+            &[("LANG", "C.UTF-8"), ("LC_TIME", "xx_XX.UTF-8")],
+            &[("LANG", "xx_XX.UTF-8")],
+            &[("LC_ALL", "C.utf8")],
+        ] {
+            cases.push(Case {
+                locale: locale.to_vec(),
+                ..case(&["10€".as_bytes(), b"true"])
+            });
+        }
+    } else {
+        common::skip_or_fail(
+            "messages_and_statuses_match_gnu (UTF-8)",
+            "no C.UTF-8 locale (locale -a)",
+        );
+    }
     // --help and --version to a standard output that is closed (std's runtime opens /dev/null there before `main`)
     // or full: GNU's `write error` and 125; silent with standard error closed too.
     for redirect in [">&-", ">/dev/full", ">&- 2>&-"] {
@@ -1797,7 +1863,8 @@ fn messages_and_statuses_match_gnu() {
         }
         if theirs != ours {
             mismatches.push(format!(
-                "{:?}:\n  GNU  {theirs:?}\n  ours {ours:?}",
+                "{:?} {:?}:\n  GNU  {theirs:?}\n  ours {ours:?}",
+                case.locale,
                 case.args
                     .iter()
                     .map(|a| String::from_utf8_lossy(a))

@@ -75,6 +75,7 @@ const DEATH_GRACE: Duration = Duration::from_secs(2);
 const SWEEP_LIMIT: Duration = Duration::from_secs(2);
 
 fn main() {
+    messages::use_locale();
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let code = match args::parse_args(&args) {
         Ok(Parsed::Run(opts)) => run(&opts),
@@ -296,7 +297,7 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
     let mut subreaper = opts.foreground.then(become_subreaper).flatten();
     // At a terminal, the command's group gets it (and the tool takes it back below, before anything else).
     let mut job = (!opts.foreground).then(JobControl::new);
-    let name = args::quote(opts.command[0].as_encoded_bytes());
+    let name = messages::quote(opts.command[0].as_encoded_bytes());
     // GNU's command inherits an ignored SIGPIPE; std would reset it (at the cost of fork + exec, so only then).
     let keep_sigpipe = host::sigpipe_was_ignored_at_start();
     let path = std::env::var_os("PATH");

@@ -1,11 +1,12 @@
-//! The tool's messages on standard error, worded as GNU `timeout` 9.1 words them in the C locale.
+//! The tool's messages on standard error, worded as GNU `timeout` 9.1 words them in the C locale, and quoted as it
+//! quotes them in the C locale or a UTF-8 one.
 
 use std::ffi::OsStr;
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::OnceLock;
 
-use crate::args::quote;
+use crate::args::{quote_in, Quoting};
 use crate::{EXIT_CANCELED, EXIT_CANNOT_INVOKE, EXIT_ENOENT};
 
 /// The name the tool was run as, for messages: `argv[0]` exactly as given, as GNU's `program_name` is (`timeout`,
@@ -17,6 +18,27 @@ pub fn program() -> &'static OsStr {
             .next()
             .unwrap_or_else(|| "grouptimeout".into())
     })
+}
+
+/// Whether messages quote in a UTF-8 locale (see [`use_locale`]).
+static UTF8: OnceLock<bool> = OnceLock::new();
+
+/// At the start of `main`: takes the environment's locale for the character classification, as GNU's
+/// `setlocale(LC_ALL, "")` does, and quotes in it from then on if its character set is UTF-8 (see
+/// [`host::use_environment_charset`](grouptimeout_cli::host::use_environment_charset)); otherwise as in the C locale.
+pub fn use_locale() {
+    let _ = UTF8.set(grouptimeout_cli::host::use_environment_charset());
+}
+
+/// Quotes `arg` for a message as GNU's `quote()` does in the tool's locale ([`use_locale`]; the C locale before):
+/// `'10\342\202\254'` in the C locale, `‘10€’` in a UTF-8 one (see [`quote_in`]).
+pub fn quote(arg: &[u8]) -> String {
+    let quoting = if UTF8.get().copied().unwrap_or(false) {
+        Quoting::Utf8(grouptimeout_cli::host::is_printable)
+    } else {
+        Quoting::C
+    };
+    quote_in(arg, quoting)
 }
 
 /// Writes `NAME: message` and a newline to standard error in one write, `NAME` being [`program`]; a failed write
