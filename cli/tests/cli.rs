@@ -101,8 +101,11 @@ impl Running {
         if program == BIN {
             command.arg0("grouptimeout");
         }
+        // The C locale, whose quotes (`'sh'`) the messages below expect: in a UTF-8 one they are GNU's `‘sh’`
+        // (`messages_and_statuses_match_gnu` compares both with GNU).
         let child = command
             .args(args)
+            .env("LC_ALL", "C")
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
