@@ -10,7 +10,11 @@
 #![warn(clippy::pedantic)]
 
 #[cfg(not(unix))]
-compile_error!("grouptimeout-cli supports Unix only");
+compile_error!(
+    "grouptimeout-cli supports Unix only: GNU timeout's interface is Unix signals and exit statuses, and the tool \
+     and its `host` module are built on them (signal dispositions and masks, process groups, the terminal's \
+     foreground group, a child subreaper) and on the two Unix-only libraries it drives"
+);
 
 #[cfg(unix)]
 pub mod host;
