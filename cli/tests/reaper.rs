@@ -319,7 +319,7 @@ mod linux {
         let _cleanup = KillOnDrop::new(pids.clone());
         let out = tool.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(137), "{stderr}");
+        assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{stderr}");
         check_cgroup(&cgroup, mode);
         let alive: Vec<u32> = pids.iter().copied().filter(|&p| !is_dead(p)).collect();
         assert_eq!(
