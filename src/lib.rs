@@ -364,3 +364,9 @@ pub use capture::Captured;
 #[cfg(unix)]
 #[doc(hidden)]
 pub mod __private;
+
+/// The README's Rust examples, compiled (and run, unless marked `no_run`) by `cargo test` so that they cannot drift
+/// from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
