@@ -21,8 +21,8 @@ pub mod host;
 #[cfg(unix)]
 mod sys;
 
-/// The README's Rust examples (the workspace's README, at the root), compiled (and run, unless marked `no_run`) by
-/// `cargo test` so that they cannot drift from the API; they use all three crates, which only this one depends on.
+/// The README's Rust examples (this crate's `README.md`), compiled (and run, unless marked `no_run`) by `cargo test` so
+/// that they cannot drift from the API.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

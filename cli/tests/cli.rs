@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 
 use grouptimeout::{GroupChild, GroupCommandExt, Outcome};
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
 use common::{is_dead, kill_pids, survivors_after, with_cmdline};
 

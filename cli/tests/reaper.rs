@@ -8,9 +8,8 @@
 //! boundary (the cgroup as root, the reaper otherwise). Death is read from `/proc/PID/stat` (a zombie is dead).
 #![cfg(unix)]
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
-#[path = "../../tests/common/job.rs"]
+#[path = "common/job.rs"]
 mod job_common;
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]

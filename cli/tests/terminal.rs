@@ -15,9 +15,8 @@ use std::time::{Duration, Instant};
 
 use grouptimeout::GroupCommandExt;
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
-#[path = "../../tests/common/job.rs"]
+#[path = "common/job.rs"]
 mod job_common;
 use common::{eventually, have, is_dead, KillOnDrop};
 
