@@ -76,6 +76,19 @@ impl Cgroup {
         })
     }
 
+    /// The same folder for a job that has ended (see `Job::record`): its name, for [`contains`](Self::contains),
+    /// without its control files (nothing signals a job that has ended); it is never ended again.
+    pub(super) fn record(&self) -> Cgroup {
+        Cgroup {
+            dir: self.dir.clone(),
+            parent: self.parent.clone(),
+            name: self.name.clone(),
+            kill: OnceLock::new(),
+            events: OnceLock::new(),
+            ended: AtomicBool::new(true),
+        }
+    }
+
     pub(crate) fn folder(&self) -> &Path {
         &self.dir
     }
