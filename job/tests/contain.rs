@@ -1364,6 +1364,64 @@ mod linux {
         drop(captured);
     }
 
+    /// Issue 37.2: `leftovers()` names every process the kill ended, also in a job that forks all the while. Eight
+    /// loops start `sleep 30`s as fast as they can, each writing the pid of the one it started to a file (so each pid
+    /// in it is a process that ran until the kill); at the deadline every one of them must be named. The list was read
+    /// while the job ran, then the cgroup killed: the processes forked meanwhile (the list and the names take
+    /// milliseconds with a thousand processes) were killed unnamed.
+    #[test]
+    fn cgroup_leftovers_name_every_process_of_a_forking_job() {
+        let test = "cgroup_leftovers_name_every_process_of_a_forking_job";
+        let Some(how) = contain(test, Containment::Cgroup) else {
+            return;
+        };
+        let dir = TempDir::new(test);
+        let file = dir.0.join("pids");
+        let script = "f=$1; for l in 1 2 3 4 5 6 7 8; do \
+                      (i=0; while [ $i -lt 150 ]; do sleep 30 & echo $! >> \"$f\"; i=$((i+1)); done; wait) & \
+                      done; echo started; wait";
+        let mut child = how
+            .spawn(
+                Command::new("sh")
+                    .args(["-c", script, "sh"])
+                    .arg(&file)
+                    .stdout(Stdio::piped()),
+            )
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "started");
+        let outcome = child.wait_timeout(Duration::from_millis(300)).unwrap();
+        assert!(outcome.timed_out(), "{outcome}");
+        let started: Vec<u32> = fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .map(|l| l.parse().expect("a pid"))
+            .collect();
+        let _cleanup = KillOnDrop::new(started.clone());
+        assert!(!started.is_empty());
+        assert_eq!(
+            survivors_after(Duration::from_secs(10), &started),
+            [] as [u32; 0]
+        );
+        let named: std::collections::HashSet<u32> =
+            child.leftovers().iter().map(|l| l.pid).collect();
+        let unnamed: Vec<u32> = started
+            .iter()
+            .copied()
+            .filter(|pid| !named.contains(pid))
+            .collect();
+        assert_eq!(
+            unnamed,
+            [] as [u32; 0],
+            "of {} processes started, killed but not in leftovers ({} named)",
+            started.len(),
+            named.len()
+        );
+    }
+
     /// How deep the sub-cgroups of issue 37.1's jobs go.
     const DEEP: usize = 100;
 

@@ -81,7 +81,7 @@ mod linux {
             assert_eq!(child.containment(), mode);
             assert_ne!(child.command_id(), child.id(), "{mode:?}");
             assert_eq!(child.fallback_reason(), None);
-            assert!(child.leftovers().is_empty());
+            assert_eq!(child.leftovers(), [], "{mode:?}");
             assert!(!child.in_job(child.command_id()));
         }
         // A later wait of a finished handle answers as before.
