@@ -59,6 +59,13 @@ pub trait JobChildExt: sealed::Sealed {
     /// Empty for a [`spawn_group`](grouptimeout::GroupCommandExt::spawn_group) child (no scan is made for a plain group), and when
     /// nothing was left to kill.
     ///
+    /// In cgroup mode the cgroup is frozen (`cgroup.freeze`) while its processes are listed, then killed: the list is
+    /// every process the kill ended, however fast the job forks, with the name it had. Where the freeze cannot be had
+    /// (`cgroup.freeze` not writable, no descriptor left) or is not complete within a second (a process in
+    /// uninterruptible sleep, such as a hung NFS read, freezes only once it wakes; the kill then waits that second),
+    /// the list is read while the job runs: a process forked between the list and the kill is ended unlisted, and one
+    /// that exits by itself in that moment and is reaped at once is listed.
+    ///
     #[must_use]
     fn leftovers(&self) -> Vec<Leftover>;
 
