@@ -132,6 +132,11 @@ impl Cgroup {
     /// as a hung NFS read, freezes only once it wakes) leaves the list read as the processes run: then a process forked between
     /// the list and the kill is killed unlisted, and one that exits by itself in that moment and is reaped at once
     /// (by a parent of the job, or by init) is listed. The kill thaws the cgroup: its processes die of it.
+    ///
+    /// What the freeze costs: each process runs once more before it dies (to stop where it can be frozen: a process
+    /// just forked once it first runs, one in the middle of an `exec` once that is done), so on a busy machine a kill
+    /// waits a turn on a CPU more (measured with the tool under a load of 5 on two cores: a leftover killed right
+    /// after its fork, +11.6 ms; a sleeping one, +3 ms; a job of the command alone, nothing).
     pub(super) fn kill_job(
         &self,
         command: u32,
