@@ -61,12 +61,11 @@ pub trait JobChildExt: sealed::Sealed {
     ///
     /// In cgroup mode the cgroup is frozen (`cgroup.freeze`) while its processes are listed, then killed: the list is
     /// every process the kill ended, however fast the job forks, with the name it had (the freeze waits for each one
-    /// to stop where it can be frozen: a process just forked, or in the middle of an `exec`, runs until then, which
-    /// on a busy machine may add milliseconds to the kill). Where the freeze cannot be had
-    /// (`cgroup.freeze` not writable, no descriptor left) or is not complete within a second (a process in
-    /// uninterruptible sleep, such as a hung NFS read, freezes only once it wakes; the kill then waits that second),
-    /// the list is read while the job runs: a process forked between the list and the kill is ended unlisted, and one
-    /// that exits by itself in that moment and is reaped at once is listed.
+    /// to stop where it can be frozen: a process just forked, or in the middle of an `exec`, runs until then). Where
+    /// the freeze cannot be had (`cgroup.freeze` not writable, no descriptor left) or is not complete within a second
+    /// (a process in uninterruptible sleep, such as a hung NFS read, freezes only once it wakes; the kill then waits
+    /// that second), the list is read while the job runs: a process forked between the list and the kill is ended
+    /// unlisted, and one that exits by itself in that moment and is reaped at once is listed.
     ///
     #[must_use]
     fn leftovers(&self) -> Vec<Leftover>;
