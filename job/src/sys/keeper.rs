@@ -384,9 +384,9 @@ mod calls {
         check(unsafe { libc::faccessat(dir, name.as_ptr(), mode, 0) }).map(drop)
     }
 
-    pub(super) fn unlinkat(dir: RawFd, name: &CStr, flags: libc::c_int) {
+    pub(super) fn unlinkat(dir: RawFd, name: &CStr, flags: libc::c_int) -> Result<(), i32> {
         // SAFETY: unlinkat with a NUL-terminated name.
-        unsafe { libc::unlinkat(dir, name.as_ptr(), flags) };
+        check(unsafe { libc::unlinkat(dir, name.as_ptr(), flags) }).map(drop)
     }
 
     /// This process's `RLIMIT_NOFILE` (soft), 0 if it cannot be read.
@@ -1156,8 +1156,8 @@ const SHED_AFTER_MS: u16 = 10;
 
 /// Mappings smaller than this are never shed.
 const SHED_AT_LEAST: usize = 256 * 1024;
-/// How much is kept on each side of an address the keeper uses, in a mapping it sheds: its stack (its deepest frames
-/// are at most 33 levels of `remove_below`, about 4.5 KiB each unoptimised, below `keep`'s 8.5 KiB), and, with the
+/// How much is kept on each side of an address the keeper uses, in a mapping it sheds: its stack (its deepest frame
+/// is `remove_below`'s, about 4.5 KiB unoptimised, however deep the folders, below `keep`'s 8.5 KiB), and, with the
 /// program's static TLS span added, its thread's control block and its errno.
 const KEPT_AROUND: usize = 256 * 1024;
 
@@ -1319,8 +1319,8 @@ enum Made {
 /// own. Elsewhere the child is a copy (as a fork).
 #[cfg(target_arch = "x86_64")]
 fn make_command(plan: &Plan, folder_fd: RawFd) -> Result<Made, i32> {
-    /// The keeper's stack from the command's start on (it runs `keep`: at most 33 levels of `remove_below` of 4 KiB
-    /// each), above the group helper's stack and one guard page; mapped lazily, never unmapped (the keeper ends in
+    /// The keeper's stack from the command's start on (it runs `keep`, and `remove_below`'s one frame of about 4.5
+    /// KiB), above the group helper's stack and one guard page; mapped lazily, never unmapped (the keeper ends in
     /// `_exit`).
     const STACK: usize = 256 * 1024;
     const HELPER_STACK: usize = 4 * PAGE;
@@ -1818,7 +1818,10 @@ fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, tries: u32) {
         }
         if !populated(folder_fd) {
             // Empty, but it holds sub-cgroups of the job's: those go first, deepest first.
-            remove_below(folder_fd, 0);
+            remove_below(folder_fd);
+            if calls::rmdir(folder) != Err(libc::EBUSY) {
+                return;
+            }
         }
         nap();
     }
@@ -1998,17 +2001,81 @@ fn leave(plan: &Plan, report: Option<calls::Report>) -> ! {
     exit_as(report)
 }
 
-/// Removes the (empty) sub-folders of the folder `dir`, deepest first, to 32 levels.
-fn remove_below(dir: RawFd, depth: u32) {
-    if depth > 32 {
-        return;
+/// How many steps (a step opens or removes one folder) one call of `remove_below` takes at most: a tree of about
+/// 30,000 sub-cgroups; the next try of `end_job` goes on where it stopped.
+const REMOVE_STEPS: u32 = 100_000;
+
+/// Removes the (empty) sub-folders of the folder open as `top`, deepest first, however deep, in one pass and on one
+/// frame (no recursion): it goes down through the first sub-folder of each level to one that has none, goes back up
+/// (`..`, which in a cgroup tree is the folder it came from: a cgroup is renamed only within its parent) and removes
+/// that one by the name it went down by, then reads the folder it stands in again. So each folder is opened twice or
+/// so, whatever the depth. It stops at the first folder it cannot open or remove (`EBUSY`: one that holds a process),
+/// and after [`REMOVE_STEPS`] steps; the caller tries again.
+fn remove_below(top: RawFd) {
+    // 4 KiB, 8-byte aligned, as getdents64 wants.
+    let mut buf = [0u64; 512];
+    // The name of the folder open as `dir`, as its parent lists it, while `named` (it went down into it last).
+    let mut name = [0u8; 256];
+    let mut named = false;
+    let mut dir = top;
+    let mut depth = 0u32;
+    for _ in 0..REMOVE_STEPS {
+        if first_sub_folder(dir, &mut buf, &mut name) {
+            let Ok(sub) = CStr::from_bytes_until_nul(&name)
+                .map_err(drop)
+                .and_then(|sub| {
+                    calls::openat(
+                        dir,
+                        sub,
+                        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                    )
+                    .map_err(drop)
+                })
+            else {
+                break;
+            };
+            if dir != top {
+                calls::close(dir);
+            }
+            (dir, depth, named) = (sub, depth + 1, true);
+            continue;
+        }
+        if depth == 0 {
+            break; // `top` has no sub-folder left
+        }
+        let Ok(parent) = calls::openat(
+            dir,
+            c"..",
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        ) else {
+            break;
+        };
+        calls::close(dir);
+        (dir, depth) = (parent, depth - 1);
+        // Went up from a folder it had gone down into: remove that one. Else (up again from a folder whose sub-folder
+        // it has just removed, and whose name it no longer holds) it goes down into it again, by its name.
+        if std::mem::take(&mut named) {
+            let Ok(sub) = CStr::from_bytes_until_nul(&name) else {
+                break;
+            };
+            if calls::unlinkat(dir, sub, libc::AT_REMOVEDIR).is_err() {
+                break;
+            }
+        }
     }
-    let mut buf = [0u64; 512]; // 4 KiB, 8-byte aligned, as getdents64 wants
+    if dir != top {
+        calls::close(dir);
+    }
+}
+
+/// Whether the folder open as `dir` has a sub-folder (read from its start with `getdents64` into `buf`); if so, its
+/// name, NUL-terminated, into `name` (a name is at most 255 bytes).
+fn first_sub_folder(dir: RawFd, buf: &mut [u64; 512], name: &mut [u8; 256]) -> bool {
     calls::lseek(dir, 0, libc::SEEK_SET);
     loop {
-        let bytes = match calls::getdents64(dir, &mut buf) {
+        let bytes = match calls::getdents64(dir, buf) {
             Ok(bytes) if !bytes.is_empty() => bytes,
-            _ => return,
+            _ => return false,
         };
         // Each record: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name (NUL-terminated). The kernel's records
         // fit in what it wrote; `get` all the same, so that a short one ends the list instead of a panic. `at` stays
@@ -2018,27 +2085,24 @@ fn remove_below(dir: RawFd, depth: u32) {
             let (Some(&len_lo), Some(&len_hi), Some(&kind)) =
                 (bytes.get(at + 16), bytes.get(at + 17), bytes.get(at + 18))
             else {
-                return;
+                return false;
             };
             let reclen = usize::from(u16::from_ne_bytes([len_lo, len_hi]));
             if reclen == 0 {
-                return;
+                return false;
             }
-            let Some(name) = bytes.get(at + 19..(at + reclen).min(bytes.len())) else {
-                return;
+            let Some(found) = bytes.get(at + 19..(at + reclen).min(bytes.len())) else {
+                return false;
             };
-            let dot = name.first() == Some(&b'.') && matches!(name.get(1), Some(0 | b'.'));
+            let dot = found.first() == Some(&b'.') && matches!(found.get(1), Some(0 | b'.'));
             if kind == libc::DT_DIR && !dot {
-                if let Ok(name) = CStr::from_bytes_until_nul(name) {
-                    if let Ok(sub) = calls::openat(
-                        dir,
-                        name,
-                        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-                    ) {
-                        remove_below(sub, depth + 1);
-                        calls::close(sub);
-                    }
-                    calls::unlinkat(dir, name, libc::AT_REMOVEDIR);
+                if let Some(len) = found
+                    .iter()
+                    .position(|&b| b == 0)
+                    .filter(|&len| len < name.len())
+                {
+                    name[..=len].copy_from_slice(&found[..=len]);
+                    return true;
                 }
             }
             at += reclen;
