@@ -7,7 +7,6 @@
 //! beside it in the same process would change.
 #![cfg(unix)]
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
