@@ -154,11 +154,10 @@ fn at_the_deadline_the_grace_signal_and_sigcont_then_sigkill() {
     let member = read_pid(child.stdout.take().unwrap());
     let _cleanup = KillOnDrop::new(vec![member]);
     // Stopped: it runs its trap only once continued.
-    // SAFETY: `member` is a live process of the group this test just started.
-    assert_eq!(
-        unsafe { libc::kill(i32::try_from(member).unwrap(), libc::SIGSTOP) },
-        0
-    );
+    let member_pid = i32::try_from(member).unwrap();
+    // SAFETY: `member` is a live process of the group this test just started (a pid > 1).
+    let stopped = unsafe { libc::kill(member_pid, libc::SIGSTOP) };
+    assert_eq!(stopped, 0);
     assert!(common::eventually(LONG, || matches!(
         common::state_and_group(member),
         Some(('T', _))
