@@ -266,6 +266,7 @@ fn a_later_deadline_given_to_a_later_step_wins() {
     );
 }
 
+#[cfg(feature = "capture")]
 #[test]
 fn a_capture_in_steps_bounds_a_chatty_writer() {
     let mut child = sh("echo err >&2; exec yes chatty")
@@ -298,6 +299,7 @@ fn a_capture_in_steps_bounds_a_chatty_writer() {
     assert!(is_dead(id));
 }
 
+#[cfg(feature = "capture")]
 #[test]
 fn a_capture_in_steps_writes_its_input() {
     // More than a pipe holds, so that the input is written over several steps while `cat` reads it.
@@ -320,6 +322,7 @@ fn a_capture_in_steps_writes_its_input() {
     assert!(driven.interests.iter().any(|i| i.writable().is_some()));
 }
 
+#[cfg(feature = "capture")]
 #[test]
 fn dropping_a_capture_mid_wait_kills_the_group() {
     let mut child = spawn_sh("sleep 30 & echo $!; sleep 30");
