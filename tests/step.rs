@@ -404,3 +404,16 @@ fn cpu_time() -> Duration {
         u32::try_from(ts.tv_nsec).unwrap(),
     )
 }
+
+/// A set or an async runtime moves waits between threads: the stepped types are `Send` and `Sync`, as `GroupChild`
+/// is.
+#[test]
+fn the_stepped_types_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Interest>();
+    check::<Step<Outcome>>();
+    #[cfg(feature = "capture")]
+    check::<grouptimeout::Capture>();
+    #[cfg(feature = "capture")]
+    check::<Step<grouptimeout::Captured>>();
+}
