@@ -1,6 +1,8 @@
-//! [`GroupChild`]: the one place a reader follows a wait from start to reap — check the leader, sleep, signal the
-//! group at the deadline, reap. Its spawn, its `Debug` view and the drop that does the same for a handle nobody
-//! waited for are in `child/life.rs`.
+//! [`GroupChild`]: the one place a reader follows a wait from start to reap, the end-of-job sequence as a state
+//! machine moved on by [`GroupChild::step`] — check the leader, at the deadline the grace signal and `SIGCONT`, the
+//! grace period, `SIGKILL`, the reap under the handles' lock, the job's end — which the blocking waits drive (the
+//! driver and the watch that says what a step sleeps on are in `wait.rs`). Its spawn, its `Debug` view and the drop
+//! that does the same for a handle nobody waited for are in `child/life.rs`.
 
 use std::io;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, ExitStatus};
@@ -146,7 +148,8 @@ impl GroupChild {
     ///   exit first, and this process can reap the leader only after it did).
     ///
     /// In between, the wait sleeps: on Linux until the leader exits (a pidfd), elsewhere on a poll schedule; see
-    /// [How it waits](crate#how-it-waits).
+    /// [How it waits](crate#how-it-waits). The wait is [`step`](GroupChild::step)s with this deadline and a sleep
+    /// between them: a wait after some steps goes on from where they left the sequence.
     ///
     /// The clock is read before the leader is checked, so a leader found exited is reported as exited even when the
     /// check ran after the deadline. A deadline in the past still checks once. After the leader was reaped, every
@@ -179,7 +182,9 @@ impl GroupChild {
     /// returns `Ok(None)`, and stays readable. Take it out of the poll set then and call `try_wait` on a timer (every
     /// few milliseconds) until it returns the status.
     ///
-    /// `examples/event_loop.rs` waits for three jobs with `poll(2)` in one thread.
+    /// [`step`](GroupChild::step) does all of this for an event loop (the deadline, the grace, the kill, the reap,
+    /// the traced leader), and lists this same descriptor in its [`Interest`](crate::Interest) where it has one;
+    /// `examples/event_loop.rs` steps four jobs with one `poll(2)` in one thread.
     ///
     /// # Errors
     ///

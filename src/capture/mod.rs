@@ -1,13 +1,14 @@
 //! Capturing a group's standard output and standard error under a deadline, in the calling thread, with bounded
-//! memory (the `capture` feature): [`GroupChild::wait_with_output_timeout`] and [`Captured`]. `kept` holds the bytes
-//! kept from each stream.
+//! memory (the `capture` feature): [`GroupChild::wait_with_output_timeout`], its steps [`Capture`], and
+//! [`Captured`]. `kept` holds the bytes kept from each stream.
 //!
-//! The wait loop of [`GroupChild`] pauses between checks of the leader; while capturing, that pause is a `poll(2)`
-//! on the output pipes (set non-blocking) and the leader's pidfd if it has one, with the pause as its timeout, and
-//! every readable pipe is read at once. So the pipes are drained while the command runs (it never blocks on a full
-//! pipe), the leader's exit ends the pause as in [`GroupChild::wait_deadline`] (without a pidfd, the leader is
-//! checked on the same schedule, restarted once every pipe reached end of file, since the leader is then most
-//! likely exiting), and the deadline is handled by the very same code.
+//! A capture's step adds the output pipes (set non-blocking) and the input pipe to the child's own
+//! [`Interest`](crate::Interest), reads and writes whatever turned ready, and steps the child only when something
+//! says that its state may have changed: its pidfd turned readable, a pipe reached end of file, or the instant the
+//! child asked for came. So the pipes are drained while the command runs (it never blocks on a full pipe), the
+//! leader's exit ends the sleep as in [`GroupChild::wait_deadline`] (without a pidfd, the leader is checked on the
+//! same schedule, restarted once every pipe reached end of file, since the leader is then most likely exiting), and
+//! the deadline is handled by the very same steps. After the reap, the steps drain the pipes for up to about 100 ms.
 
 use std::fmt;
 use std::fs::File;
