@@ -2,7 +2,8 @@
 //! deadline, when its future is dropped, and when a wait is cancelled.
 //!
 //! A [`grouptimeout::GroupChild`] (spawned with `spawn_group`, or contained with `grouptimeout-job`'s
-//! `spawn_contained`) is handed to [`wait`] or [`wait_with_output`][wait-with-output], which return a future that owns it:
+//! `spawn_contained`) is handed to [`wait`] or [`wait_with_output`][wait-with-output], which return a future that
+//! owns it:
 //!
 //! ```
 //! use std::process::{Command, Stdio};
@@ -45,8 +46,8 @@
 //!    contained job's whole boundary) and reaps the leader, bounded. So cancellation never leaves a survivor that
 //!    the blocking wait would not have left: the losing branch of `tokio::select!`, a wait inside
 //!    [`tokio::time::timeout`] that ran out, an aborted task, a runtime that shuts down with the task in it.
-//! 3. Unless detached: [`Waiting::detach`] gives the child back (and [`Capturing::detach`][capturing-detach] the capture), and the
-//!    job goes on.
+//! 3. Unless detached: [`Waiting::detach`] gives the child back (and [`Capturing::detach`][capturing-detach] the
+//!    capture), and the job goes on.
 //! 4. No thread of its own, no signal handler, no `SIGCHLD`: between steps the future sleeps in the runtime's
 //!    reactor, on descriptors of its own, and on the runtime's timer.
 //!
