@@ -358,8 +358,8 @@ impl GroupChild {
     /// the next step.
     ///
     /// Each step moves the wait on by one state of the same sequence the blocking waits follow (they are this step
-    /// and a sleep in `ppoll` on its [`Interest`]): it reads the clock, checks the leader, compares with the
-    /// deadline; when the leader has exited, it kills the leftovers of its group (see
+    /// and a sleep in `ppoll` on its [`Interest`](crate::Interest)): it reads the clock, checks the leader, compares
+    /// with the deadline; when the leader has exited, it kills the leftovers of its group (see
     /// [`set_kill_leftovers`](GroupChild::set_kill_leftovers)); at the deadline it sends the
     /// [grace](GroupChild::set_grace) signal and `SIGCONT` (unless the signal stops), and a later step, when the
     /// leader exited or the grace period ended, `SIGKILL` to the group; then the leader is reaped (under the lock
@@ -370,8 +370,9 @@ impl GroupChild {
     ///   sequence started at a deadline (then the grace period's end rules). A blocking wait after some steps
     ///   continues from where they left.
     /// - Once `Done`, every later call returns the same outcome, as the waits do.
-    /// - On `Pending`, sleep until a descriptor of [`Interest::readable`] is readable (or hung up),
-    ///   [`Interest::writable`] is writable, or [`Interest::until`] passes, whichever comes first; then step again.
+    /// - On `Pending`, sleep until a descriptor of [`Interest::readable`](crate::Interest::readable) is readable
+    ///   (or hung up), [`writable`](crate::Interest::writable) is writable, or [`until`](crate::Interest::until)
+    ///   passes, whichever comes first; then step again.
     ///   Stepping earlier is harmless (it costs a check of the leader). The descriptors are the child's (its pidfd,
     ///   Linux): never close them; stop watching one that a step no longer lists, and all of them once `Done`.
     ///   Without a pidfd (other systems, `--cfg grouptimeout_no_pidfd`, a kernel that refuses one, a traced leader)
@@ -459,7 +460,8 @@ impl GroupChild {
         Ok(())
     }
 
-    /// Kills the group if asked (`SIGKILL`; `late`: at the end of the sequence, the outcome is `TimedOut`), then tells a kept job's keeper what to do and goes on to the reap;
+    /// Kills the group if asked (`SIGKILL`; `late`: at the end of the sequence, the outcome is `TimedOut`), then
+    /// tells a kept job's keeper what to do and goes on to the reap;
     /// `sent` is an earlier error of the sequence, returned after the reap.
     ///
     /// A failed kill still reaps a leader that has exited (and then reports the error). A leader that is still

@@ -48,6 +48,7 @@ impl Interest {
     }
 
     /// Sets the descriptor to wait on for writability.
+    #[cfg(feature = "capture")]
     pub(crate) fn and_write(mut self, fd: Option<RawFd>) -> Interest {
         self.write = fd;
         self
@@ -67,7 +68,7 @@ impl Interest {
     /// the output pipes not yet at end of file. At most 3.
     ///
     /// Each descriptor belongs to the child: it stays open and names the same file until a later step no longer
-    /// lists it, the wait is done, or the child (or the [`Capture`](crate::Capture)) is dropped. A driver never
+    /// lists it, the wait is done, or the child (or its capture, `Capture`) is dropped. A driver never
     /// closes one, and stops watching it once a step no longer lists it (with `epoll`: `EPOLL_CTL_DEL` before the
     /// next step, which may close it; a descriptor number may be reused by a later `open` after that).
     pub fn readable(&self) -> impl Iterator<Item = RawFd> + '_ {
@@ -75,7 +76,7 @@ impl Interest {
     }
 
     /// The descriptor to watch for writability (`POLLOUT`): a capture's standard input while
-    /// [input](crate::GroupChild::set_input) is left to write; owned by the child, as the readable ones.
+    /// input (`set_input`) is left to write; owned by the child, as the readable ones.
     #[must_use]
     pub fn writable(&self) -> Option<RawFd> {
         self.write
@@ -93,7 +94,7 @@ impl Interest {
 }
 
 /// The result of one step of a stepped wait ([`GroupChild::step`](crate::GroupChild::step),
-/// [`Capture::step`](crate::Capture::step)).
+/// and, with the `capture` feature, `Capture::step`).
 #[derive(Debug)]
 pub enum Step<T> {
     /// The wait is over, and every promise of the blocking wait holds: the group was dealt with, the leader reaped,

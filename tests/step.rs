@@ -266,6 +266,7 @@ fn a_later_deadline_given_to_a_later_step_wins() {
     );
 }
 
+#[cfg(feature = "capture")]
 #[test]
 fn a_capture_in_steps_bounds_a_chatty_writer() {
     let mut child = sh("echo err >&2; exec yes chatty")
@@ -298,6 +299,7 @@ fn a_capture_in_steps_bounds_a_chatty_writer() {
     assert!(is_dead(id));
 }
 
+#[cfg(feature = "capture")]
 #[test]
 fn a_capture_in_steps_writes_its_input() {
     // More than a pipe holds, so that the input is written over several steps while `cat` reads it.
@@ -320,6 +322,7 @@ fn a_capture_in_steps_writes_its_input() {
     assert!(driven.interests.iter().any(|i| i.writable().is_some()));
 }
 
+#[cfg(feature = "capture")]
 #[test]
 fn dropping_a_capture_mid_wait_kills_the_group() {
     let mut child = spawn_sh("sleep 30 & echo $!; sleep 30");
@@ -400,4 +403,17 @@ fn cpu_time() -> Duration {
         u64::try_from(ts.tv_sec).unwrap(),
         u32::try_from(ts.tv_nsec).unwrap(),
     )
+}
+
+/// A set or an async runtime moves waits between threads: the stepped types are `Send` and `Sync`, as `GroupChild`
+/// is.
+#[test]
+fn the_stepped_types_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Interest>();
+    check::<Step<Outcome>>();
+    #[cfg(feature = "capture")]
+    check::<grouptimeout::Capture>();
+    #[cfg(feature = "capture")]
+    check::<Step<grouptimeout::Captured>>();
 }
