@@ -80,6 +80,16 @@ fn background(pids: &Path, contained: bool) -> (String, usize) {
     (plain, 1)
 }
 
+/// The next job that ended, waiting at most 20 s: a set that never reports one fails the test rather than hang it
+/// (and its drop ends the jobs). `None` once the set is empty.
+fn next<K>(set: &mut JobSet<K>) -> Option<(K, std::io::Result<Finished>)> {
+    if set.is_empty() {
+        return None;
+    }
+    let next = set.next_timeout(Duration::from_secs(20));
+    Some(next.expect("no job ended within 20 s"))
+}
+
 /// Waits (bounded) until every process in the pid files is dead (gone, zombie, dying), and says which are not.
 fn left_running(files: &[(PathBuf, usize)]) -> Vec<u32> {
     let pids: Vec<u32> = files
@@ -232,7 +242,7 @@ fn fifty_jobs(test: &str) {
     let (plans, files) = add_fifty(test, &mut set, &dir.0);
     assert_eq!(set.len(), 50);
     let mut order = Vec::new();
-    for (i, result) in set.by_ref() {
+    while let Some((i, result)) = next(&mut set) {
         let at = Instant::now();
         let finished = result.unwrap_or_else(|e| panic!("job {i}: {e}"));
         check(i, &plans[i as usize], &finished, at);
@@ -333,7 +343,7 @@ fn a_job_cancelled_from_another_thread_is_reported_at_once() {
     });
     let mut got = Vec::new();
     for _ in 0..2 {
-        let (key, result) = set.next().unwrap();
+        let (key, result) = next(&mut set).unwrap();
         let outcome = result.unwrap().outcome();
         assert!(!outcome.timed_out(), "{key}: {outcome}");
         assert_eq!(
@@ -383,7 +393,7 @@ fn jobs_added_between_calls() {
         in_a_while(20_000),
     )
     .unwrap();
-    let (key, result) = set.next().unwrap();
+    let (key, result) = next(&mut set).unwrap();
     assert_eq!(
         (key, result.unwrap().outcome().status().code()),
         ("first", Some(4))
@@ -398,7 +408,7 @@ fn jobs_added_between_calls() {
     )
     .unwrap();
     assert_eq!(set.len(), 2);
-    let (key, result) = set.next().unwrap();
+    let (key, result) = next(&mut set).unwrap();
     assert_eq!(
         (key, result.unwrap().outcome().status().code()),
         ("quick", Some(5))
@@ -406,12 +416,12 @@ fn jobs_added_between_calls() {
     // Added while `slow` runs: ends before it.
     set.add("quicker", spawn(None, "exit 6", false), in_a_while(20_000))
         .unwrap();
-    let (key, result) = set.next().unwrap();
+    let (key, result) = next(&mut set).unwrap();
     assert_eq!(
         (key, result.unwrap().outcome().status().code()),
         ("quicker", Some(6))
     );
-    let (key, result) = set.next().unwrap();
+    let (key, result) = next(&mut set).unwrap();
     assert_eq!(key, "slow");
     assert!(result.unwrap().outcome().timed_out());
     assert!(set.is_empty());
@@ -453,7 +463,7 @@ fn every_job_captured_and_a_chatty_one_bounded() {
     fed_child.set_input("hello, set").unwrap();
     set.add_captured(200, fed_child, deadline).unwrap();
     let mut seen = Vec::new();
-    for (i, result) in set.by_ref() {
+    while let Some((i, result)) = next(&mut set) {
         let Finished::Captured(out) = result.unwrap() else {
             panic!("job {i} was added captured");
         };
@@ -522,7 +532,7 @@ fn the_set_dropped_halfway_ends_the_rest() {
         set.add(i, child, Some(start + deadline)).unwrap();
     }
     for _ in 0..6 {
-        let (i, result) = set.next().unwrap();
+        let (i, result) = next(&mut set).unwrap();
         assert!(i < 6, "job {i}");
         assert_eq!(result.unwrap().outcome().status().code(), Some(0));
     }
