@@ -551,3 +551,75 @@ fn the_set_dropped_halfway_ends_the_rest() {
     assert_eq!(left_running(&files), [] as [u32; 0]);
     println!("dropped 6 jobs in {took:?}");
 }
+
+/// Out of descriptors, the set drops no job: this test binary runs again with 64 descriptors at most, spawns jobs
+/// until a spawn fails with `EMFILE`, shows that a new set fails with `EMFILE` too (the set's own descriptor), and
+/// gets every job it added back, with its status.
+#[cfg(target_os = "linux")]
+#[test]
+fn out_of_descriptors_no_job_is_dropped() {
+    let test = "out_of_descriptors_no_job_is_dropped";
+    if std::env::var_os("GROUPTIMEOUT_TEST_FEW_FDS").is_some() {
+        let mut set = JobSet::new().unwrap();
+        let deadline = Some(Instant::now() + Duration::from_secs(20));
+        let mut added = 0;
+        let mut seen = Vec::new();
+        let mut take = |i: u32, result: std::io::Result<Finished>| {
+            let outcome = result.unwrap().outcome();
+            assert_eq!(outcome.status().code(), Some(7), "job {i}: {outcome}");
+            seen.push(i);
+        };
+        let refused = loop {
+            assert!(added < 1000, "no spawn failed");
+            let child = match Command::new("sh")
+                .args(["-c", "sleep 1; exit 7"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn_group()
+            {
+                Ok(child) => child,
+                Err(e) => break e,
+            };
+            if let Err(e) = set.add(added, child, deadline) {
+                break e;
+            }
+            added += 1;
+            // The job's second step: its pidfd is opened (the first step yields).
+            if let Some((i, result)) = set.next_timeout(Duration::ZERO) {
+                take(i, result);
+            }
+        };
+        assert_eq!(refused.raw_os_error(), Some(libc::EMFILE), "{refused}");
+        // The last descriptors taken (a spawn needs two or three), a new set has none for its epoll.
+        let mut held = Vec::new();
+        while let Ok(file) = std::fs::File::open("/dev/null") {
+            held.push(file);
+        }
+        let e = JobSet::<u32>::new().unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EMFILE), "{e}");
+        while let Some((i, result)) = next(&mut set) {
+            take(i, result);
+        }
+        drop(held);
+        seen.sort_unstable();
+        assert_eq!(seen, (0..added).collect::<Vec<_>>());
+        println!("{added} jobs added before EMFILE, all reported");
+        return;
+    }
+    let out = Command::new("prlimit")
+        .arg("--nofile=64")
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env("GROUPTIMEOUT_TEST_FEW_FDS", "1")
+        .output();
+    match out {
+        Err(e) => skip_or_fail(test, &format!("prlimit cannot run: {e}")),
+        Ok(out) => assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
