@@ -146,6 +146,8 @@ struct Slot<K> {
     round: u64,
     /// Its descriptors could not be watched: stepped every [`BLIND_TICK`] instead.
     blind: bool,
+    /// Its last step asked to be stepped again at once (a yield: its instant had come when it was set).
+    eager: bool,
 }
 
 impl<K> JobSet<K> {
@@ -234,6 +236,7 @@ impl<K> JobSet<K> {
             timer: None,
             round: self.round,
             blind: false,
+            eager: false,
         });
         self.live += 1;
         self.step(slot, true).inspect_err(|_| {
@@ -281,9 +284,10 @@ impl<K> JobSet<K> {
             }
         }
         let mut until = interest.until();
+        let now = Instant::now();
+        s.eager = until.is_some_and(|at| at <= now);
         if s.blind {
-            let tick = Instant::now().checked_add(BLIND_TICK);
-            until = until.into_iter().chain(tick).min();
+            until = until.into_iter().chain(now.checked_add(BLIND_TICK)).min();
         }
         if until != s.timer.map(|(at, _)| at) {
             s.timer = until.map(|at| (at, self.timers.push(at, slot)));
@@ -313,14 +317,22 @@ impl<K> JobSet<K> {
             let mut woken = std::mem::take(&mut self.woken);
             woken.clear();
             let slots = &mut self.slots;
+            let mut eager = false;
             while let Some(slot) = self
                 .timers
                 .pop_due(now, |slot, stamp| has_stamp(slots, slot, stamp))
             {
                 if let Some(Some(s)) = slots.get_mut(slot) {
                     s.timer = None;
+                    eager |= s.eager;
                 }
                 woken.push(slot);
+            }
+            if eager {
+                // A step asked to be stepped again at once (a wait's first step; without a pidfd, the first
+                // millisecond after a spawn or a signal): let the CPU go once first, so that a command that shares
+                // it can run (and end), rather than spin.
+                std::thread::yield_now();
             }
             if woken.is_empty() {
                 if limit.is_some_and(|l| now >= l) {
