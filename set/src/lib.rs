@@ -286,7 +286,8 @@ impl<K> JobSet<K> {
         let mut until = interest.until();
         let now = Instant::now();
         s.eager = until.is_some_and(|at| at <= now);
-        if s.blind {
+        // Blind, or (against the contract) nothing to wake it: never left unstepped for ever.
+        if s.blind || (until.is_none() && s.watched.is_empty()) {
             until = until.into_iter().chain(now.checked_add(BLIND_TICK)).min();
         }
         if until != s.timer.map(|(at, _)| at) {
@@ -334,7 +335,7 @@ impl<K> JobSet<K> {
                 // it can run (and end), rather than spin.
                 std::thread::yield_now();
             }
-            if woken.is_empty() {
+            let timeout = if woken.is_empty() {
                 if limit.is_some_and(|l| now >= l) {
                     self.woken = woken;
                     return None;
@@ -343,18 +344,22 @@ impl<K> JobSet<K> {
                     .timers
                     .earliest(|slot, stamp| has_stamp(&self.slots, slot, stamp));
                 let wake = earliest.into_iter().chain(limit).min();
-                let timeout = wake.map(|w| w.saturating_duration_since(now));
-                let jobs = self
-                    .slots
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(slot, s)| Some((slot, s.as_ref()?.watched.as_slice())));
-                if self.sleep.sleep(timeout, jobs, &mut woken).is_err() {
-                    // Never spin on a sleep that fails: pause, then step every job.
-                    std::thread::sleep(timeout.map_or(BLIND_TICK, |t| t.min(BLIND_TICK)));
-                    woken.clear();
-                    woken.extend((0..self.slots.len()).filter(|&slot| self.slots[slot].is_some()));
-                }
+                wake.map(|w| w.saturating_duration_since(now))
+            } else {
+                // Due jobs, and with them the jobs whose descriptors are ready now (a look, not a sleep): rounds of
+                // due jobs alone, back to back, never keep a ready descriptor waiting.
+                Some(Duration::ZERO)
+            };
+            let jobs = self
+                .slots
+                .iter()
+                .enumerate()
+                .filter_map(|(slot, s)| Some((slot, s.as_ref()?.watched.as_slice())));
+            if self.sleep.sleep(timeout, jobs, &mut woken).is_err() {
+                // Never spin on a sleep that fails: pause, then step every job.
+                std::thread::sleep(timeout.map_or(BLIND_TICK, |t| t.min(BLIND_TICK)));
+                woken.clear();
+                woken.extend((0..self.slots.len()).filter(|&slot| self.slots[slot].is_some()));
             }
             for &slot in &woken {
                 let stepped = self
