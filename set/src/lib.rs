@@ -50,13 +50,13 @@
 //!   descriptor, a capture's pipes) and the jobs' next instants sit in a min-heap: a wake-up steps only the jobs
 //!   whose descriptor is ready or whose instant passed, so thousands of idle jobs do not make one job's exit slower
 //!   to see. Elsewhere (macOS, FreeBSD, a build with `--cfg grouptimeout_portable`) each sleep is one `poll(2)` over
-//!   every job's descriptors, and a job without an exit descriptor is stepped on its poll schedule (a check every
-//!   10 ms at most): correct, with a cost that grows with the number of jobs.
+//!   every job's descriptors, and a job without an exit descriptor is stepped on its poll schedule (checked at least
+//!   every 10 ms): correct, with a cost that grows with the number of jobs.
 //!
 //! # What a job costs
 //!
-//! A job holds what its child holds, and the set adds nothing but a few dozen bytes of bookkeeping; the set itself
-//! holds one descriptor (its epoll instance, Linux). Measured on Linux 6 with jobs of `sleep` in a set:
+//! A job holds what its child holds; the set adds no descriptor and no process per job, only about a hundred bytes
+//! of bookkeeping beside the child itself, and holds one descriptor of its own (its epoll instance, Linux). Measured on Linux 6 with jobs of `sleep` in a set:
 //!
 //! | job | descriptors | processes |
 //! |---|---:|---:|
