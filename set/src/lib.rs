@@ -114,7 +114,8 @@ const BLIND_TICK: Duration = Duration::from_millis(10);
 /// Jobs waited from one thread; see the [crate docs](crate).
 ///
 /// `K` is the caller's key for each job (a name, an index, a request id): [`next`](JobSet::next) gives it back with
-/// the job's result. Keys need not be unique.
+/// the job's result. Keys need not be unique. A set is [`Send`] where `K` is: it may move to another thread with its
+/// jobs, and is used from one thread at a time (`&mut self`).
 pub struct JobSet<K> {
     /// The jobs, by slot; a slot is reused once its job ended.
     slots: Vec<Option<Slot<K>>>,
