@@ -101,7 +101,7 @@ impl Job {
 
     /// What a kept job's keeper said of its failure to start the command (see `Keeper::failure`).
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-    pub(crate) fn keeper_failure(&self) -> Option<crate::sys::KeeperFailure> {
+    pub(crate) fn keeper_failure(&self) -> Option<crate::keeper::KeeperFailure> {
         self.keeper()?.failure()
     }
 
@@ -158,7 +158,7 @@ impl Job {
         let _ = (pgid, signal);
         #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
         if self.kept() {
-            return Some(crate::sys::signal_kept_group(pgid, signal));
+            return Some(crate::keeper::signal_kept_group(pgid, signal));
         }
         None
     }

@@ -7,11 +7,9 @@
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::sys;
-
 #[derive(Debug)]
 pub(crate) struct Keeper {
-    page: sys::SharedPage,
+    page: crate::sys::page::SharedPage,
     /// Set once the verdict was given: the keeper may reap the command from then on, so its pid is never read again.
     judged: AtomicBool,
 }
@@ -19,12 +17,12 @@ pub(crate) struct Keeper {
 impl Keeper {
     pub(crate) fn new() -> io::Result<Keeper> {
         Ok(Keeper {
-            page: sys::SharedPage::new()?,
+            page: crate::sys::page::SharedPage::new()?,
             judged: AtomicBool::new(false),
         })
     }
 
-    pub(crate) fn page(&self) -> &sys::SharedPage {
+    pub(crate) fn page(&self) -> &crate::sys::page::SharedPage {
         &self.page
     }
 
@@ -65,7 +63,7 @@ impl Keeper {
     }
 
     /// What the keeper said of its failure to start the command, beyond its errno (see `SharedPage::failure`).
-    pub(crate) fn failure(&self) -> Option<sys::KeeperFailure> {
+    pub(crate) fn failure(&self) -> Option<crate::keeper::KeeperFailure> {
         self.page.failure()
     }
 
