@@ -83,14 +83,21 @@ impl JobCommandExt for Command {
 /// `SIGSTOP` sent with [`signal`](GroupChild::signal) stops the command's group only, the rest of the job runs on.
 ///
 /// By default the cgroup is tried first, then the reaper, then lineage, then the group: each fallback is silent, and
-/// [`JobChildExt::containment`](crate::JobChildExt::containment) says which mode the job got; [`require`](Contain::require) turns a fallback below a
-/// mode into an error. A cgroup in which the job's keeper could not start the command (its `mkdir` of the folder or
-/// its `clone3` into it failed, or, where `clone3` is refused, the command's move into it, say because the parent
-/// folder is a thread root, whose domain children are "domain invalid", or the kernel is older than 5.14) counts as
-/// none: its folder is removed and the command is spawned again in the next mode (none of it ran: that happens before
-/// `exec`). Lineage is used only where the reaper cannot be had (or is turned off with [`reaper(false)`](Contain::reaper)): the reaper catches everything lineage does, and
-/// more, at a cost that does not grow with the host's process count; lineage's mark stays on a reaper job's command
-/// as the backup for a job that killed its keeper.
+/// [`JobChildExt::containment`](crate::JobChildExt::containment) says which mode the job got;
+/// [`require`](Contain::require) turns a fallback below a mode into an error. A cgroup in which the job's keeper could
+/// not start the command (its `mkdir` of the folder or its `clone3` into it failed, or, where `clone3` is refused, the
+/// command's move into it, say because the parent folder is a thread root, whose domain children are "domain invalid",
+/// or the kernel is older than 5.14) counts as none: its folder is removed and the command is spawned again in the next
+/// mode (none of it ran: that happens before `exec`; the caller's `pre_exec` hooks, though, run again, see "The keeper"
+/// below). So does a keeper that dies before it made the command's process (killed by a seccomp filter at a call that
+/// only a keeper makes, such as `prctl(PR_SET_CHILD_SUBREAPER)` or `clone3`, or by someone's `SIGKILL`): the spawn does
+/// not return such a job, whose command never ran; the reason names the keeper's signal, and its folder, if it made
+/// one, is removed. (A keeper killed from outside in the instant between the `exec` of the command's process and its
+/// own next instruction is the exception: that process, which dies with its keeper, `PR_SET_PDEATHSIG`, ran for that
+/// instant.) Lineage is used only where the reaper cannot be had (or is turned off with
+/// [`reaper(false)`](Contain::reaper)): the reaper catches everything lineage does, and more, at a cost that does not
+/// grow with the host's process count; lineage's mark stays on a reaper job's command as the backup for a job that
+/// killed its keeper.
 ///
 /// Descriptors count too. A cgroup or reaper spawn forks with a pipe of std's (2 descriptors) instead of using
 /// `posix_spawn` (none with glibc; musl's needs 2): 2 free descriptors; the reaper also needs lineage's room (its
@@ -206,23 +213,31 @@ impl JobCommandExt for Command {
 ///   In reaper mode the orphans then go to the next subreaper above (or init): the wait kills the command's group
 ///   (its id is the keeper's pid, pinned while the keeper is unreaped) and the processes that carry the job's
 ///   lineage mark; an escapee that also cleared its environment (`env -i`) or rewrote its title survives.
-/// - `pre_exec` hooks the caller added before the spawn run in the keeper, before the command's process exists:
-///   what a fork inherits (resource limits, the working folder, descriptors) reaches the command; a parent-death
-///   signal does not. Hooks added later, and on a later spawn of the same `Command` (the keeper's hook stays on it,
-///   disarmed), run as usual; on x86-64 the later ones run in a process that shares the keeper's memory until its
-///   `exec` (as the child of `posix_spawn` does), so what they change in memory the keeper sees too (it only waits
-///   meanwhile, and uses none of it). A hook that unshared the PID namespace (`unshare(CLONE_NEWPID)`, which puts
-///   the keeper's children in a new namespace, its first one PID 1) is undone in the keeper (`setns` to its own) and
-///   done again by the command's process, so the command's first child is PID 1 of the new namespace, as without a
-///   keeper, and the job stays contained (a namespace dies with its PID 1, and its processes are the job's). Where
-///   the keeper cannot go back (`setns` needs `CAP_SYS_ADMIN` over its own namespace: a hook that also made a user
-///   namespace), the keeper modes fail, saying so, and lineage runs the command as without a keeper. A hook that
+/// - `pre_exec` hooks the caller added before the spawn run in the keeper, before the command's process exists: what a
+///   fork inherits (resource limits, the working folder, descriptors) reaches the command; a parent-death signal does
+///   not. They run once in each mode tried, not once per spawn: a mode that fails in the keeper (a cgroup it could not
+///   start the command in, a keeper that died, a process limit: see above and "Falling back"; the keeper's hook runs
+///   after the caller's, in the process std forked for them) is followed by a new spawn in the next mode, whose process
+///   runs them again. A hook with an effect outside its own process (a file made with `O_EXCL`, a pidfile, a message
+///   sent) sees one run per mode tried: make it idempotent, or ask for one mode, so
+///   that a failure fails the spawn instead of trying another (`require(Containment::Cgroup)`; `cgroup(false)` with
+///   `require(Containment::Reaper)`; or lineage alone, `cgroup(false)` and `reaper(false)`, which has no keeper: its
+///   hooks run in the command's process). Hooks added later, and on a later spawn of the same `Command` (the keeper's
+///   hook stays on it, disarmed), run as usual; on x86-64 the later ones run in a process that shares the keeper's
+///   memory until its `exec` (as the child of `posix_spawn` does), so what they change in memory the keeper sees too
+///   (it only waits meanwhile, and uses none of it). A hook that unshared the PID namespace (`unshare(CLONE_NEWPID)`,
+///   which puts the keeper's children in a new namespace, its first one PID 1) is undone in the keeper (`setns` to its
+///   own) and done again by the command's process, so the command's first child is PID 1 of the new namespace, as
+///   without a keeper, and the job stays contained (a namespace dies with its PID 1, and its processes are the job's).
+///   Where the keeper cannot go back (`setns` needs `CAP_SYS_ADMIN` over its own namespace: a hook that also made a
+///   user namespace), the keeper modes fail, saying so, and lineage runs the command as without a keeper. A hook that
 ///   joined an existing PID namespace (`setns`) is left alone: the command is born in it, which a cgroup holds; the
 ///   reaper does not (that namespace's orphans go to its own init), so reaper mode fails then, saying so. A time
 ///   namespace (`CLONE_NEWTIME`) is not treated so: the keeper and the command's process are born in it.
 /// - A command run as another user (`Command::uid`): std switches users before the hooks, so the keeper runs as that
-///   user too. As root, the spawn sets this thread's `PR_SET_KEEPCAPS` (set back before it returns; the kernel reads
-///   it only when a user id changes), so the keeper keeps its permitted capabilities across std's switch; in cgroup
+///   user too. As root, a cgroup spawn sets this thread's `PR_SET_KEEPCAPS` where it is off, and clears it again
+///   before it returns (the kernel reads it only when a user id changes; a thread that has it on keeps it on, and no
+///   other spawn touches it), so the keeper keeps its permitted capabilities across std's switch; in cgroup
 ///   mode it keeps `CAP_DAC_OVERRIDE` alone (to make the folder in this process's cgroup and start the command in
 ///   it: the folder is then that user's, as a cgroup delegated to it), in reaper mode none, and the command's process
 ///   drops them all before it runs anything of the caller's. Where the keeper cannot keep that capability (the thread
@@ -328,7 +343,8 @@ impl Contain {
     /// `Unsupported` (no cgroup v2 here, systemd did not delegate the folder: `PermissionDenied`, only the group on
     /// this system), or the kind of the first failure, such as a cgroup the keeper could not start the command in
     /// (the folder named, and the OS error of its `mkdir` or `clone3`, whose kind the error keeps; the folder is
-    /// removed), or too few free descriptors for a mode (the kind of `EMFILE`, `ENFILE`). Nothing runs then. Without
+    /// removed), a keeper that died before it made the command's process (`Other`, its signal named), or too few free
+    /// descriptors for a mode (the kind of `EMFILE`, `ENFILE`). Nothing runs then. Without
     /// `require`, a spawn fails for want of descriptors only where `spawn_group` would.
     pub fn spawn(&self, command: &mut Command) -> io::Result<GroupChild> {
         // Each mode that was tried and could not be had, and why.
@@ -483,6 +499,11 @@ fn spawn_kept(bound: Bound, command: &mut Command) -> io::Result<io::Result<Grou
     match spawned {
         Ok(child) => {
             job.started(child.id());
+            // The keeper records the command's pid before it closes its copy of std's error pipe: a spawn that
+            // returned without it means that the keeper died before it made the command.
+            if job.watched(child.id()) == child.id() {
+                return Ok(Err(keeper_died(child, &place)));
+            }
             Ok(Ok(child))
         }
         Err(e) => {
@@ -520,6 +541,29 @@ fn spawn_kept(bound: Bound, command: &mut Command) -> io::Result<io::Result<Grou
             Ok(Err(too_few(e)))
         }
     }
+}
+
+/// Why the mode of `child`, a kept job whose keeper died before it made the command's process (its spawn returned
+/// with no command recorded: std reads end of file on its error pipe once the keeper is gone, as after an `exec`),
+/// could not be had: the keeper's death, as its reap gives it (a wait, which ends the job: no folder is left).
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+fn keeper_died(mut child: GroupChild, place: &str) -> io::Error {
+    use std::os::unix::process::ExitStatusExt as _;
+    let how = match child.wait_timeout(std::time::Duration::from_secs(5)) {
+        Ok(outcome) => match outcome.status().signal() {
+            Some(libc::SIGSYS) => format!(
+                "killed by signal {} (SIGSYS: a seccomp filter forbids a system call it makes)",
+                libc::SIGSYS
+            ),
+            Some(signal) => format!("killed by signal {signal}"),
+            None => format!("{}", outcome.status()),
+        },
+        Err(e) => format!("it could not be waited for: {e}"),
+    };
+    io::Error::other(format!(
+        "the command's first process could not start {place}: its keeper died before it made it, {how}; the \
+         command did not run"
+    ))
 }
 
 /// Whether two more descriptors can be opened now (std's pipe of a forked spawn): a spawn that failed for want of

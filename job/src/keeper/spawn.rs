@@ -182,9 +182,12 @@ fn limit_caps(keep: u32) -> Result<(), i32> {
 /// is root and `on` (not for a set-user-ID program, whose keeper would otherwise keep root's rights unnoticed: it
 /// compares real user ids): a keeper that std switches to another user (`Command::uid`) then keeps the permitted capabilities it
 /// needs to make the job's cgroup (it keeps only those, and the command none: see `start`). The flag is this
-/// thread's, read by the kernel only when a user id changes, and set back as it was before this returns; it is not
-/// set where this thread has it already or may not change it (the keeper then fails as another user, saying why).
+/// thread's, read by the kernel only when a user id changes. It is left exactly as the caller had it: set here only
+/// where it was off (and cleared again before this returns), left on where this thread had it on already (the
+/// keeper keeps its capabilities then too), and never touched otherwise (not `on`, not root). Where it cannot be set
+/// (`SECBIT_KEEP_CAPS_LOCKED`) the keeper fails as another user, saying why.
 pub(crate) fn with_kept_caps<T>(on: bool, f: impl FnOnce() -> T) -> T {
+    /// Clears the flag that `with_kept_caps` set; made only once it was set (a `Restore` dropped clears the flag).
     struct Restore;
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -195,7 +198,9 @@ pub(crate) fn with_kept_caps<T>(on: bool, f: impl FnOnce() -> T) -> T {
         && calls::getuid() == 0
         && calls::prctl(libc::PR_GET_KEEPCAPS, 0) == Ok(0)
         && calls::prctl(libc::PR_SET_KEEPCAPS, 1) == Ok(0);
-    let _restore = set.then_some(Restore);
+    // Not `set.then_some(Restore)`: that makes a `Restore` whatever `set` is, and drops it at once when `set` is false,
+    // clearing a flag the caller had on.
+    let _restore = if set { Some(Restore) } else { None };
     f()
 }
 
