@@ -148,7 +148,7 @@ impl Job {
         crate::sys::has_exited(id)
     }
 
-    /// For a kept job, sends `signal` to its group `pgid` (`signal_kept_group`, see `sys/keeper.rs`): `None` for a
+    /// For a kept job, sends `signal` to its group `pgid` (`signal_kept_group`, see `keeper/page.rs`): `None` for a
     /// job without a keeper, whose caller signals the group as usual.
     #[cfg_attr(
         not(all(target_os = "linux", not(grouptimeout_portable))),

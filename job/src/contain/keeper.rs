@@ -1,4 +1,4 @@
-//! The keeper of a contained job, as this process sees it (the keeper's own code is in `sys/keeper.rs`): the
+//! The keeper of a contained job, as this process sees it (the keeper's own code is `crate::keeper`): the
 //! process std spawned (the `GroupChild`'s id) is the job's keeper, and the command is its child, in the group
 //! whose id is the keeper's pid. A wait watches the command; once it exited, the reap gives the keeper the verdict
 //! (end the job, or keep what it left), and the keeper exits as the command did. A command that left nothing running

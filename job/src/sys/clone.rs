@@ -215,6 +215,23 @@ unsafe fn clone_here<T>(
     // - The compiler's view: the block is not `noreturn` (the child and an error do return), and it may use the stack
     //   (no `nostack`: no red zone is live across it). The registers the child returns with are those the compiler
     //   expects after the block, since the kernel copies them all to the child.
+    // - Shadow stacks (x86-64 CET, Linux 6.6+, where the program enabled them): with CLONE_VFORK the kernel gives the
+    //   child no shadow stack of its own; it uses this one, as its normal stack. The child's returns pop entries this
+    //   thread pushed before the call (they match its frames), and its later calls push entries over the ones of
+    //   frames this process had below `make_command`. This process never returns through those frames: it calls
+    //   `keeper` (whose entry it pushes at its own shadow stack pointer, below which the child left nothing it still
+    //   needs) and never returns from it, so every return it makes pops an entry it pushed itself. glibc's `vfork`
+    //   goes the other way for its child (it leaves the shared shadow stack mismatched, so that a child that returns
+    //   past `vfork`'s caller faults) because there the parent does return through the shared frames; here the
+    //   parent does not, and the child must. The shed keeps clear of a shadow stack altogether (`keeper/shed.rs`).
+    // - A caller's `pre_exec` hooks after the keeper's run in the child, in this memory, while this process sleeps:
+    //   std's child side after a hook is the same code a fork's child runs, and a hook's writes land in memory this
+    //   process never reads again (std's frames and heap; this process reads only `ctx`, out of their reach, the
+    //   shared page, and its new frames). The child has its own signal handlers, descriptors, working directory and
+    //   limits (no CLONE_SIGHAND, CLONE_FILES, CLONE_FS), and no `rseq` area (the kernel clears it for a CLONE_VM
+    //   child). What a hook could still do to this process is what it could do to any memory: unmap or overwrite the
+    //   keeper's stack mapping, which no sound hook knows of. A hook that blocks holds this process asleep, as it
+    //   would hold std's spawn without a keeper. A hook that starts a process is the case `SPAWN_GRACE` is for.
     // - The calls' arguments: `clone3` reads two (rdi: its clone_args, rsi: their size) and ignores the rest; `clone`
     //   reads five (rdi: flags, rsi: the new stack, rdx and r10: where to write the thread ids, r8: the TLS), all 0
     //   but the flags, so it writes no id and sets no TLS; neither is given a stack for the child (the contract).
