@@ -58,7 +58,8 @@
 //! and its return path (`sys::clone::make_command`, `clone_here`), the group helper that shares `M`'s memory and errno
 //! (`make_group`), the shared page (`sys::page`), and the unmapping (`sys::shed::unmap`: its risk is bounded, since
 //! `M` is a process of its own: a mistake kills `M`, and through `PR_SET_PDEATHSIG` the command, never this process's
-//! memory; the one page shared with this process is never unmapped). Before the fork: `sys::shed::static_tls_span`.
+//! memory; the one page shared with this process is never unmapped). Before the fork:
+//! `sys::shed::loaded` (what the loader says, for the shed).
 //! What only the forked child, or only `M`, may do asks for a proof that only `sys` makes there (`Forked`,
 //! `InKeeper`).
 //!

@@ -5,6 +5,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 
+use crate::sys;
 use crate::sys::page::PageRef;
 
 /// What the keeper needs, prepared before the fork (the hook allocates nothing). Held by value, not on the heap: the
@@ -21,9 +22,9 @@ pub(super) struct Plan {
     pub(super) page: PageRef,
     /// This system's page size.
     pub(super) page_size: usize,
-    /// The size of the static TLS blocks of this program and its libraries (the sum of their `PT_TLS` segments): how
-    /// far from the thread pointer libc may keep a thread's data (its errno, its `rseq` area).
-    pub(super) tls_span: usize,
+    /// What the loader said before the fork: the static TLS's size, the loaded objects' zero-filled data, whether
+    /// the keeper's calls are safe from the shed.
+    pub(super) loaded: sys::shed::Loaded,
 }
 
 /// The longest path a system call takes, its NUL included.

@@ -4,26 +4,50 @@
 
 use super::plan::{Plan, PATH_MAX};
 use crate::sys::clone::InKeeper;
-use crate::sys::shed::unmap;
+use crate::sys::shed::{unmap, ZERO_FILLED};
 use crate::sys::signal_safe as calls;
 
-/// Sheds the caller's memory, if it is worth it (see [`worth_shedding`]): everything [`shed_memory`] may unmap, but
-/// for this stack, this thread's control block and its errno.
+/// How many ranges the shed keeps: around this stack, this thread's control block and its errno, and the loaded
+/// objects' zero-filled data.
+const KEPT: usize = 3 + ZERO_FILLED;
+
+/// Sheds the caller's memory, where that is safe (see `sys::shed::Loaded::calls_safe`: bound at load, no interposer)
+/// and worth it (see [`worth_shedding`]): everything [`shed_memory`] may unmap, but for the pages near this stack,
+/// this thread's control block and its errno (with the program's static TLS), and every loaded object's zero-filled
+/// data (its `.bss`), as the loader listed them before the fork.
 pub(super) fn shed(plan: &Plan, me: &InKeeper) {
-    if !worth_shedding(plan.page_size) {
+    if !plan.loaded.calls_safe || !worth_shedding(plan.page_size) {
         return;
     }
+    // No signal handler runs in the keeper (every signal is blocked, and a fault's signal is then delivered with its
+    // default action); the alternate stack, which may be memory shed here, is turned off all the same.
+    calls::disable_alternate_stack();
+    let page = plan.page_size.max(1);
+    let around = |at: usize, distance: usize| {
+        (
+            at.saturating_sub(distance) / page * page,
+            at.saturating_add(distance)
+                .div_ceil(page)
+                .saturating_mul(page),
+        )
+    };
     let on_this_stack = 0u8;
-    let tls = KEPT_AROUND.saturating_add(plan.tls_span);
-    shed_memory(
-        me,
-        [
-            ((&raw const on_this_stack) as usize, KEPT_AROUND),
-            (calls::control_block(), tls),
-            (calls::errno_address(), tls),
-        ],
-        plan.page_size,
-    );
+    let tls = KEPT_AROUND.saturating_add(plan.loaded.tls_span);
+    let mut kept = [(0, 0); KEPT];
+    let near = [
+        around((&raw const on_this_stack) as usize, KEPT_AROUND),
+        around(calls::control_block(), tls),
+        around(calls::errno_address(), tls),
+    ];
+    let zero_filled = plan
+        .loaded
+        .zero_filled
+        .map(|(from, to)| (from / page * page, to.div_ceil(page).saturating_mul(page)));
+    for (slot, range) in kept.iter_mut().zip(near.into_iter().chain(zero_filled)) {
+        *slot = range;
+    }
+    kept.sort_unstable();
+    shed_memory(me, &kept);
 }
 
 /// Below this much of the caller's memory (anonymous and resident in the keeper, as the fork copied it), shedding is
@@ -75,7 +99,7 @@ const KEPT_AROUND: usize = 256 * 1024;
 /// it allocates nothing, uses no Rust thread-local, and calls libc through bindings resolved at load (Rust links with
 /// `-z now`). Best effort: without `/proc`, the keeper keeps the copy; a line of `/proc/self/maps` longer than the
 /// buffer ends the unmapping.
-fn shed_memory(me: &InKeeper, keep: [(usize, usize); 3], page_size: usize) {
+fn shed_memory(me: &InKeeper, kept: &[(usize, usize)]) {
     let Ok(maps) = calls::open(c"/proc/self/maps", libc::O_RDONLY | libc::O_CLOEXEC) else {
         return;
     };
@@ -102,10 +126,8 @@ fn shed_memory(me: &InKeeper, keep: [(usize, usize); 3], page_size: usize) {
             match mapping(line) {
                 Some(Mapping::Sheddable(from, to)) => {
                     if data_end != Some(from) {
-                        for (from, to) in kept_apart(from, to, keep, page_size) {
-                            // See `sys::shed::unmap` for why nothing the keeper runs from here on uses it.
-                            unmap(me, from, to);
-                        }
+                        // See `sys::shed::unmap` for why nothing the keeper runs from here on uses it.
+                        kept_apart(from, to, kept, |from, to| unmap(me, from, to));
                     }
                     data_end = None;
                 }
@@ -126,32 +148,23 @@ fn shed_memory(me: &InKeeper, keep: [(usize, usize); 3], page_size: usize) {
     calls::close(maps);
 }
 
-/// The parts of `from..to` that lie farther than the given distance from each address in `keep` (`(address,
-/// distance)`), in whole pages: at most four ranges, each non-empty (`from < to`), in order.
-fn kept_apart(
-    from: usize,
-    to: usize,
-    mut keep: [(usize, usize); 3],
-    page_size: usize,
-) -> impl Iterator<Item = (usize, usize)> {
-    // Never 0 (see `Plan::page_size`); saturating arithmetic: nothing here can panic, and no range wraps.
-    let page = page_size.max(1);
-    keep.sort_unstable();
-    let mut ranges = [(0, 0); 4];
+/// Calls `f` with each part of `from..to` outside every range of `kept` (sorted by their starts, page-aligned): each
+/// part non-empty (`from < to`), in order.
+fn kept_apart(from: usize, to: usize, kept: &[(usize, usize)], mut f: impl FnMut(usize, usize)) {
     let mut next = from;
-    for ((at, around), range) in keep.into_iter().zip(ranges.iter_mut()) {
-        let kept_from = at.saturating_sub(around) / page * page;
-        let kept_to = at
-            .saturating_add(around)
-            .div_ceil(page)
-            .saturating_mul(page);
-        *range = (next, kept_from.min(to));
+    for &(kept_from, kept_to) in kept {
+        if next >= to {
+            return;
+        }
+        let gap_end = kept_from.min(to);
+        if next < gap_end {
+            f(next, gap_end);
+        }
         next = next.max(kept_to);
     }
-    if let Some(last) = ranges.last_mut() {
-        *last = (next, to);
+    if next < to {
+        f(next, to);
     }
-    ranges.into_iter().filter(|&(from, to)| from < to)
 }
 
 /// A line of `/proc/self/maps`, as `shed_memory` sees it.

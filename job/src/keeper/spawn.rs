@@ -43,7 +43,7 @@ pub(crate) fn arm_keeper(
         page: page.for_keeper(),
         // Never 0 (`kept_apart` divides by it).
         page_size: calls::page_size().filter(|&size| size > 0).unwrap_or(4096),
-        tls_span: sys::shed::static_tls_span(),
+        loaded: sys::shed::loaded(),
     };
     Ok(KeeperHook {
         _armed: sys::page::arm(command, plan, start),

@@ -149,3 +149,15 @@ pub(crate) fn control_block() -> usize {
     #[cfg(not(target_env = "musl"))]
     usize::try_from(me).unwrap_or(0)
 }
+
+/// Turns this thread's alternate signal stack off (`sigaltstack(SS_DISABLE)`), if it has one and is not running on it.
+pub(crate) fn disable_alternate_stack() {
+    let off = libc::stack_t {
+        ss_sp: std::ptr::null_mut(),
+        ss_flags: libc::SS_DISABLE,
+        ss_size: 0,
+    };
+    // SAFETY: sigaltstack reads the `stack_t` given, which lives across the call (its null stack is not used with
+    // SS_DISABLE); no old one is asked for.
+    unsafe { libc::sigaltstack(&raw const off, std::ptr::null_mut()) };
+}
