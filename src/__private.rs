@@ -1,10 +1,12 @@
 //! The interface between this crate and its sibling `grouptimeout-job` (and, through it, the tool's crate), in the
-//! way of `serde`'s `__private`: hidden from the docs, not covered by semantic versioning, and safe to expose because
-//! the sibling pins this crate by its exact version (`=x.y.z`), so no other version can ever meet it.
+//! way of `serde`'s `__private`: hidden from the docs and not covered by semantic versioning. The sibling pins this
+//! crate by its exact version (`=x.y.z`), so that the two always come from one release; that keeps other versions
+//! out, not other crates: any crate can name this module. Nothing here can break this crate's promises (see
+//! `boundary.rs` for what a boundary can and cannot change, whoever wrote it).
 //!
-//! What it gives: the `Boundary` a job attaches to a [`GroupChild`] (see `boundary.rs` for what a boundary can and
-//! cannot change), a few read-only views of a child's state, and this crate's system-call helpers (`sys`), so that
-//! the sibling's own unchecked calls do not repeat them.
+//! What it gives: the `Boundary` a job attaches to a [`GroupChild`], a few read-only views of a child's state, and
+//! this crate's system-call helpers (`sys`) that its siblings reuse, so that their own unchecked calls do not repeat
+//! them.
 
 use std::io;
 use std::process::Command;
@@ -17,16 +19,16 @@ pub use crate::group::is_stop_signal;
 pub use crate::wait::{ExitWatch, DROP_REAP_LIMIT};
 use crate::GroupChild;
 
-/// This crate's system-call helpers that the job crate reuses (all of them safe functions; the unchecked calls
-/// behind them are counted here).
+/// This crate's system-call helpers that its siblings reuse (all of them safe functions; the unchecked calls behind
+/// them are counted here): the calls this crate makes itself, and two rules that both siblings share and that hold no
+/// unchecked call (`kernel_pid`, `os_error_or`). A call that only one sibling makes is that sibling's.
 pub mod sys {
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     pub use crate::sys::pidfd_open;
     pub use crate::sys::{
-        checked_pid, children_are_auto_reaped, current_action, cvt, cvt_len, group_of, has_exited,
-        kernel_pid, os_error_or, poll, retry_eintr, signal_group, wait_id,
+        checked_pid, children_are_auto_reaped, current_action, cvt, cvt_len, has_exited,
+        kernel_pid, os_error_or, poll, retry_eintr, set_nonblocking, signal_group, wait_id,
     };
-    pub use crate::sys::{cloexec_pipe, set_nonblocking};
 }
 
 /// [`GroupCommandExt::spawn_group`](crate::GroupCommandExt::spawn_group) with a boundary attached from the start.

@@ -2,18 +2,33 @@
 //!
 //! A child from [`spawn_group`](crate::GroupCommandExt::spawn_group) has no boundary: its job is its group, and
 //! every method of [`Job`] below does what a plain group needs. The sibling crate `grouptimeout-job` (its
-//! `spawn_contained`, `die_with_parent`) attaches a [`Boundary`] through the hidden module `__private`, and pins
-//! this crate by its exact version, so that nothing but that crate can depend on this interface.
+//! `spawn_contained`, `die_with_parent`) attaches a [`Boundary`] through the hidden module `__private`, and names this
+//! crate by its exact version, so that the two always come from the same release. That pin keeps other versions out,
+//! not other crates: the module is hidden and outside semantic versioning, but any crate can name it and implement
+//! [`Boundary`]. So this crate trusts no boundary with its own promises:
 //!
-//! What stays here, whatever a boundary does: the wait's loop (check, sleep, never past the deadline), the group's
-//! signal (sent here after the boundary's [`signal`](Boundary::signal) if that did not send it), the reap under the
-//! handles' lock, and the order "signal the job, reap the leader, end the job". A boundary answers the questions
-//! below (which process ends the wait, has it exited, how to reach what the group does not hold) and ends its own job
-//! after the reap. Its answers are trusted: a boundary that said a running leader had exited would make the reap
-//! block until it exits, and one that answered [`signal_kept`](Boundary::signal_kept) without signalling would leave
-//! a kept group running. So `grouptimeout-job` is its one implementation, and it names this crate by its exact
-//! version; the module is hidden and outside semantic versioning (any crate can name it, but nothing promises it a
-//! version from one release to the next).
+//! - Before every signal it sends, it checks its own child itself (`waitid` with `WNOWAIT`), whatever the
+//!   boundary's [`exited`](Boundary::exited) says, and refuses with `ECHILD` once someone else reaped it: no
+//!   signal of this crate reaches an id after a foreign reap. It checks before the boundary's
+//!   [`signal`](Boundary::signal) too (a boundary that works from the leader's pid never starts on a reaped one),
+//!   and again right before its own `kill(2)`.
+//! - At every signal it sends the group's signal itself (`kill(-pgid)`, and the leader by pid): exactly once, at
+//!   the moment the boundary's [`signal`](Boundary::signal) calls for it, or after it returns if it did not. A
+//!   boundary can add to what a signal reaches, never take away from the group. The one thing it decides is whether
+//!   the leader's pid is its keeper, outside the group ([`keeps_group`](Boundary::keeps_group)): the keeper is then
+//!   sent `SIGCONT` after `SIGKILL` and `SIGCONT` (its wake-up), and nothing else: a `SIGKILL` would end it before
+//!   it ended its job, and any other signal it would pass on to the command a second time.
+//! - The reap stays here, under the handles' lock; no signal of this crate follows it.
+//!
+//! What a boundary's answers can still do, since they steer the wait: [`exited`](Boundary::exited) saying `true`
+//! ends a wait as an exit (the leftovers' kill and the reap follow, which then blocks until the leader exits);
+//! saying `false`, or a [`watched`](Boundary::watched) process that does not exit, makes a wait sleep on to its
+//! deadline, or without one for as long as it lies. [`keeps_group`](Boundary::keeps_group) saying `true` of a leader
+//! that left its group (`setpgid`) spares that leader the signal by pid (the group is signalled all the same): the
+//! reap then waits for the leader's own exit, and the drop gives up after `DROP_REAP_LIMIT` and leaves it running.
+//! Any of its methods can block, and with them a wait or a drop. And a boundary is code that runs in this process: it
+//! can send any signal of its own, reap the leader itself (this crate then refuses with `ECHILD` as for any foreign
+//! reap); what this crate promises is what its own signals do.
 
 use std::any::Any;
 use std::fmt;
@@ -21,7 +36,8 @@ use std::io;
 use std::sync::Arc;
 
 /// What a job beyond its process group adds to a child's waits, kills and drop (implemented by `grouptimeout-job`;
-/// not a public API: its methods may change with any version, which is why that crate pins this one exactly).
+/// not a public API: its methods may change with any version, which is why that crate pins this one exactly). What
+/// its answers can and cannot change is in the module's docs.
 ///
 /// Every method is called with the leader unreaped by this crate, except [`take_reached`](Boundary::take_reached)
 /// (also right after the reap), and [`end`](Boundary::end) and [`record`](Boundary::record), which follow it.
@@ -30,15 +46,17 @@ pub trait Boundary: fmt::Debug + Send + Sync + Any {
     /// The process whose exit ends a wait: `leader`, or the command below a keeper.
     fn watched(&self, leader: u32) -> u32;
 
-    /// Whether the watched process has exited (without reaping the leader).
+    /// Whether the watched process has exited (without reaping the leader): what a wait checks between its sleeps.
+    /// It never replaces this crate's own check of its child before a signal.
     ///
     /// # Errors
     ///
     /// As `waitid` fails for the leader (`ECHILD`: someone else reaped it).
     fn exited(&self, leader: u32) -> io::Result<bool>;
 
-    /// Sends `signal` to the job: `group` signals the leader's group (once: later calls do nothing; if the boundary
-    /// does not call it, the caller does after this returns), the boundary adds what the group misses.
+    /// Sends `signal` to the job: `group` is this crate's own signal to the leader's group (it checks the leader
+    /// first; once: later calls do nothing; if the boundary does not call it, the caller does after this returns),
+    /// and the boundary adds what the group misses.
     ///
     /// # Errors
     ///
@@ -50,9 +68,22 @@ pub trait Boundary: fmt::Debug + Send + Sync + Any {
         group: &mut dyn FnMut() -> io::Result<()>,
     ) -> io::Result<()>;
 
-    /// Signals the group `pgid` on the job's behalf where plain `kill(-pgid)` would not do (a kept group); `None`
-    /// means: use `kill`.
-    fn signal_kept(&self, pgid: u32, signal: i32) -> Option<io::Result<()>>;
+    /// Whether the pid `leader` (this crate's child, whose pid is the group's id) is the boundary's keeper, a process
+    /// outside the group that passes on to the command what reaches its pid: the group's signal then spares it (it
+    /// gets `SIGCONT` after `SIGKILL` and `SIGCONT`, and nothing else). The group itself is signalled either way.
+    ///
+    /// Provided: asks [`signal_kept`](Boundary::signal_kept) with signal 0, which sends nothing (the answer of the
+    /// boundaries written before this method).
+    fn keeps_group(&self, leader: u32) -> bool {
+        self.signal_kept(leader, 0).is_some()
+    }
+
+    /// Only its answer to signal 0 is used (`Some`: a kept group), by the provided
+    /// [`keeps_group`](Boundary::keeps_group); this crate sends the group's signals itself.
+    fn signal_kept(&self, pgid: u32, signal: i32) -> Option<io::Result<()>> {
+        let _ = (pgid, signal);
+        None
+    }
 
     /// Tells the job, right before the leader's reap, whether what is left is killed (`kill`) or kept.
     fn judge(&self, leader: u32, kill: bool);
@@ -97,6 +128,9 @@ impl fmt::Debug for Record {
 pub(crate) struct Job(pub(crate) Option<Arc<dyn Boundary>>);
 
 impl Job {
+    /// Sends `signal` to the job of our unreaped child `leader`: `group` (this crate's own signal to the group, which
+    /// checks the leader again right before its `kill`) exactly once, and what the boundary adds. Refuses (`ECHILD`)
+    /// before the boundary acts if someone else reaped the leader.
     pub(crate) fn signal(
         &self,
         leader: u32,
@@ -106,6 +140,7 @@ impl Job {
         let Some(boundary) = &self.0 else {
             return group();
         };
+        crate::sys::has_exited(leader)?;
         let mut group = Some(group);
         let sent = boundary.signal(leader, signal, &mut || {
             group.take().map_or(Ok(()), |group| group())
@@ -117,10 +152,17 @@ impl Job {
         }
     }
 
+    /// Whether the pid `leader` is the boundary's keeper, outside the group (see [`Boundary::keeps_group`]).
+    pub(crate) fn keeps_group(&self, leader: u32) -> bool {
+        self.0.as_ref().is_some_and(|b| b.keeps_group(leader))
+    }
+
     pub(crate) fn watched(&self, id: u32) -> u32 {
         self.0.as_ref().map_or(id, |b| b.watched(id))
     }
 
+    /// The wait's check: the boundary's [`exited`](Boundary::exited), else our own. Not the check before a signal
+    /// (`group::leader_exited`, always our own).
     pub(crate) fn exited(&self, id: u32) -> io::Result<bool> {
         match &self.0 {
             Some(boundary) => boundary.exited(id),
@@ -128,14 +170,19 @@ impl Job {
         }
     }
 
+    /// Our own check (`ECHILD` refuses a leader reaped by someone else), then the boundary's: whether a leader whose
+    /// kill failed may be reaped without blocking for long.
+    pub(crate) fn exited_checked(&self, id: u32) -> io::Result<bool> {
+        if crate::sys::has_exited(id)? {
+            return Ok(true);
+        }
+        self.0.as_ref().map_or(Ok(false), |b| b.exited(id))
+    }
+
     pub(crate) fn judge(&self, id: u32, kill: bool) {
         if let Some(boundary) = &self.0 {
             boundary.judge(id, kill);
         }
-    }
-
-    pub(crate) fn signal_kept(&self, pgid: u32, signal: i32) -> Option<io::Result<()>> {
-        self.0.as_ref()?.signal_kept(pgid, signal)
     }
 
     pub(crate) fn take_reached(&self) {
@@ -193,12 +240,19 @@ mod tests {
 
     #[test]
     fn the_group_is_signalled_once_whatever_the_boundary_does() {
+        // The job's signal checks its leader first: an unreaped child of ours.
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
         let job = Job(Some(Arc::new(Forgetful)));
         let mut sent = 0;
-        let result = job.signal(1, 0, || {
+        let result = job.signal(child.id(), 0, || {
             sent += 1;
             Err(io::Error::from_raw_os_error(libc::EPERM))
         });
+        child.kill().unwrap();
+        child.wait().unwrap();
         assert_eq!(sent, 1);
         assert_eq!(result.unwrap_err().raw_os_error(), Some(libc::EPERM));
     }

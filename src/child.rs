@@ -279,7 +279,6 @@ impl GroupChild {
             return Ok(());
         }
         // Refuses (ECHILD) if someone else reaped the leader: its id may name another group by now.
-        self.leader_exited()?;
         self.signal_group(signal)
     }
 
@@ -387,13 +386,15 @@ impl GroupChild {
         self.watch.wait_for(deadline, || job.exited(pid), pause)
     }
 
-    /// Whether the leader (for a kept job: the command) has exited, not reaped; `ECHILD` as for `has_exited`.
+    /// Whether the leader (for a kept job: the command) has exited, not reaped; `ECHILD` as for `has_exited`. The
+    /// wait's check, which the boundary answers; the check before a signal is always our own (`Job::signal`).
     pub(crate) fn leader_exited(&self) -> io::Result<bool> {
         self.job.exited(self.id())
     }
 
     /// Signals the group first (or at once with the whole job), then the job's processes outside it (see
-    /// [`Job::signal`]); the caller makes sure the leader is not reaped yet.
+    /// [`Job::signal`]); the caller makes sure that this handle has not reaped the leader, and the signal refuses
+    /// (`ECHILD`) one that someone else reaped.
     fn signal_group(&mut self, signal: i32) -> io::Result<()> {
         self.watch.restart();
         let pid = self.id();
@@ -421,7 +422,7 @@ impl GroupChild {
             Ok(())
         };
         match killed {
-            Err(e) if !self.leader_exited()? => Err(e),
+            Err(e) if !self.job.exited_checked(self.id())? => Err(e),
             killed => {
                 self.take_reached();
                 let status = self.reap(kill_group)?;

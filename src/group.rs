@@ -19,21 +19,24 @@ pub fn is_stop_signal(signal: i32) -> bool {
     [libc::SIGSTOP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU].contains(&signal)
 }
 
-/// Signals group `pgid` (and its leader by pid; for a kept job, its keeper is woken instead, see `contain/keeper.rs`);
-/// the caller makes sure the leader is not reaped yet. A failed `kill(2)` is returned as the OS error it is
-/// (`EPERM`, `EINVAL`).
+/// This crate's own signal to group `pgid`, which every signal it sends to a group takes, whatever the job's boundary
+/// did or answered: first its own check of the leader (our child `pgid`, `waitid` with `WNOWAIT`), which refuses with
+/// `ECHILD` a leader reaped by someone else (its id may name another group by then); then `kill(-pgid)`, and the
+/// leader by its pid (`sys::signal_group`). The one thing a boundary decides here is whether the pid `pgid` is its
+/// keeper, outside the group (see `Boundary::keeps_group`): the keeper then gets `SIGCONT` (its wake-up) instead of
+/// the signal. A failed `kill(2)` is returned as the OS error it is (`EPERM`, `EINVAL`).
 pub(crate) fn signal_group(pgid: u32, signal: i32, job: &Job) -> io::Result<()> {
-    let kept = job.signal_kept(pgid, signal);
-    match kept.unwrap_or_else(|| sys::signal_group(pgid, signal)) {
+    leader_exited(pgid)?;
+    match sys::signal_group_kept(pgid, signal, job.keeps_group(pgid)) {
         // macOS answers EPERM for a group of zombies: once the leader has exited, that means "gone".
         Err(e) if e.raw_os_error() == Some(libc::EPERM) && leader_exited(pgid)? => Ok(()),
         other => other,
     }
 }
 
-/// [`GroupChild::signal`](crate::GroupChild::signal) for a leader that this crate has not reaped yet (the caller makes sure of that): refuses
-/// a leader reaped by someone else, then signals the group first and the rest of the job after it (see [`Job::signal`]).
+/// [`GroupChild::signal`](crate::GroupChild::signal) for a leader that this crate has not reaped yet (the caller
+/// makes sure of that): the group first and the rest of the job after it (see [`Job::signal`]), each refusing a
+/// leader reaped by someone else.
 pub(crate) fn signal_unreaped_group(pgid: u32, signal: i32, job: &Job) -> io::Result<()> {
-    leader_exited(pgid)?;
     job.signal(pgid, signal, || signal_group(pgid, signal, job))
 }

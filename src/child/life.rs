@@ -72,7 +72,8 @@ impl GroupChild {
 /// dropped [`std::process::Child`]. Nothing is signalled if the leader was reaped by someone else.
 impl Drop for GroupChild {
     fn drop(&mut self) {
-        if self.outcome.is_some() || self.leader_exited().is_err() {
+        // Our own check, not the boundary's: nothing is signalled after someone else reaped the leader.
+        if self.outcome.is_some() || crate::group::leader_exited(self.id()).is_err() {
             self.mark_reaped();
             let _ = self.job.end(false);
             return;

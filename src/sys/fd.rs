@@ -1,8 +1,8 @@
 //! `poll(2)` (`ppoll` on Linux): the sleep of every wait, on the leader's pidfd, and of a capture, on its pipes; and
-//! the pipes of `capture` and of `grouptimeout-job`'s guard (close-on-exec, non-blocking).
+//! `O_NONBLOCK` for `capture`'s pipes and `grouptimeout-job`'s guard pipe.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd};
 
 use super::cvt;
 
@@ -56,47 +56,6 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> io::Resul
         Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
         Err(e) => Err(e),
     }
-}
-
-/// Creates a pipe whose ends are both close-on-exec (and blocking): `(read, write)`.
-///
-/// On Linux both ends get the flag atomically (`pipe2`), so a command spawned meanwhile by another thread never
-/// inherits an end; elsewhere it is set right after `pipe(2)`, as std does for its own pipes.
-pub fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds: [libc::c_int; 2] = [-1; 2];
-    #[cfg(all(
-        any(target_os = "linux", target_os = "android"),
-        not(grouptimeout_portable)
-    ))]
-    {
-        // SAFETY: `fds` is a live array of two ints, as pipe2 requires.
-        cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
-    }
-    #[cfg(not(all(
-        any(target_os = "linux", target_os = "android"),
-        not(grouptimeout_portable)
-    )))]
-    {
-        // SAFETY: `fds` is a live array of two ints, as pipe requires.
-        cvt(unsafe { libc::pipe(fds.as_mut_ptr()) })?;
-    }
-    // SAFETY: the kernel just gave us these two descriptors; nothing else owns them.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    #[cfg(not(all(
-        any(target_os = "linux", target_os = "android"),
-        not(grouptimeout_portable)
-    )))]
-    for fd in [&read, &write] {
-        // SAFETY: fcntl on a descriptor we own, with integer arguments only.
-        cvt(unsafe {
-            libc::fcntl(
-                std::os::fd::AsRawFd::as_raw_fd(fd),
-                libc::F_SETFD,
-                libc::FD_CLOEXEC,
-            )
-        })?;
-    }
-    Ok((read, write))
 }
 
 /// Puts `fd` into non-blocking mode (`O_NONBLOCK` on its open file description).

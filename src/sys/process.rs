@@ -41,24 +41,32 @@ pub fn has_exited(pid: u32) -> io::Result<bool> {
 /// The caller must hold the group's leader unreaped: that is what keeps `pgid` from naming someone else's group or
 /// process.
 pub fn signal_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
+    signal_group_kept(pgid, signal, false)
+}
+
+/// [`signal_group`], or for a group whose id names a keeper outside it (`kept`: the pid `pgid` is a process of the
+/// job's boundary that passes on to the command what reaches its pid), the group alone, and the keeper `SIGCONT`
+/// after `SIGKILL` or `SIGCONT` (its wake-up: a keeper stopped with its command goes on; its error is ignored, a
+/// keeper that exited needs no waking).
+pub(crate) fn signal_group_kept(pgid: u32, signal: libc::c_int, kept: bool) -> io::Result<()> {
     let pgid = checked_pid(pgid)?;
     // SAFETY: kill has no memory-safety preconditions; checked_pid ruled out the ids with special meanings.
     let group = gone_is_ok(cvt(unsafe { libc::kill(-pgid, signal) }));
-    // SAFETY: getpgid has no memory-safety preconditions.
-    let moved = signal == libc::SIGKILL || unsafe { libc::getpgid(pgid) } != pgid;
-    if !moved {
+    let to_leader = if kept {
+        (signal == libc::SIGKILL || signal == libc::SIGCONT).then_some(libc::SIGCONT)
+    } else {
+        // SAFETY: getpgid has no memory-safety preconditions.
+        (signal == libc::SIGKILL || unsafe { libc::getpgid(pgid) } != pgid).then_some(signal)
+    };
+    let Some(to_leader) = to_leader else {
+        return group;
+    };
+    // SAFETY: as above; a positive pid signals the one leader.
+    let leader = gone_is_ok(cvt(unsafe { libc::kill(pgid, to_leader) }));
+    if kept {
         return group;
     }
-    // SAFETY: as above; a positive pid signals the one leader.
-    let leader = gone_is_ok(cvt(unsafe { libc::kill(pgid, signal) }));
     group.and(leader)
-}
-
-/// The process group of process `pid` (`getpgid`).
-pub fn group_of(pid: u32) -> io::Result<u32> {
-    let pid = checked_pid(pid)?;
-    // SAFETY: getpgid has no memory-safety preconditions.
-    super::kernel_pid(cvt(unsafe { libc::getpgid(pid) })?)
 }
 
 /// `ESRCH` (no such process or group) means "already gone": success.
