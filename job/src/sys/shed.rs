@@ -30,7 +30,7 @@ pub(crate) fn unmap(_: &InKeeper, from: usize, to: usize) {
 }
 
 /// How many zero-filled ranges (`.bss`) of loaded objects a keeper's plan holds: past that, the keeper keeps its copy.
-pub(crate) const ZERO_FILLED: usize = 16;
+pub(crate) const ZERO_FILLED: usize = 64;
 
 /// What the loader says of this process before the fork (`dl_iterate_phdr`, no system call): what the keeper's shed
 /// must keep, and whether it may shed at all.
