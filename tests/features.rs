@@ -55,41 +55,6 @@ fn main() {
 }
 ";
 
-/// An example that drops what each getter of `GroupChild` returns, its own and those `grouptimeout-job` adds: each
-/// must be `#[must_use]` (issue 24.4), so with `unused_must_use` denied it fails once per getter. Checked with both
-/// crates, every feature on.
-const GETTERS: &str = r#"
-#![deny(unused_must_use)]
-use grouptimeout::GroupCommandExt as _;
-use grouptimeout_job::JobChildExt as _;
-
-fn main() -> std::io::Result<()> {
-    let mut child = std::process::Command::new("true").spawn_group()?;
-    child.id();
-    child.handle();
-    child.containment();
-    child.leftovers();
-    child.in_job(1);
-    child.guard_id();
-    child.command_id();
-    child.fallback_reason();
-    child.wait()?;
-    Ok(())
-}
-"#;
-
-/// `GroupChild`'s getters, as rustc names them in its `unused_must_use` errors.
-const GETTER_NAMES: &[&str] = &[
-    "id",
-    "handle",
-    "containment",
-    "leftovers",
-    "in_job",
-    "guard_id",
-    "command_id",
-    "fallback_reason",
-];
-
 /// The feature sets tried: the core, each feature alone, all of them, and the plain dependency's defaults.
 const FEATURE_SETS: &[Option<&[&str]>] = &[Some(&[]), Some(&["capture"]), None];
 
@@ -105,9 +70,8 @@ fn cargo(dir: &Path, target: &Path, args: &[&str]) -> Output {
         .expect("cannot run cargo")
 }
 
-/// Writes the downstream crate: a dependent of `grouptimeout` with `features` (`None`: the defaults), and with `job`
-/// of `grouptimeout-job` too (its defaults).
-fn write_crate(dir: &Path, features: Option<&[&str]>, job: bool) {
+/// Writes the downstream crate: a dependent of `grouptimeout` with `features` (`None`: the defaults).
+fn write_crate(dir: &Path, features: Option<&[&str]>) {
     let here = env!("CARGO_MANIFEST_DIR")
         .replace('\\', "\\\\")
         .replace('"', "\\\"");
@@ -121,11 +85,6 @@ fn write_crate(dir: &Path, features: Option<&[&str]>, job: bool) {
                 .join(", ")
         ),
     };
-    let dependency = if job {
-        format!("{dependency}\ngrouptimeout-job = {{ path = \"{here}/job\" }}")
-    } else {
-        dependency
-    };
     fs::create_dir_all(dir.join("src")).unwrap();
     fs::create_dir_all(dir.join("examples")).unwrap();
     fs::write(
@@ -138,7 +97,6 @@ fn write_crate(dir: &Path, features: Option<&[&str]>, job: bool) {
     .unwrap();
     fs::write(dir.join("src/lib.rs"), LIB).unwrap();
     fs::write(dir.join("examples/outside_impl.rs"), OUTSIDE_IMPL).unwrap();
-    fs::write(dir.join("examples/getters.rs"), GETTERS).unwrap();
     // The same libc as this crate's lock file names, where there is one (the MSRV check builds without it).
     let lock = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock");
     if lock.exists() && !dir.join("Cargo.lock").exists() {
@@ -154,7 +112,7 @@ fn every_feature_set_builds_the_same_downstream_code() {
     for (i, features) in FEATURE_SETS.iter().enumerate() {
         let name = features.map_or("default features".to_owned(), |f| format!("features {f:?}"));
         let dir = base.join(format!("set{i}"));
-        write_crate(&dir, *features, false);
+        write_crate(&dir, *features);
         let lib = cargo(&dir, &target, &["check", "--lib"]);
         if !lib.status.success() {
             problems.push(format!(
@@ -176,35 +134,4 @@ fn every_feature_set_builds_the_same_downstream_code() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
-}
-
-#[test]
-fn every_getter_of_group_child_is_must_use() {
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("downstream");
-    let dir = base.join("getters");
-    write_crate(&dir, Some(&["capture"]), true);
-    let out = cargo(
-        &dir,
-        &base.join("target"),
-        &["check", "--example", "getters"],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success(),
-        "dropping every getter's value compiles"
-    );
-    let missing: Vec<&str> = GETTER_NAMES
-        .iter()
-        .copied()
-        // rustc names a method by its path (`GroupChild::id`, `grouptimeout_job::JobChildExt::leftovers`), or, for
-        // some of a trait's, by its name alone (`in_job`).
-        .filter(|name| {
-            !stderr.lines().any(|line| {
-                line.starts_with("error: unused return value of `")
-                    && (line.contains(&format!("::{name}` that must be used"))
-                        || line.contains(&format!("`{name}` that must be used")))
-            })
-        })
-        .collect();
-    assert!(missing.is_empty(), "not #[must_use]: {missing:?}\n{stderr}");
 }

@@ -10,15 +10,19 @@
 #![warn(clippy::pedantic)]
 
 #[cfg(not(unix))]
-compile_error!("grouptimeout-cli supports Unix only");
+compile_error!(
+    "grouptimeout-cli supports Unix only: GNU timeout's interface is Unix signals and exit statuses, and the tool \
+     and its `host` module are built on them (signal dispositions and masks, process groups, the terminal's \
+     foreground group, a child subreaper) and on the two Unix-only libraries it drives"
+);
 
 #[cfg(unix)]
 pub mod host;
 #[cfg(unix)]
 mod sys;
 
-/// The README's Rust examples (the workspace's README, at the root), compiled (and run, unless marked `no_run`) by
-/// `cargo test` so that they cannot drift from the API; they use all three crates, which only this one depends on.
+/// The README's Rust examples (this crate's `README.md`), compiled (and run, unless marked `no_run`) by `cargo test` so
+/// that they cannot drift from the API.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

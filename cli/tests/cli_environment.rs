@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use grouptimeout::{GroupChild, GroupCommandExt, Outcome};
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
 use common::{eventually, is_dead, is_root, kill_pids, parent_of, survivors_after, temp_path};
 

@@ -1,7 +1,6 @@
 //! `GroupChild::die_with_parent`: the group dies with the process that holds it, and the guard leaves nothing
 //! behind when the group ends normally. Death is read from `/proc/PID/stat`.
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::fs;

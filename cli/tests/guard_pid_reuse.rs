@@ -12,7 +12,6 @@
     not(grouptimeout_portable)
 ))]
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::process::Command;

@@ -6,7 +6,6 @@
 //! libtest runs each test in a thread of its own. `main` runs the check; the program it kills is this binary again,
 //! started with `GROUPTIMEOUT_GUARD_PIDS` set.
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::fs;

@@ -18,9 +18,8 @@
 //! - the sentence with `--foreground` says `every orphan` is killed; `Elsewhere only the group is reached`.
 #![cfg(unix)]
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
-#[path = "../../tests/common/job.rs"]
+#[path = "common/job.rs"]
 mod job_common;
 
 use std::collections::BTreeMap;

@@ -4,9 +4,8 @@
 //! made), reaper mode and lineage mode. Death is read from `/proc/PID/stat`.
 #![cfg(unix)]
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
-#[path = "../../tests/common/job.rs"]
+#[path = "common/job.rs"]
 mod job_common;
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use grouptimeout::GroupCommandExt;
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_grouptimeout");

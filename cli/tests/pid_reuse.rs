@@ -3,7 +3,6 @@
 //! Giving a pid out again means setting the pid namespace's last allocated pid back: the test runs in a PID namespace
 //! of its own (`common::in_own_pid_namespace`), so that no process outside it has its pid allocation steered.
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::process::Command;

@@ -8,7 +8,6 @@ use std::time::Duration;
 use grouptimeout::GroupCommandExt;
 use grouptimeout_cli::host;
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_grouptimeout");

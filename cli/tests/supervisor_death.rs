@@ -7,9 +7,8 @@
 //! `/proc/PID/stat` (a zombie is dead); every wait is bounded, and only lower bounds are put on times.
 #![cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
-#[path = "../../tests/common/job.rs"]
+#[path = "common/job.rs"]
 mod job_common;
 use common::*;
 use job_common::*;

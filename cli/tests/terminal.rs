@@ -15,9 +15,8 @@ use std::time::{Duration, Instant};
 
 use grouptimeout::GroupCommandExt;
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
-#[path = "../../tests/common/job.rs"]
+#[path = "common/job.rs"]
 mod job_common;
 use common::{eventually, have, is_dead, KillOnDrop};
 
@@ -376,6 +375,37 @@ fn in_a_pipeline_the_terminal_stays_with_the_pipeline() {
     tmux.type_line("abc");
     tmux.expect("typed:abc");
     assert!(!holds_terminal(pid));
+}
+
+/// Issue 37.5: at an interactive bash, `grouptimeout 10 head -n1 | sed s/^/X/`: the command reads what is typed, as
+/// under GNU `timeout` (which shares the pipeline's group with its command), and the terminal goes back to the
+/// pipeline's group once it is done, where the other member reads it next. (The tool used to keep the terminal with
+/// the pipeline: the command was stopped by `SIGTTIN` until the deadline, and bash then ran the typed line.)
+#[test]
+fn in_a_pipeline_a_command_that_reads_the_terminal_gets_it() {
+    let Some(tmux) = Tmux::start("pipeline_reader") else {
+        return;
+    };
+    let gnu = "/usr/bin/timeout";
+    for (tool, marker) in [(gnu, "G"), (BIN, "X")] {
+        if tool == gnu && !std::path::Path::new(gnu).exists() {
+            continue;
+        }
+        // The pid line is the only one with a "pid:" the first time round: the second round reads its own.
+        tmux.run(&["clear-history", "-t", "0"]);
+        tmux.type_line("clear");
+        assert!(eventually(LIMIT, || !tmux.screen().contains("pid:")));
+        let (_, procs) = tmux.start_job(&format!(
+            "{tool} 10 sh -c 'echo pid:$$ >/dev/tty; exec head -n1' | {{ sed s/^/{marker}/; read y </dev/tty; echo typed-{marker}:$y; }}"
+        ));
+        tmux.type_line("hello");
+        tmux.expect(&format!("\n{marker}hello"));
+        tmux.type_line("abc");
+        tmux.expect(&format!("\ntyped-{marker}:abc"));
+        tmux.type_line(&format!("echo rc-{marker}=$?"));
+        tmux.expect(&format!("rc-{marker}=0"));
+        assert!(procs.0.iter().all(|&p| is_dead(p)), "{tool}");
+    }
 }
 
 #[test]

@@ -106,3 +106,9 @@ pub mod __private {
         attached.job.kept().then(|| attached.job.take_stop())
     }
 }
+
+/// The README's Rust examples, compiled (and run, unless marked `no_run`) by `cargo test` so that they cannot drift
+/// from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -3,9 +3,8 @@
 //! used, or an unprivileged user through `setpriv`). Death is read from `/proc/PID/stat`.
 #![cfg(unix)]
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
-#[path = "../../tests/common/job.rs"]
+#[path = "common/job.rs"]
 mod job_common;
 
 /// Where neither mode exists (macOS, BSD, a `grouptimeout_portable` build), a contained job has its group only.

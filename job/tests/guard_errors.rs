@@ -3,7 +3,6 @@
 //! for want of one (`EMFILE`); the error must then be that OS error itself, not a message that only names it.
 #![cfg(unix)]
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::process::{Command, Stdio};

@@ -4,9 +4,8 @@
 //! megabyte away from its thread pointer) and allocates a 64 MiB heap. Death is read from `/proc/PID/stat`.
 #![cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
-#[path = "../../tests/common/job.rs"]
+#[path = "common/job.rs"]
 mod job_common;
 
 use common::*;

@@ -17,7 +17,6 @@
 //! that each may check this process's children.
 #![cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use common::{eventually, is_dead, state_and_group};

@@ -4,9 +4,8 @@
 //! keeper makes: the command never ran, so the mode is not had, and the next one is tried).
 #![cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
-#[path = "../../tests/common/job.rs"]
+#[path = "common/job.rs"]
 mod job;
 
 use std::io;

@@ -9,7 +9,6 @@
 //! and, re-run through `setpriv`, as nobody (where no cgroup can be made: the reaper, lineage and the group).
 #![cfg(unix)]
 
-#[path = "../../tests/common/mod.rs"]
 mod common;
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]

@@ -235,9 +235,11 @@ pub fn signal_child(child: &mut Child, signal: i32) -> io::Result<()> {
 /// (a shell shows `128 + signal`).
 ///
 /// Turns core dumps off (`RLIMIT_CORE` 0, so that re-raising `SIGSEGV` or `SIGQUIT` leaves no core file of this
-/// process), sets `signal` to its default disposition, unblocks it and raises it. If this process is still alive
-/// after that (the signal's default action is to ignore it, or it could not be raised), it exits with status
-/// `128 + signal`. Destructors of the current stack do not run; flush what must be flushed before.
+/// process), sets `signal` to its default disposition, unblocks it and raises it (`SIGKILL` and `SIGSTOP`, which
+/// have no other disposition and cannot be blocked, are raised as they are: a `SIGKILL` ends the process, a
+/// `SIGSTOP` stops it until it is continued). If this process is still alive after that (the signal's default
+/// action is to ignore it or to stop, or it could not be raised), it exits with status `128 + signal`. Destructors
+/// of the current stack do not run; flush what must be flushed before.
 pub fn exit_as_signaled(signal: i32) -> ! {
     let _ = sys::disable_core_dumps();
     let _ = sys::raise_default(signal);

@@ -1,5 +1,5 @@
-//! `SIGPIPE` as the parent left it: whether it was ignored when this process started (recorded before `main`), and
-//! passing that on to a command.
+//! What the parent left this process at its start, recorded before `main`: whether `SIGPIPE` was ignored (and
+//! passing that on to a command), and whether a standard descriptor was closed.
 
 use std::process::Command;
 
@@ -19,6 +19,25 @@ use crate::sys;
 #[must_use]
 pub fn sigpipe_was_ignored_at_start() -> bool {
     sys::sigpipe_ignored_at_start()
+}
+
+/// Whether standard descriptor `fd` (0, 1 or 2) was closed when this process started (a shell's `>&-`); `false`
+/// for any other descriptor.
+///
+/// std's runtime opens `/dev/null` on a standard descriptor that is closed when the program starts, before `main`,
+/// so that a file opened later never takes its number by accident: writes to standard output then succeed and are
+/// lost. A program that must report them as failed, as C programs see them (GNU's `--help >&-` fails with `write
+/// error: Bad file descriptor`), asks this. Recorded by the same function as
+/// [`sigpipe_was_ignored_at_start`], before std's runtime, which only reads each descriptor's flags
+/// (`fcntl(F_GETFD)`).
+///
+/// # What is not guaranteed
+///
+/// As for [`sigpipe_was_ignored_at_start`]: always `false` on a platform without that record, and a descriptor
+/// opened or closed by code that runs before `main` ahead of this crate's is not seen as the parent left it.
+#[must_use]
+pub fn was_closed_at_start(fd: i32) -> bool {
+    sys::closed_at_start(fd)
 }
 
 /// Makes `command` start with `SIGPIPE` ignored, as it would start if exec'ed by a process that inherited it

@@ -1,10 +1,11 @@
 //! All of this crate's `unsafe`: the process-wide calls behind [`crate::host`] (signals, the `SIGPIPE` record before
-//! `main`, the subreaper flag, the terminal, one child by pid). The plain system-call helpers (`cvt`, `has_exited`,
+//! `main`, the subreaper flag, the terminal, the locale, one child by pid). The plain system-call helpers (`cvt`, `has_exited`,
 //! …) are `grouptimeout`'s, reused through its hidden interface (and vetted with it).
 
 pub(crate) use grouptimeout::__private::sys::*;
 
 mod children;
+mod locale;
 mod signal;
 mod sigpipe;
 #[cfg(all(
@@ -15,6 +16,7 @@ mod subreaper;
 mod terminal;
 
 pub(crate) use children::*;
+pub(crate) use locale::*;
 pub(crate) use signal::*;
 pub(crate) use sigpipe::*;
 #[cfg(all(

@@ -257,13 +257,16 @@ pub(crate) fn disable_core_dumps() -> io::Result<()> {
     cvt(unsafe { libc::setrlimit(libc::RLIMIT_CORE, &raw const limit) }).map(drop)
 }
 
-/// Sets `signal` to its default disposition, unblocks it, and raises it in the calling thread.
+/// Sets `signal` to its default disposition, unblocks it, and raises it in the calling thread. `SIGKILL` and
+/// `SIGSTOP` are raised as they are: they can be neither caught nor blocked, and `signal(2)` refuses them (`EINVAL`).
 pub(crate) fn raise_default(signal: libc::c_int) -> io::Result<()> {
-    // SAFETY: SIG_DFL is a valid disposition; signal() only changes process state.
-    if unsafe { libc::signal(signal, libc::SIG_DFL) } == libc::SIG_ERR {
-        return Err(io::Error::last_os_error());
+    if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+        // SAFETY: SIG_DFL is a valid disposition; signal() only changes process state.
+        if unsafe { libc::signal(signal, libc::SIG_DFL) } == libc::SIG_ERR {
+            return Err(io::Error::last_os_error());
+        }
+        let _previous = unblock(&[signal])?;
     }
-    let _previous = unblock(&[signal])?;
     // SAFETY: raise has no memory-safety preconditions.
     cvt(unsafe { libc::raise(signal) }).map(drop)
 }

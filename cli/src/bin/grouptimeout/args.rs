@@ -1,13 +1,14 @@
 //! The `grouptimeout` command line: options, by hand, GNU `getopt_long` style.
 //!
-//! Pure functions, no process state: everything here is unit-tested below.
+//! Pure functions, no process state (but the locale its messages quote in, see [`crate::messages::quote`]): everything
+//! here is unit-tested below.
 
 use std::ffi::OsString;
-use std::fmt::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use crate::duration::parse_duration;
+use crate::messages::quote;
 use crate::signals::parse_signal;
 
 /// What to run and how.
@@ -132,8 +133,11 @@ ALRM sent to grouptimeout means: time is up.
 At a terminal, when grouptimeout runs in the foreground, COMMAND's group gets
 the terminal: COMMAND can read it, Ctrl-C reaches it, and Ctrl-Z stops it and
 grouptimeout (the timeout keeps running; fg or bg continues them). In a
-pipeline the terminal stays with the other commands of the pipeline: there a
-COMMAND that reads the terminal needs --foreground.
+pipeline, COMMAND's group gets it only once COMMAND reads it (or writes to it
+under stty tostop), and gives it back to the pipeline when COMMAND is done;
+meanwhile the other commands of the pipeline cannot read it, and the timeout's
+signals do not reach them. A COMMAND that must share the terminal with them
+needs --foreground.
 
 Exit status:
   124  COMMAND timed out (and --preserve-status was not given)
@@ -143,9 +147,10 @@ Exit status:
   127  COMMAND was not found
   137  KILL had to be sent (128+9); if it could not be sent (COMMAND runs as
        a user grouptimeout may not signal), grouptimeout says so and exits,
-       leaving COMMAND running
-  -    otherwise COMMAND's status; if it died of a signal, grouptimeout
-       ends with the same signal (core dumps off)
+       leaving COMMAND running. Without --foreground, grouptimeout then dies
+       of KILL itself, as GNU does (a shell shows 137)
+  -    otherwise COMMAND's status; if it died of a signal (KILL included),
+       grouptimeout ends with the same signal (core dumps off)
 ";
 
 /// A long option: its name and whether it takes an argument.
@@ -159,39 +164,6 @@ const LONG_OPTIONS: &[(&str, bool)] = &[
     ("help", false),
     ("version", false),
 ];
-
-/// Quotes a name or an argument for a message as GNU's `quote()` does in the C locale: between single quotes, with
-/// `'` and `\` escaped by a backslash, `\a \b \f \n \r \t \v` for those control characters, and every other byte
-/// outside printable ASCII as a backslash and three octal digits (`é` in UTF-8 is `\303\251`). The result is ASCII
-/// and unambiguous: `a'b` is `'a\'b'`.
-pub fn quote(arg: &[u8]) -> String {
-    let mut quoted = String::with_capacity(arg.len() + 2);
-    quoted.push('\'');
-    for &byte in arg {
-        let letter = match byte {
-            b'\\' | b'\'' => byte,
-            0x07 => b'a',
-            0x08 => b'b',
-            0x0c => b'f',
-            b'\n' => b'n',
-            b'\r' => b'r',
-            b'\t' => b't',
-            0x0b => b'v',
-            b' '..=b'~' => {
-                quoted.push(char::from(byte));
-                continue;
-            }
-            _ => {
-                let _ = write!(quoted, "\\{byte:03o}");
-                continue;
-            }
-        };
-        quoted.push('\\');
-        quoted.push(char::from(letter));
-    }
-    quoted.push('\'');
-    quoted
-}
 
 /// Parses the arguments after the program name, GNU `getopt_long` style with `+` (options end at the first
 /// operand): short options may be clustered (`-vk1`), long ones abbreviated to any unambiguous prefix.

@@ -75,6 +75,7 @@ const DEATH_GRACE: Duration = Duration::from_secs(2);
 const SWEEP_LIMIT: Duration = Duration::from_secs(2);
 
 fn main() {
+    messages::use_locale();
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let code = match args::parse_args(&args) {
         Ok(Parsed::Run(opts)) => run(&opts),
@@ -88,7 +89,13 @@ fn main() {
     std::process::exit(code)
 }
 
+/// Prints `--help` or `--version`; a failed write is GNU's `write error` and status 125, also to a standard output
+/// that was closed at the start (std's runtime put `/dev/null` there, where C's write fails with `EBADF`).
 fn print_stdout(text: &[u8]) -> i32 {
+    if host::was_closed_at_start(libc::STDOUT_FILENO) {
+        say!("write error: {}", io::Error::from_raw_os_error(libc::EBADF));
+        return EXIT_CANCELED;
+    }
     let mut out = io::stdout().lock();
     match out.write_all(text).and_then(|()| out.flush()) {
         Ok(()) => 0,
@@ -290,7 +297,7 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
     let mut subreaper = opts.foreground.then(become_subreaper).flatten();
     // At a terminal, the command's group gets it (and the tool takes it back below, before anything else).
     let mut job = (!opts.foreground).then(JobControl::new);
-    let name = args::quote(opts.command[0].as_encoded_bytes());
+    let name = messages::quote(opts.command[0].as_encoded_bytes());
     // GNU's command inherits an ignored SIGPIPE; std would reset it (at the cost of fork + exec, so only then).
     let keep_sigpipe = host::sigpipe_was_ignored_at_start();
     let path = std::env::var_os("PATH");
@@ -470,7 +477,7 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
     }
     let status = match waited {
         Ok(Some(status)) => status,
-        Ok(None) => return EXIT_KILLED,
+        Ok(None) => return killed_status(opts, &state),
         Err(e) => {
             say!("error waiting for command {name}: {e}");
             return EXIT_CANCELED;
@@ -639,6 +646,18 @@ fn mode_name(mode: Containment) -> &'static str {
     }
 }
 
+/// The status once the tool sent `KILL` (`-s KILL`, or `--kill-after` expired), or the command died of `KILL` after
+/// the timeout: GNU's `KILL` goes to its own process group, which GNU shares with the command (not with
+/// `--foreground`), so it dies of it, and its caller sees a death by signal 9 (a shell shows 137). The tool is not in
+/// the command's group and dies of the same signal once it has swept, named and reaped what it must. With
+/// `--foreground` (GNU's `KILL` reaches the command only) or when the timeout's `KILL` came from elsewhere, 137.
+fn killed_status(opts: &Options, state: &State) -> i32 {
+    if state.sent_kill && !opts.foreground {
+        host::exit_as_signaled(libc::SIGKILL);
+    }
+    EXIT_KILLED
+}
+
 /// The tool's exit status, as GNU computes it (or does not return: re-raises the command's fatal signal).
 fn exit_code(opts: &Options, state: &State, status: ExitStatus) -> i32 {
     if let Some(signal) = status.signal() {
@@ -646,7 +665,7 @@ fn exit_code(opts: &Options, state: &State, status: ExitStatus) -> i32 {
             say!("the monitored command dumped core");
         }
         if state.sent_kill || (state.timed_out && signal == libc::SIGKILL) {
-            return EXIT_KILLED;
+            return killed_status(opts, state);
         }
         if !state.timed_out {
             host::exit_as_signaled(signal);
@@ -658,7 +677,7 @@ fn exit_code(opts: &Options, state: &State, status: ExitStatus) -> i32 {
         };
     }
     if state.sent_kill {
-        return EXIT_KILLED;
+        return killed_status(opts, state);
     }
     let code = status.code().unwrap_or(EXIT_CANCELED);
     if state.timed_out && !opts.preserve_status {

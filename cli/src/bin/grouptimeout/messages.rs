@@ -1,11 +1,12 @@
-//! The tool's messages on standard error, worded as GNU `timeout` 9.1 words them in the C locale.
+//! The tool's messages on standard error, worded as GNU `timeout` 9.1 words them in the C locale, and quoted as it
+//! quotes them in the C locale or a UTF-8 one.
 
 use std::ffi::OsStr;
+use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::OnceLock;
 
-use crate::args::quote;
 use crate::{EXIT_CANCELED, EXIT_CANNOT_INVOKE, EXIT_ENOENT};
 
 /// The name the tool was run as, for messages: `argv[0]` exactly as given, as GNU's `program_name` is (`timeout`,
@@ -17,6 +18,113 @@ pub fn program() -> &'static OsStr {
             .next()
             .unwrap_or_else(|| "grouptimeout".into())
     })
+}
+
+/// Whether messages quote in a UTF-8 locale (see [`use_locale`]).
+static UTF8: OnceLock<bool> = OnceLock::new();
+
+/// At the start of `main`: takes the environment's locale for the character classification, as GNU's
+/// `setlocale(LC_ALL, "")` does, and quotes in it from then on if its character set is UTF-8 (see
+/// [`host::use_environment_charset`](grouptimeout_cli::host::use_environment_charset)); otherwise as in the C locale.
+pub fn use_locale() {
+    let _ = UTF8.set(grouptimeout_cli::host::use_environment_charset());
+}
+
+/// Quotes `arg` for a message as GNU's `quote()` does in the tool's locale ([`use_locale`]; the C locale before):
+/// `'10\342\202\254'` in the C locale, `‘10€’` in a UTF-8 one (see [`quote_in`]).
+pub fn quote(arg: &[u8]) -> String {
+    let quoting = if UTF8.get().copied().unwrap_or(false) {
+        Quoting::Utf8(grouptimeout_cli::host::is_printable)
+    } else {
+        Quoting::C
+    };
+    quote_in(arg, quoting)
+}
+
+/// How [`quote_in`] shows characters: as GNU's `quote()` does in the C locale, or in a UTF-8 one (with the locale's
+/// printable characters, see [`host::is_printable`](grouptimeout_cli::host::is_printable)).
+#[derive(Clone, Copy)]
+pub enum Quoting {
+    C,
+    Utf8(fn(char) -> bool),
+}
+
+/// Quotes a name or an argument for a message as GNU's `quote()` does (gnulib's `locale_quoting_style`, no
+/// translation), in the C locale or a UTF-8 one ([`Quoting`]).
+///
+/// - C: between `'` and `'`; `'` and `\` escaped by a backslash, `\a \b \f \n \r \t \v` for those control
+///   characters, and every other byte outside printable ASCII as a backslash and three octal digits (`é` in UTF-8 is
+///   `\303\251`). The result is ASCII and unambiguous: `a'b` is `'a\'b'`.
+/// - UTF-8: between `‘` and `’`; `\` and `’` escaped by a backslash (`'` is not), the same letters for those
+///   control characters, a printable character as it is (`‘10€’`), and each byte of anything else as three octal
+///   digits: an invalid or incomplete sequence (byte by byte, `‘1\377’`) and a character that is not printable (a
+///   control character, U+2028, a character the C library does not know).
+pub fn quote_in(arg: &[u8], quoting: Quoting) -> String {
+    let (left, right) = match quoting {
+        Quoting::C => ('\'', '\''),
+        Quoting::Utf8(_) => ('\u{2018}', '\u{2019}'),
+    };
+    let octal = |quoted: &mut String, bytes: &[u8]| {
+        for byte in bytes {
+            let _ = write!(quoted, "\\{byte:03o}");
+        }
+    };
+    let mut quoted = String::with_capacity(arg.len() + 6);
+    quoted.push(left);
+    let mut rest = arg;
+    while let Some(&byte) = rest.first() {
+        let letter = match byte {
+            b'\\' => Some(byte),
+            b'\'' if matches!(quoting, Quoting::C) => Some(byte),
+            0x07 => Some(b'a'),
+            0x08 => Some(b'b'),
+            0x0c => Some(b'f'),
+            b'\n' => Some(b'n'),
+            b'\r' => Some(b'r'),
+            b'\t' => Some(b't'),
+            0x0b => Some(b'v'),
+            _ => None,
+        };
+        if let Some(letter) = letter {
+            quoted.push('\\');
+            quoted.push(char::from(letter));
+            rest = &rest[1..];
+            continue;
+        }
+        if let b' '..=b'~' = byte {
+            quoted.push(char::from(byte));
+            rest = &rest[1..];
+            continue;
+        }
+        let Quoting::Utf8(printable) = quoting else {
+            octal(&mut quoted, &rest[..1]);
+            rest = &rest[1..];
+            continue;
+        };
+        // The character the next bytes encode, if they are valid UTF-8 (at most 4 bytes); else one byte escaped.
+        let head = &rest[..rest.len().min(4)];
+        let valid = match std::str::from_utf8(head) {
+            Ok(text) => text,
+            Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
+        };
+        let Some(c) = valid.chars().next() else {
+            octal(&mut quoted, &rest[..1]);
+            rest = &rest[1..];
+            continue;
+        };
+        let bytes = &rest[..c.len_utf8()];
+        if printable(c) {
+            if c == right {
+                quoted.push('\\');
+            }
+            quoted.push(c);
+        } else {
+            octal(&mut quoted, bytes);
+        }
+        rest = &rest[bytes.len()..];
+    }
+    quoted.push(right);
+    quoted
 }
 
 /// Writes `NAME: message` and a newline to standard error in one write, `NAME` being [`program`]; a failed write
@@ -162,6 +270,24 @@ fn name_list(processes: &[(u32, &str)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quotes_like_gnu_in_a_utf8_locale() {
+        // The C library's tables stand in as: printable unless a control character or U+0378 (unassigned).
+        let printable = |c: char| !c.is_control() && c != '\u{378}';
+        for (arg, quoted) in [
+            ("10€".as_bytes(), "‘10€’"),
+            (b"", "‘’"),
+            (b"a'b\\", r"‘a'b\\’"),
+            ("a’b‘".as_bytes(), r"‘a\’b‘’"),
+            (b"\x07\t\x01\x7f", r"‘\a\t\001\177’"),
+            ("\u{85}\u{378}é".as_bytes(), r"‘\302\205\315\270é’"),
+            (b"1\xff\xc0\xaf\xed\xa0\x80", r"‘1\377\300\257\355\240\200’"),
+            (b"\xe2\x82x\xe2\x82", r"‘\342\202x\342\202’"),
+        ] {
+            assert_eq!(quote_in(arg, Quoting::Utf8(printable)), quoted, "{arg:?}");
+        }
+    }
 
     #[test]
     fn the_line_about_leftovers_is_one_bounded_line() {

@@ -1,10 +1,13 @@
 //! Handing the terminal to the command's group, as a shell does for a job, so that an interactive command reads the
 //! terminal and gets Ctrl-C, Ctrl-\ and Ctrl-Z directly; and passing its stops on to the shell.
 //!
-//! Active only when the tool has a controlling terminal and shares its process group with nobody but its own
-//! ancestors (the shell script that waits for it): in a pipeline (`grouptimeout 5 cmd | less`) the other members
-//! would lose the terminal. Without a terminal (scripts, CI) nothing changes, and in the background (`&`, `bg`)
-//! the terminal stays where it is.
+//! Active when the tool has a controlling terminal. When it shares its process group with nobody but its own
+//! ancestors (the shell script that waits for it), the command's group gets the terminal at once. In a pipeline
+//! (`grouptimeout 5 cmd | less`), whose other members share the tool's group and may read the terminal themselves,
+//! it gets the terminal only once it needs it: when the kernel stops it for reading the terminal (`SIGTTIN`) or for
+//! writing to it or changing its settings (`SIGTTOU`), as GNU's command, in the pipeline's group, would read it.
+//! Without a terminal (scripts, CI) nothing changes, and in the background (`&`, `bg`) the terminal stays where it
+//! is.
 
 use std::fs;
 use std::io;
@@ -22,8 +25,14 @@ use grouptimeout_cli::host::{self, Terminal};
     reason = "independent facts of the job, each set at its own point"
 )]
 pub struct JobControl {
-    /// `None`: inactive (no terminal, or a process group shared with others).
+    /// `None`: inactive (no terminal).
     terminal: Option<Terminal>,
+    /// Whether the tool shares its group with other members of a pipeline: the command's group gets the terminal
+    /// only once it is stopped for using it, not at the start.
+    in_pipeline: bool,
+    /// Whether the command's group is to have the terminal while the tool's group is the foreground group: from the
+    /// start, or in a pipeline once the command was stopped for using it.
+    wants_terminal: bool,
     /// The command's process group, which may hold the terminal; 0 before [`start`](JobControl::start).
     pgid: u32,
     /// Whether a stop for using the terminal may still be continued: once after each hand-over (a command that was
@@ -47,12 +56,12 @@ impl JobControl {
     /// Before the spawn (so that the command, which may read the terminal at once, waits as little as possible for
     /// the hand-over): finds the controlling terminal, if the tool may hand it on.
     pub fn new() -> JobControl {
-        let terminal = Terminal::controlling()
-            .ok()
-            .flatten()
-            .filter(|_| !on_a_pipe() || alone_in_group());
+        let terminal = Terminal::controlling().ok().flatten();
+        let in_pipeline = terminal.is_some() && on_a_pipe() && !alone_in_group();
         JobControl {
             terminal,
+            in_pipeline,
+            wants_terminal: false,
             pgid: 0,
             may_retry: false,
             waiting_for_foreground: false,
@@ -61,9 +70,11 @@ impl JobControl {
         }
     }
 
-    /// After the spawn: gives the terminal to the command's group if the tool's group is the foreground group.
+    /// After the spawn: gives the terminal to the command's group if the tool's group is the foreground group and
+    /// shares it with no other member of a pipeline.
     pub fn start(&mut self, child: &GroupChild) {
         self.pgid = child.id();
+        self.wants_terminal = !self.in_pipeline;
         self.give_if_foreground(child);
     }
 
@@ -89,12 +100,15 @@ impl JobControl {
     ///   but the command is continued only when the tool is (`fg`, `bg`), never at once where the tool cannot stop.
     /// - The tool was continued (`fg`, `bg`): hand the terminal on if the tool's group got it, and continue the
     ///   command's group.
+    ///
+    /// In a pipeline only the first applies until the command was stopped for using the terminal (see
+    /// [`wants_terminal`](JobControl::wants_terminal)); the rest from then on.
     pub fn on_event(&mut self, child: &mut GroupChild, signal: Option<i32>) {
         let Some(terminal) = &self.terminal else {
             return;
         };
         match signal {
-            Some(libc::SIGCONT) => return self.resume(child),
+            Some(libc::SIGCONT) if self.wants_terminal => return self.resume(child),
             Some(libc::SIGCHLD) => {}
             None if self.waiting_for_foreground && terminal.is_foreground().unwrap_or(false) => {
                 return self.resume(child)
@@ -106,7 +120,14 @@ impl JobControl {
         };
         let held = self.holds_terminal();
         let own = std::mem::take(&mut self.sent_stop);
-        if !own && (stop == libc::SIGTTIN || stop == libc::SIGTTOU) {
+        let for_terminal = !own && (stop == libc::SIGTTIN || stop == libc::SIGTTOU);
+        // In a pipeline, until the command needed the terminal, its other stops are left alone: Ctrl-Z reaches the
+        // pipeline's group, the tool with it, not the command's.
+        if !for_terminal && !self.wants_terminal {
+            return;
+        }
+        if for_terminal {
+            self.wants_terminal = true;
             if !held {
                 self.give_if_foreground(child);
             }
@@ -160,8 +181,10 @@ impl JobControl {
         let _ = child.signal(libc::SIGCONT);
     }
 
+    /// Gives the terminal to the command's group if it is to have it ([`wants_terminal`](JobControl::wants_terminal))
+    /// and the tool's group is the foreground group.
     fn give_if_foreground(&mut self, child: &GroupChild) {
-        if let Some(terminal) = &self.terminal {
+        if let Some(terminal) = self.terminal.as_ref().filter(|_| self.wants_terminal) {
             if terminal.is_foreground().unwrap_or(false) && terminal.give_to(child).is_ok() {
                 self.may_retry = true;
                 self.stop_own_group = true;

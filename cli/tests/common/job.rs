@@ -1,0 +1,1 @@
+../../../job/tests/common/job.rs
