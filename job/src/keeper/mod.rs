@@ -39,7 +39,7 @@
 //!   children (pinned until it reaps them: no pid names another process), reaps them and repeats with the orphans
 //!   that brings until only `L` is left (bounded). It reads `/proc/thread-self/children` on a fixed buffer.
 //! - Once `L` has run for 10 ms, `M` unmaps most of the memory its fork copied from this process, if that is 8 MiB
-//!   or more (see `shed_memory` for what it keeps): it needs none of it, and while it holds it, every page this
+//!   or more (see `shed.rs` for what it keeps, and when it keeps everything): it needs none of it, and while it holds it, every page this
 //!   process writes is copied.
 //!
 //! Everything `M` and `L` run before `exec` is async-signal-safe: raw system calls on memory copied by the fork (or
@@ -47,10 +47,12 @@
 //! `M` only reads and writes once `L` is gone from it), no allocation, no lock. This process talks to `M` only
 //! through that page and `SIGCONT`.
 //!
-//! The rooms, in the order of the keeper's life: `page.rs` (what the caller sees: the shared page, the hook, a kept
-//! group's signal), `spawn.rs` (steps 1-9: the plan, the hook's `start`, the command's process, the keeper's first
-//! steps), `watch.rs` (the loop and the verdict), `end.rs` (the job's end, the death plan, the keeper's exit) and
-//! `shed.rs` (the unmapping of the supervisor's memory). Each imports only those after it (and `crate::sys`).
+//! The rooms: `page.rs` (what the caller sees: the shared page, the hook, a kept group's signal), `plan.rs` (what the
+//! keeper needs, made before the fork), `spawn.rs` (steps 1-9 of `job/doc/keeper.md`: the hook's `start`, the
+//! command's process, the keeper's first steps), `watch.rs` (the loop and the verdict), `end.rs` (the job's end, the
+//! death plan, the keeper's exit) and `shed.rs` (the unmapping of the supervisor's memory). Imports go one way:
+//! `spawn` uses `watch`, `end`, `plan` and `page`; `watch` uses `end`, `shed`, `plan` and `page`; `end` and `shed` use
+//! `plan`; all of them `crate::sys`, which uses none of them.
 //!
 //! Where the `unsafe` is: nowhere here. Every system call `M` and `L` make goes through a safe wrapper of
 //! `sys::signal_safe` (one `SAFETY` argument each, shared with the forked guard). The rest is special and argued in
@@ -58,19 +60,18 @@
 //! and its return path (`sys::clone::make_command`, `clone_here`), the group helper that shares `M`'s memory and errno
 //! (`make_group`), the shared page (`sys::page`), and the unmapping (`sys::shed::unmap`: its risk is bounded, since
 //! `M` is a process of its own: a mistake kills `M`, and through `PR_SET_PDEATHSIG` the command, never this process's
-//! memory; the one page shared with this process is never unmapped). Before the fork:
-//! `sys::shed::loaded` (what the loader says, for the shed).
-//! What only the forked child, or only `M`, may do asks for a proof that only `sys` makes there (`Forked`,
-//! `InKeeper`).
+//! memory; the one page shared with this process is never unmapped). Before the fork: `sys::shed::loaded` (what the
+//! loader says, for the shed). What only the forked child, or only `M`, may do asks for a proof that only `sys` makes
+//! there (`Forked`, `InKeeper`).
 //!
 //! No panic after the fork: a panic in `M` or `L` would unwind out of the hook into std's code and then the
 //! caller's, running on in a copy of this process, instead of the job's orderly end; so none is reachable there. The
-//! code after the fork indexes no slice (`get`, `split`,
-//! `strip_suffix` and iterators instead; the one `copy_within` is guarded by the check before it), unwraps nothing
-//! (`unwrap_or`, `ok()?`), and its arithmetic cannot overflow: sums of a buffer's offsets and lengths (at most a
-//! few KiB), counts of children, a page size that is never 0 (`Plan::page_size`) with saturating products, times
-//! in `Duration` with saturating sums, and `calls::monotonic`, whose nanoseconds are clamped below a second so
-//! that `Duration::new` has no carry; the rest says why where it stands (`close_all_but`, `nap_for`, `failed`).
+//! code after the fork indexes no slice (`get`, `split`, `strip_suffix` and iterators instead; the one `copy_within`
+//! is guarded by the check before it), unwraps nothing (`unwrap_or`, `ok()?`), and its arithmetic cannot overflow:
+//! sums of a buffer's offsets and lengths (at most a few KiB), counts of children, a page size that is never 0
+//! (`Plan::page_size`) with saturating products, times in `Duration` with saturating sums, and `calls::monotonic`,
+//! whose nanoseconds are clamped below a second so that `Duration::new` has no carry; the rest says why where it
+//! stands (`close_all_but`, `nap_for`, `failed`).
 
 mod end;
 mod page;
