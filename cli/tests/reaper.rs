@@ -47,18 +47,24 @@ mod linux {
         } else {
             skip_or_fail(test, "ssh-agent is not installed: the job runs without it");
         }
-        if runs("gpg-agent", "--version") {
-            // gpg-agent daemonises (double fork) and makes itself non-dumpable; its pid from its socket's owner is
-            // not at hand, so it writes nothing: the test finds it by its command line (the folder is the job's own).
-            script.push_str("gpg-agent --homedir \"$d/gpg\" --daemon >/dev/null 2>&1\n");
+        if runs("gpg-agent", "--version") && runs("gpg-connect-agent", "--version") {
+            // gpg-agent daemonises (a fork) and makes itself non-dumpable; it writes no pid file, so the agent of this
+            // folder is asked for its pid (`getinfo pid` answers `D PID`), never looked for by a name.
+            script.push_str(
+                "gpg-agent --homedir \"$d/gpg\" --daemon >/dev/null 2>&1\n\
+                 gpg-connect-agent --no-autostart --homedir \"$d/gpg\" 'getinfo pid' /bye 2>/dev/null | sed -n 's/^D //p'\n",
+            );
         } else {
             skip_or_fail(test, "gpg-agent is not installed: the job runs without it");
         }
-        // The escapees hold no pipe of the test's: one that survives (a failure) must not keep a read waiting.
+        // The escapees hold no pipe of the test's: one that survives (a failure) must not keep a read waiting. The
+        // double-forked one writes its pid to a file, which is waited for (at most 30 s: on a busy machine the chain may
+        // take longer than any fixed pause), so that its pid comes before `ready`.
         script.push_str(
             "env -i setsid sleep 301 >/dev/null 2>&1 & echo $!\n\
-             (setsid sh -c 'sleep 302 >/dev/null 2>&1 & echo $!' &)\n\
-             sleep 0.2\n\
+             (setsid sh -c 'sleep 302 >/dev/null 2>&1 & echo $! > \"$1/302\"' sh \"$d\" &)\n\
+             i=0; while [ ! -s \"$d/302\" ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done\n\
+             cat \"$d/302\" || echo 'no pid file of sleep 302'\n\
              echo ready\n\
              exec sleep 100\n",
         );
@@ -86,9 +92,9 @@ mod linux {
         dir
     }
 
-    /// Reads pid lines up to `ready` from `out`; adds the processes whose command line names `dir` (gpg-agent). The
-    /// path of an `in PATH` line (the command's cgroup, for [`check_cgroup`]) comes second.
-    fn pids_until_ready(out: impl std::io::Read, dir: &std::path::Path) -> (Vec<u32>, String) {
+    /// Reads pid lines up to `ready` from `out` (the pids of what the script started, as the script or the agents
+    /// themselves said them). The path of an `in PATH` line (the command's cgroup, for [`check_cgroup`]) comes second.
+    fn pids_until_ready(out: impl std::io::Read) -> (Vec<u32>, String) {
         let mut pids = Vec::new();
         let mut cgroup = String::new();
         for line in BufReader::new(out).lines() {
@@ -106,7 +112,6 @@ mod linux {
                     .unwrap_or_else(|_| panic!("not a pid: {line:?}")),
             );
         }
-        pids.extend(with_cmdline(&format!("{}/gpg", dir.display())));
         (pids, cgroup)
     }
 
@@ -142,7 +147,7 @@ mod linux {
                     .stdout(Stdio::piped()),
             )
             .unwrap();
-        let (pids, cgroup) = pids_until_ready(child.stdout.take().unwrap(), &dir);
+        let (pids, cgroup) = pids_until_ready(child.stdout.take().unwrap());
         let _cleanup = KillOnDrop::new(pids.clone());
         assert_eq!(child.containment(), mode);
         check_cgroup(&cgroup, mode);
@@ -259,7 +264,13 @@ mod linux {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success() && stdout.contains("1 passed"),
-            "{who:?}, clone3 refused with {errno:?}: {stdout}{}",
+            "{who:?}, clone3 refused with {errno:?}: the re-run ended with {} ({}): {stdout}{}",
+            out.status,
+            if stdout.is_empty() && out.stderr.is_empty() {
+                "no output"
+            } else {
+                "its output follows"
+            },
             String::from_utf8_lossy(&out.stderr)
         );
         true
@@ -314,7 +325,7 @@ mod linux {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let (pids, cgroup) = pids_until_ready(tool.stdout.take().unwrap(), &dir);
+        let (pids, cgroup) = pids_until_ready(tool.stdout.take().unwrap());
         let _cleanup = KillOnDrop::new(pids.clone());
         let out = tool.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -641,10 +652,7 @@ mod linux {
             return;
         };
         let mut tool = cmd.stdout(Stdio::piped()).spawn().unwrap();
-        let (pids, _) = pids_until_ready(
-            tool.stdout.take().unwrap(),
-            std::path::Path::new("/nonexistent"),
-        );
+        let (pids, _) = pids_until_ready(tool.stdout.take().unwrap());
         let _cleanup = KillOnDrop::new(pids.clone());
         assert_eq!(pids.len(), 9, "{pids:?}");
         tool.kill().unwrap();

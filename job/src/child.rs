@@ -4,7 +4,7 @@
 //! `guard/`).
 
 use std::io;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock};
 
 use grouptimeout::__private::{self as core, Boundary};
 use grouptimeout::GroupChild;
@@ -16,6 +16,11 @@ use crate::guard::{Guard, Start};
 /// [`spawn_contained`](crate::JobCommandExt::spawn_contained) or of `spawn_group`.
 ///
 /// The trait is sealed: it is implemented for [`GroupChild`] only.
+///
+/// Once a wait has ended the job (the leader reaped, the job ended, its cgroup folder removed), the child, and its
+/// [`GroupHandle`](grouptimeout::GroupHandle)s, keep only a record of it for these methods: no descriptor of the job
+/// (its cgroup's `cgroup.kill` and `cgroup.events`) and no keeper's shared page, so that a caller may keep many
+/// finished children.
 ///
 pub trait JobChildExt: sealed::Sealed {
     /// Which boundary the job has: [`Containment::Group`] for [`spawn_group`](grouptimeout::GroupCommandExt::spawn_group), else what
@@ -53,6 +58,14 @@ pub trait JobChildExt: sealed::Sealed {
     /// the job's end, orphans of those killed, is not listed); complete when a wait has returned (a [`GroupHandle`](grouptimeout::GroupHandle)'s kills are added at the next wait).
     /// Empty for a [`spawn_group`](grouptimeout::GroupCommandExt::spawn_group) child (no scan is made for a plain group), and when
     /// nothing was left to kill.
+    ///
+    /// In cgroup mode the cgroup is frozen (`cgroup.freeze`) while its processes are listed, then killed: the list is
+    /// every process the kill ended, however fast the job forks, with the name it had (the freeze waits for each one
+    /// to stop where it can be frozen: a process just forked, or in the middle of an `exec`, runs until then). Where
+    /// the freeze cannot be had (`cgroup.freeze` not writable, no descriptor left) or is not complete within a second
+    /// (a process in uninterruptible sleep, such as a hung NFS read, freezes only once it wakes; the kill then waits
+    /// that second), the list is read while the job runs: a process forked between the list and the kill is ended
+    /// unlisted, and one that exits by itself in that moment and is reaped at once is listed.
     ///
     #[must_use]
     fn leftovers(&self) -> Vec<Leftover>;
@@ -180,7 +193,7 @@ mod sealed {
 
 impl JobChildExt for GroupChild {
     fn containment(&self) -> Containment {
-        attached(self).map_or(Containment::Group, |a| a.job.containment())
+        attached(self).map_or(Containment::Group, |a| a.job().containment())
     }
 
     fn fallback_reason(&self) -> Option<&str> {
@@ -188,7 +201,7 @@ impl JobChildExt for GroupChild {
     }
 
     fn command_id(&self) -> u32 {
-        attached(self).map_or(self.id(), |a| a.job.watched(self.id()))
+        attached(self).map_or(self.id(), |a| a.job().watched(self.id()))
     }
 
     fn leftovers(&self) -> Vec<Leftover> {
@@ -199,7 +212,7 @@ impl JobChildExt for GroupChild {
         let unreaped = core::leader_unreaped(self);
         match attached(self) {
             Some(a) if a.guard_id() == Some(pid) => false,
-            Some(a) => a.job.contains(self.id(), pid, unreaped),
+            Some(a) => a.job().contains(self.id(), pid, unreaped),
             None => Job::default().contains(self.id(), pid, unreaped),
         }
     }
@@ -257,7 +270,9 @@ fn finished(captured: &grouptimeout::Captured) -> Option<&Finished> {
 /// reached, and why the boundary is weaker than the first mode tried.
 #[derive(Debug, Default)]
 pub(crate) struct Attached {
-    pub(crate) job: Job,
+    /// The job; once it has ended, its record (see [`Boundary::end`]), so that a finished child kept by the caller
+    /// (and its handles) holds none of the job's resources.
+    job: RwLock<Job>,
     guard: Mutex<Option<Guard>>,
     leftovers: Mutex<Vec<Leftover>>,
     fallback: OnceLock<Arc<str>>,
@@ -266,7 +281,7 @@ pub(crate) struct Attached {
 impl Attached {
     pub(crate) fn new(job: Job, fallback: Option<Arc<str>>) -> Arc<Attached> {
         let attached = Attached {
-            job,
+            job: RwLock::new(job),
             ..Attached::default()
         };
         if let Some(why) = fallback {
@@ -283,15 +298,23 @@ impl Attached {
     fn guard_id(&self) -> Option<u32> {
         lock(&self.guard).as_ref().map(Guard::id)
     }
+
+    /// The job, or its record once it has ended (a clone: a call made meanwhile keeps the job it started with).
+    pub(crate) fn job(&self) -> Job {
+        self.job
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
 }
 
 impl Boundary for Attached {
     fn watched(&self, leader: u32) -> u32 {
-        self.job.watched(leader)
+        self.job().watched(leader)
     }
 
     fn exited(&self, leader: u32) -> io::Result<bool> {
-        self.job.exited(leader)
+        self.job().exited(leader)
     }
 
     fn signal(
@@ -300,26 +323,32 @@ impl Boundary for Attached {
         signal: i32,
         group: &mut dyn FnMut() -> io::Result<()>,
     ) -> io::Result<()> {
-        self.job.signal(leader, signal, group)
+        self.job().signal(leader, signal, group)
     }
 
     fn signal_kept(&self, pgid: u32, signal: i32) -> Option<io::Result<()>> {
-        self.job.signal_kept(pgid, signal)
+        self.job().signal_kept(pgid, signal)
     }
 
     fn judge(&self, leader: u32, kill: bool) {
-        self.job.judge(leader, kill);
+        self.job().judge(leader, kill);
     }
 
     fn take_reached(&self) {
         let guard = self.guard_id();
-        self.job.take_reached(&mut lock(&self.leftovers), guard);
+        self.job().take_reached(&mut lock(&self.leftovers), guard);
     }
 
+    /// Ends the job, then keeps only its record (whatever the end's result: a job is ended once): a finished child
+    /// that the caller keeps holds no descriptor of the job and no keeper's page.
     fn end(&self, keep: bool) -> io::Result<()> {
-        let ended = self.job.end(keep);
+        let job = self.job();
+        let ended = job.end(keep);
         // The guard last: until the job's cgroup is gone, this process's death still ends it and removes it.
         lock(&self.guard).take();
+        let record = job.record();
+        drop(job);
+        *self.job.write().unwrap_or_else(PoisonError::into_inner) = record;
         ended
     }
 
@@ -329,7 +358,7 @@ impl Boundary for Attached {
         return None;
         #[cfg(feature = "capture")]
         Some(Arc::new(Finished {
-            containment: self.job.containment(),
+            containment: self.job().containment(),
             leftovers: lock(&self.leftovers).clone(),
         }))
     }
@@ -340,9 +369,7 @@ impl Boundary for Attached {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn of(boundary: Option<&Arc<dyn Boundary>>) -> Option<&Attached> {
@@ -368,15 +395,16 @@ pub(crate) fn arrange_guard(child: &mut GroupChild, how: Start) -> io::Result<()
     let Some(a) = attached(child) else {
         return Ok(());
     };
+    let job = a.job();
     // A kept job's keeper is its guard already (see `Contain`).
-    if core::leader_unreaped(child) && a.guard_id().is_none() && !a.job.kept() {
+    if core::leader_unreaped(child) && a.guard_id().is_none() && !job.kept() {
         core::leader_exited(child)?;
-        let guard = Guard::start(child.id(), how, a.job.cgroup_folder())?;
+        let guard = Guard::start(child.id(), how, job.cgroup_folder())?;
         *lock(&a.guard) = Some(guard);
     }
     // The plan of `set_grace` for this process's death: to the guard, or to the keeper.
     if let Some((signal, grace)) = core::grace(child) {
-        a.job.set_death_plan(signal, grace);
+        job.set_death_plan(signal, grace);
         if let Some(guard) = &*lock(&a.guard) {
             guard.set_plan(signal, grace);
         }

@@ -103,7 +103,8 @@ pub mod __private {
     #[must_use]
     pub fn kept_stop(child: &GroupChild) -> Option<Option<i32>> {
         let attached = crate::child::attached(child)?;
-        attached.job.kept().then(|| attached.job.take_stop())
+        let job = attached.job();
+        job.kept().then(|| job.take_stop())
     }
 }
 

@@ -1362,6 +1362,170 @@ mod linux {
         );
         drop(captured);
     }
+
+    /// Issue 37.2: `leftovers()` names every process the kill ended, also in a job that forks all the while. Eight
+    /// loops start `sleep 30`s as fast as they can, each writing the pid of the one it started to a file (so each pid
+    /// in it is a process that ran until the kill); at the deadline every one of them must be named. The list was read
+    /// while the job ran, then the cgroup killed: the processes forked meanwhile (the list and the names take
+    /// milliseconds with a thousand processes) were killed unnamed.
+    #[test]
+    fn cgroup_leftovers_name_every_process_of_a_forking_job() {
+        let test = "cgroup_leftovers_name_every_process_of_a_forking_job";
+        let Some(how) = contain(test, Containment::Cgroup) else {
+            return;
+        };
+        let dir = TempDir::new(test);
+        let file = dir.0.join("pids");
+        let script = "f=$1; for l in 1 2 3 4 5 6 7 8; do \
+                      (i=0; while [ $i -lt 150 ]; do sleep 30 & echo $! >> \"$f\"; i=$((i+1)); done; wait) & \
+                      done; echo started; wait";
+        let mut child = how
+            .spawn(
+                Command::new("sh")
+                    .args(["-c", script, "sh"])
+                    .arg(&file)
+                    .stdout(Stdio::piped()),
+            )
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "started");
+        let outcome = child.wait_timeout(Duration::from_millis(300)).unwrap();
+        assert!(outcome.timed_out(), "{outcome}");
+        let started: Vec<u32> = fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .map(|l| l.parse().expect("a pid"))
+            .collect();
+        let _cleanup = KillOnDrop::new(started.clone());
+        assert!(!started.is_empty());
+        assert_eq!(
+            survivors_after(Duration::from_secs(10), &started),
+            [] as [u32; 0]
+        );
+        let named: std::collections::HashSet<u32> =
+            child.leftovers().iter().map(|l| l.pid).collect();
+        let unnamed: Vec<u32> = started
+            .iter()
+            .copied()
+            .filter(|pid| !named.contains(pid))
+            .collect();
+        assert_eq!(
+            unnamed,
+            [] as [u32; 0],
+            "of {} processes started, killed but not in leftovers ({} named)",
+            started.len(),
+            named.len()
+        );
+    }
+
+    /// How deep the sub-cgroups of issue 37.1's jobs go.
+    const DEEP: usize = 100;
+
+    /// Starts a cgroup job that nests [`DEEP`] levels of sub-cgroups in its folder (and a few more beside them), then
+    /// runs `then` (shell); returns
+    /// the child, and the folder (removed with what is left in it when dropped, so that a failed test leaves none).
+    fn deep_job(test: &str, then: &str) -> Option<(GroupChild, DeepFolder)> {
+        let how = contain(test, Containment::Cgroup)?;
+        let mount = cgroup2_mount().expect("a cgroup2 mount");
+        let script = format!(
+            "d=\"$1$(sed -n 's/^0:://p' /proc/self/cgroup)\"; cd \"$d\" || exit 1; \
+             mkdir -p \"$(printf 'd/%.0s' $(seq {DEEP}))\" a/b/c a/e/f/g h || exit 1; echo \"$d\"; {then}"
+        );
+        let mut child = how
+            .spawn(
+                Command::new("sh")
+                    .args(["-c", &script, "sh", &mount])
+                    .stdout(Stdio::piped()),
+            )
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let folder = PathBuf::from(line.trim());
+        assert!(
+            folder
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("grouptimeout-")),
+            "{line:?}"
+        );
+        Some((child, DeepFolder(folder)))
+    }
+
+    /// A job folder with sub-cgroups, removed deepest first when dropped if it is still there.
+    struct DeepFolder(PathBuf);
+
+    impl Drop for DeepFolder {
+        fn drop(&mut self) {
+            let mut folders = vec![self.0.clone()];
+            let mut next = 0;
+            while let Some(dir) = folders.get(next).cloned() {
+                next += 1;
+                if let Ok(entries) = fs::read_dir(&dir) {
+                    folders.extend(
+                        entries
+                            .flatten()
+                            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                            .map(|e| e.path()),
+                    );
+                }
+            }
+            for dir in folders.iter().rev() {
+                let _ = fs::remove_dir(dir);
+            }
+        }
+    }
+
+    /// Issue 37.1: a job whose command nests 100 levels of sub-cgroups and leaves nothing running is ended by its
+    /// keeper alone (no verdict is needed), which removes the folder whole before it exits. It once removed 32 levels,
+    /// tried again for about a second, and exited with the folder still there (the caller's end removed the rest).
+    #[test]
+    fn cgroup_a_deep_job_is_removed_by_its_keeper() {
+        let test = "cgroup_a_deep_job_is_removed_by_its_keeper";
+        let Some((mut child, folder)) = deep_job(test, "exit 0") else {
+            return;
+        };
+        let keeper = child.id();
+        assert!(
+            eventually(Duration::from_secs(30), || state_and_group(keeper)
+                .is_some_and(|(state, _)| state == 'Z')),
+            "the keeper did not exit"
+        );
+        let left = folder.0.exists();
+        assert_eq!(child.wait().unwrap().code(), Some(0));
+        assert!(
+            !left,
+            "the keeper exited leaving {} (with {DEEP} levels of sub-cgroups)",
+            folder.0.display()
+        );
+        assert_removed(Some(folder.0.clone()));
+    }
+
+    /// Issue 37.1: a 100-level job does not delay its wait: killed at a deadline of 1 s, the wait returns less than a
+    /// second late (it was 1.3 s late: the keeper retried its removal of 32 levels about a thousand times, a
+    /// millisecond apart, before the caller removed the rest), and no folder is left.
+    #[test]
+    fn cgroup_a_deep_job_does_not_delay_the_wait() {
+        let test = "cgroup_a_deep_job_does_not_delay_the_wait";
+        let Some((mut child, folder)) = deep_job(test, "exec sleep 30") else {
+            return;
+        };
+        let deadline = Duration::from_secs(1);
+        let started = std::time::Instant::now();
+        let outcome = child.wait_timeout(deadline).unwrap();
+        let late = started.elapsed().saturating_sub(deadline);
+        assert!(outcome.timed_out(), "{outcome}");
+        assert_removed(Some(folder.0.clone()));
+        // The old lateness had a floor of a thousand sleeps of a millisecond (1.05 s and more); a wait that removes
+        // the folder in one pass is late by the kill and the reap (milliseconds; less than a second under load).
+        assert!(
+            late < Duration::from_secs(1),
+            "the wait returned {late:?} after its deadline"
+        );
+    }
 }
 
 /// Issue 24.3: a captured job's boundary and what its kills reached are kept in `Captured` (the wait consumes the

@@ -65,6 +65,9 @@ struct Inner {
     keeper: Option<Keeper>,
     /// What the kills reached, until a [`GroupChild`] takes it.
     reached: Mutex<Vec<Leftover>>,
+    /// The command's pid, in the record of a kept job that has ended (see [`Job::record`]; its keeper is gone).
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    command: Option<u32>,
 }
 
 #[derive(Debug)]
@@ -85,7 +88,34 @@ impl Job {
             bound,
             keeper,
             reached: Mutex::new(Vec::new()),
+            command: None,
         })))
+    }
+
+    /// What is left of the job once it has ended (see `Attached::end`): the same containment, command and marks,
+    /// for the getters of [`JobChildExt`](crate::JobChildExt) and for [`contains`](Job::contains), and none of its
+    /// resources: no descriptor of its cgroup (`cgroup.kill`, `cgroup.events`), no keeper (whose shared page is
+    /// unmapped once the job itself is dropped).
+    pub(crate) fn record(&self) -> Job {
+        let Some(inner) = &self.0 else {
+            return Job(None);
+        };
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        {
+            let bound = match &inner.bound {
+                Bound::Cgroup(cgroup) => Bound::Cgroup(cgroup.record()),
+                Bound::Lineage(mark) => Bound::Lineage(mark.record()),
+                Bound::Reaper(mark) => Bound::Reaper(mark.record()),
+            };
+            Job(Some(Arc::new(Inner {
+                bound,
+                keeper: None,
+                reached: Mutex::new(Vec::new()),
+                command: inner.command.or_else(|| inner.keeper.as_ref()?.command()),
+            })))
+        }
+        #[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
+        match inner.bound {}
     }
 
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
@@ -118,8 +148,10 @@ impl Job {
     )]
     pub(crate) fn watched(&self, id: u32) -> u32 {
         #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-        if let Some(command) = self.keeper().and_then(Keeper::command) {
-            return command;
+        if let Some(inner) = &self.0 {
+            if let Some(command) = inner.command.or_else(|| inner.keeper.as_ref()?.command()) {
+                return command;
+            }
         }
         id
     }

@@ -60,6 +60,16 @@ impl Mark {
         &self.name
     }
 
+    /// The same mark for a job that has ended (see `Job::record`): its name and start, without the buffer it read
+    /// environments into.
+    pub(super) fn record(&self) -> Mark {
+        Mark {
+            name: self.name.clone(),
+            since: AtomicU64::new(self.since.load(Ordering::Relaxed)),
+            env: Mutex::new(Vec::new()),
+        }
+    }
+
     /// The leader `pid` was spawned: a process that carries the mark started no earlier.
     pub(super) fn started(&self, pid: u32) {
         if let Some(stat) = Stat::read(pid) {

@@ -60,6 +60,10 @@ fn exited(pidfd: &OwnedFd) -> bool {
 /// What one kill of the job has done so far.
 struct Walk<'a> {
     command: u32,
+    /// The keeper's group helper (see `make_group` in `sys/keeper.rs`): a child of the keeper, not of the job, whose
+    /// pid is the id of the group the keeper moved to (a pid that names a group is given to no other process). It
+    /// exits at once, but on a busy machine it may still run when a job that ended as fast is killed.
+    helper: Option<u32>,
     sent: Vec<u32>,
     /// Those it may not signal (pid and name), named in the error.
     denied: Vec<(u32, String)>,
@@ -77,7 +81,7 @@ impl Walk<'_> {
         }
         // The keeper (no `parent_fd`) runs one thread.
         for pid in children(parent, parent_fd.is_none()) {
-            if pid <= 1 {
+            if pid <= 1 || (parent_fd.is_none() && Some(pid) == self.helper) {
                 continue;
             }
             let pidfd = match crate::sys::pidfd_open(pid) {
@@ -149,6 +153,9 @@ pub(super) fn kill(keeper: u32, command: u32, reached: &Mutex<Vec<Leftover>>) ->
     let deadline = Instant::now() + KILL_LIMIT;
     let mut walk = Walk {
         command,
+        helper: Stat::read(keeper)
+            .map(|s| s.pgid)
+            .filter(|&group| group != keeper),
         sent: Vec::new(),
         denied: Vec::new(),
         live: 0,
@@ -182,7 +189,7 @@ pub(super) fn kill(keeper: u32, command: u32, reached: &Mutex<Vec<Leftover>>) ->
 }
 
 /// Whether live process `pid` descends from `keeper` (its parents, followed up at most `DEPTH_LIMIT` steps, reach
-/// it). The keeper itself is not the job's.
+/// it). The keeper itself is not the job's, nor its group helper.
 pub(super) fn in_tree(keeper: u32, pid: u32) -> bool {
     if pid == keeper {
         return false;
@@ -196,7 +203,8 @@ pub(super) fn in_tree(keeper: u32, pid: u32) -> bool {
             return false;
         }
         if stat.ppid == keeper {
-            return true;
+            // The keeper's group helper (see `Walk::helper`) is the keeper's, not the job's.
+            return at != pid || Stat::read(keeper).is_none_or(|k| k.pgid != pid);
         }
         if stat.ppid <= 1 {
             return false;

@@ -14,10 +14,6 @@ use crate::sys::signal_safe::{self as calls, DeathPlan};
 pub(super) const REMOVE_TRIES: u32 = 1000;
 pub(super) const REMOVE_TRIES_ALONE: u32 = 30_000;
 
-/// How many levels of sub-cgroups below the job's folder the keeper removes, deepest first (33: the folder's own
-/// children and 32 levels below them).
-const SUB_CGROUP_DEPTH: u32 = 33;
-
 /// Kills the job: the command's group, then the cgroup; waits (`tries` milliseconds at most) for it to empty and
 /// removes the folder (a folder that holds sub-cgroups of the job's, or a process that does not die, is left to the
 /// supervisor's own end of the job, or behind).
@@ -39,7 +35,10 @@ pub(super) fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, tries: 
         }
         if !calls::populated(folder_fd) {
             // Empty, but it holds sub-cgroups of the job's: those go first, deepest first.
-            calls::remove_below(folder_fd, SUB_CGROUP_DEPTH);
+            calls::remove_below(folder_fd);
+            if calls::rmdir(folder) != Err(libc::EBUSY) {
+                return;
+            }
         }
         calls::nap_for(1);
     }

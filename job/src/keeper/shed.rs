@@ -82,8 +82,8 @@ pub(super) const AFTER_MS: u16 = 10;
 
 /// Mappings smaller than this are never shed.
 const SHED_AT_LEAST: usize = 256 * 1024;
-/// How much is kept on each side of an address the keeper uses, in a mapping it sheds: its stack (its deepest frames
-/// are at most 33 levels of `remove_below`, about 4.5 KiB each unoptimised, below `keep`'s 8.5 KiB), and, with the
+/// How much is kept on each side of an address the keeper uses, in a mapping it sheds: its stack (its deepest frame
+/// is `remove_below`'s, about 4.5 KiB unoptimised, however deep the folders, below `keep`'s 8.5 KiB), and, with the
 /// program's static TLS span added, its thread's control block and its errno.
 const KEPT_AROUND: usize = 256 * 1024;
 

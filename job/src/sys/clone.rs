@@ -80,8 +80,8 @@ pub(crate) fn make_command<P: Copy>(
 ) -> Result<Made, i32> {
     /// x86-64's page size (always 4 KiB).
     const PAGE: usize = 4096;
-    /// The keeper's stack from the command's start on (it runs `keep`: at most 33 levels of `remove_below` of 4 KiB
-    /// each), above the group helper's stack and one guard page; mapped lazily, never unmapped (the keeper ends in
+    /// The keeper's stack from the command's start on (it runs `keep`, and `remove_below`'s one frame of about 4.5
+    /// KiB), above the group helper's stack and one guard page; mapped lazily, never unmapped (the keeper ends in
     /// `_exit`).
     const STACK: usize = 256 * 1024;
     const HELPER_STACK: usize = 4 * PAGE;

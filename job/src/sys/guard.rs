@@ -35,11 +35,6 @@ const GUARD_NAME: &CStr = c"group-guard";
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 const RMDIR_TRIES: usize = 1000;
 
-/// How deep below the job's cgroup folder the forked guard looks for sub-cgroups to remove (nested tools make one
-/// per level).
-#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-const SUB_CGROUP_DEPTH: u32 = 16;
-
 /// The job's cgroup, for the forked guard to end: its `cgroup.kill`, open for writing, and its folder's path.
 pub(crate) struct GuardCgroup<'a> {
     pub(crate) kill: &'a File,
@@ -201,13 +196,13 @@ fn guard_main(
 }
 
 /// Kills every process of the job's cgroup (`1` to its `cgroup.kill`, open as descriptor 1), then removes its folder
-/// `folder` with the sub-cgroups the job made in it, deepest first (at most [`SUB_CGROUP_DEPTH`] levels), once they
+/// `folder` with the sub-cgroups the job made in it, deepest first (however deep, as the keeper does), once they
 /// are empty: tried at most [`RMDIR_TRIES`] times, 10 ms apart.
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 fn end_cgroup(folder: &CStr) {
     let _ = calls::write_control(1, b"1");
     for _ in 0..RMDIR_TRIES {
-        if calls::remove_tree(folder, SUB_CGROUP_DEPTH) {
+        if calls::remove_tree(folder) {
             break;
         }
         calls::nap_for(10);

@@ -222,9 +222,9 @@ pub(crate) fn faccessat(dir: RawFd, name: &CStr, mode: libc::c_int) -> Result<()
     check(unsafe { libc::faccessat(dir, name.as_ptr(), mode, 0) }).map(drop)
 }
 
-pub(crate) fn unlinkat(dir: RawFd, name: &CStr, flags: libc::c_int) {
+pub(crate) fn unlinkat(dir: RawFd, name: &CStr, flags: libc::c_int) -> Result<(), i32> {
     // SAFETY: unlinkat with a NUL-terminated name.
-    unsafe { libc::unlinkat(dir, name.as_ptr(), flags) };
+    check(unsafe { libc::unlinkat(dir, name.as_ptr(), flags) }).map(drop)
 }
 
 /// This process's `RLIMIT_NOFILE` (soft), 0 if it cannot be read.
