@@ -58,6 +58,8 @@ mod child;
 mod contain;
 #[cfg(unix)]
 mod guard;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+mod keeper;
 #[cfg(unix)]
 mod spawn;
 #[cfg(unix)]

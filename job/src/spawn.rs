@@ -14,7 +14,7 @@ use crate::child::Attached;
 use crate::contain::{cgroup, keeper::Keeper, lineage, Bound};
 use crate::contain::{Containment, Job};
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-use crate::sys::KeeperFailure;
+use crate::keeper::KeeperFailure;
 
 /// Extends [`std::process::Command`] with [`spawn_contained`](JobCommandExt::spawn_contained). Sealed: implemented
 /// for [`Command`] only.
@@ -479,7 +479,7 @@ fn spawn_kept(bound: Bound, command: &mut Command) -> io::Result<io::Result<Grou
     };
     let keeper = Keeper::new()?;
     let hook = match room_for_a_fork()
-        .and_then(|()| crate::sys::arm_keeper(command, folder.as_deref(), keeper.page()))
+        .and_then(|()| crate::keeper::arm_keeper(command, folder.as_deref(), keeper.page()))
     {
         Ok(hook) => hook,
         Err(e) => return Ok(Err(too_few(e))),
@@ -489,7 +489,7 @@ fn spawn_kept(bound: Bound, command: &mut Command) -> io::Result<io::Result<Grou
     }
     let job = Job::new(bound, Some(keeper));
     // As root, for a `Command::uid`: the keeper keeps the right to make the job's cgroup across std's user switch.
-    let spawned = crate::sys::with_kept_caps(folder.is_some(), || {
+    let spawned = crate::keeper::with_kept_caps(folder.is_some(), || {
         grouptimeout::__private::spawn(command, Attached::new(job.clone(), None))
     });
     if let Some(name) = &mark {

@@ -185,3 +185,110 @@ fn reaper_a_keeper_that_shed_still_guards() {
         Containment::Reaper,
     );
 }
+
+/// GCC's address sanitizer runtime (`libasan.so.*`), if it is installed: preloaded, it intercepts C library calls
+/// that the keeper makes (`waitid`, `read`, `nanosleep`, …) and keeps its shadow memory and its state in anonymous
+/// mappings: the interposer a keeper must not pull the memory from under.
+fn asan_runtime() -> Option<PathBuf> {
+    let mut dirs = vec![PathBuf::from("/usr/lib"), PathBuf::from("/usr/lib64")];
+    dirs.extend(
+        fs::read_dir("/usr/lib")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.is_dir()),
+    );
+    dirs.into_iter()
+        .flat_map(|dir| fs::read_dir(dir).into_iter().flatten().flatten())
+        .map(|entry| entry.path())
+        .find(|path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with("libasan.so"))
+        })
+}
+
+/// A supervisor (this test program, re-run with the address sanitizer runtime preloaded) with the heap spawns a job: its
+/// keeper keeps its copy of the heap (the runtime interposes calls the keeper makes, and keeps its state in anonymous
+/// memory), and it still guards the job: the command runs until the supervisor's deadline, which ends the job, its
+/// escapee too.
+fn a_keeper_beside_an_interposer_keeps_its_copy(test: &str, mode: Containment) {
+    if std::env::var_os("GROUPTIMEOUT_TEST_SUPERVISOR").is_some() {
+        let how = contain(test, mode).unwrap();
+        let heap = heap();
+        let range = heap.as_ptr() as usize..heap.as_ptr() as usize + heap.len();
+        let (mut child, lines) =
+            start_job(&how, mode, "setsid sleep 30 & echo $!; exec sleep 30", 1);
+        let keeper = child.id();
+        // Well past the time the shed is due (10 ms after the command's start).
+        std::thread::sleep(Duration::from_millis(500));
+        let kept = !shed(keeper, &range);
+        let ran = child
+            .wait_timeout(Duration::from_millis(300))
+            .unwrap()
+            .timed_out();
+        // A static program (the musl target's default) loads no library: `LD_PRELOAD` is not read.
+        let preloaded = fs::read_to_string("/proc/self/maps")
+            .unwrap_or_default()
+            .contains("libasan");
+        println!(
+            "escapee {} kept {kept} ran {ran} preloaded {preloaded}",
+            lines[0]
+        );
+        drop((child, heap));
+        return;
+    }
+    let Some(runtime) = asan_runtime() else {
+        eprintln!("{test}: skipped: no address sanitizer runtime (libasan.so) installed");
+        return;
+    };
+    if contain(test, mode).is_none() {
+        return;
+    }
+    let runtime = runtime.to_string_lossy().into_owned();
+    let (mut supervisor, words) = run_as_supervisor(
+        test,
+        &[
+            ("LD_PRELOAD", runtime.as_str()),
+            ("ASAN_OPTIONS", "detect_leaks=0"),
+        ],
+    );
+    let _cleanup_supervisor = KillOnDrop::new(vec![supervisor.id()]);
+    let escapee: u32 = words[1].parse().unwrap();
+    let _cleanup = KillOnDrop::new(vec![escapee]);
+    supervisor.wait().unwrap();
+    if words[7] != "true" {
+        eprintln!("{test}: skipped: this program loads no preloaded library (a static build)");
+        return;
+    }
+    assert_eq!(
+        words[3], "true",
+        "{mode:?}: the keeper unmapped its copy beside a preloaded interposer"
+    );
+    assert_eq!(
+        words[5], "true",
+        "{mode:?}: the job ended before its deadline (its keeper died)"
+    );
+    assert_eq!(
+        survivors_after(Duration::from_secs(5), &[escapee]),
+        [] as [u32; 0],
+        "{mode:?}"
+    );
+}
+
+#[test]
+fn cgroup_a_keeper_beside_an_interposer_keeps_its_copy() {
+    a_keeper_beside_an_interposer_keeps_its_copy(
+        "cgroup_a_keeper_beside_an_interposer_keeps_its_copy",
+        Containment::Cgroup,
+    );
+}
+
+#[test]
+fn reaper_a_keeper_beside_an_interposer_keeps_its_copy() {
+    a_keeper_beside_an_interposer_keeps_its_copy(
+        "reaper_a_keeper_beside_an_interposer_keeps_its_copy",
+        Containment::Reaper,
+    );
+}

@@ -131,7 +131,7 @@ impl Job {
 
     /// What a kept job's keeper said of its failure to start the command (see `Keeper::failure`).
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-    pub(crate) fn keeper_failure(&self) -> Option<crate::sys::KeeperFailure> {
+    pub(crate) fn keeper_failure(&self) -> Option<crate::keeper::KeeperFailure> {
         self.keeper()?.failure()
     }
 
@@ -180,7 +180,7 @@ impl Job {
         crate::sys::has_exited(id)
     }
 
-    /// For a kept job, sends `signal` to its group `pgid` (`signal_kept_group`, see `sys/keeper.rs`): `None` for a
+    /// For a kept job, sends `signal` to its group `pgid` (`signal_kept_group`, see `keeper/page.rs`): `None` for a
     /// job without a keeper, whose caller signals the group as usual.
     #[cfg_attr(
         not(all(target_os = "linux", not(grouptimeout_portable))),
@@ -190,7 +190,7 @@ impl Job {
         let _ = (pgid, signal);
         #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
         if self.kept() {
-            return Some(crate::sys::signal_kept_group(pgid, signal));
+            return Some(crate::keeper::signal_kept_group(pgid, signal));
         }
         None
     }

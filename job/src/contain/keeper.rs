@@ -1,4 +1,4 @@
-//! The keeper of a contained job, as this process sees it (the keeper's own code is in `sys/keeper.rs`): the
+//! The keeper of a contained job, as this process sees it (the keeper's own code is `crate::keeper`): the
 //! process std spawned (the `GroupChild`'s id) is the job's keeper, and the command is its child, in the group
 //! whose id is the keeper's pid. A wait watches the command; once it exited, the reap gives the keeper the verdict
 //! (end the job, or keep what it left), and the keeper exits as the command did. A command that left nothing running
@@ -7,11 +7,9 @@
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::sys;
-
 #[derive(Debug)]
 pub(crate) struct Keeper {
-    page: sys::SharedPage,
+    page: crate::sys::page::SharedPage,
     /// Set once the verdict was given: the keeper may reap the command from then on, so its pid is never read again.
     judged: AtomicBool,
 }
@@ -19,12 +17,12 @@ pub(crate) struct Keeper {
 impl Keeper {
     pub(crate) fn new() -> io::Result<Keeper> {
         Ok(Keeper {
-            page: sys::SharedPage::new()?,
+            page: crate::sys::page::SharedPage::new()?,
             judged: AtomicBool::new(false),
         })
     }
 
-    pub(crate) fn page(&self) -> &sys::SharedPage {
+    pub(crate) fn page(&self) -> &crate::sys::page::SharedPage {
         &self.page
     }
 
@@ -65,7 +63,7 @@ impl Keeper {
     }
 
     /// What the keeper said of its failure to start the command, beyond its errno (see `SharedPage::failure`).
-    pub(crate) fn failure(&self) -> Option<sys::KeeperFailure> {
+    pub(crate) fn failure(&self) -> Option<crate::keeper::KeeperFailure> {
         self.page.failure()
     }
 

@@ -1,4 +1,4 @@
-//! Reaper mode, as this process sees it (the keeper's own part is in `sys/keeper.rs`): the job is the keeper's
+//! Reaper mode, as this process sees it (the keeper's own part is `crate::keeper`): the job is the keeper's
 //! descendants, since the keeper is a child subreaper and every orphan of the job is re-parented to it, however it
 //! daemonised. This process finds them by walking `/proc/PID/task/TID/children` down from the keeper (nothing but the
 //! job's own processes is read, so the cost does not grow with the host's process count), and signals each through a

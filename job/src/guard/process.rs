@@ -209,22 +209,11 @@ impl Guard {
     /// written whole or not at all): if the pipe is full (a guard stopped by `SIGSTOP` that was sent thousands of
     /// plans), the guard keeps the last plan it read.
     pub(crate) fn set_plan(&self, signal: i32, grace: Duration) {
-        let plan = if signal <= 0 || signal == libc::SIGKILL || grace.is_zero() {
-            (0, 0, 0)
-        } else {
-            let cont = u8::from(!grouptimeout::__private::is_stop_signal(signal));
-            (
-                signal,
-                cont,
-                grace
-                    .as_nanos()
-                    .div_ceil(1_000_000)
-                    .min(u128::from(u32::MAX)),
-            )
-        };
+        let plan = sys::signal_safe::DeathPlan::new(signal, grace);
+        let (signal, grace_ms) = plan.parts();
         let _ = sys::write_to_guard(
             &self.pipe,
-            format!("{} {} {}\n", plan.0, plan.1, plan.2).as_bytes(),
+            format!("{signal} {} {grace_ms}\n", u8::from(plan.cont())).as_bytes(),
         );
     }
 

@@ -99,20 +99,15 @@ pub(crate) fn pidfd_send_signal(pidfd: BorrowedFd<'_>, signal: libc::c_int) -> i
 pub(crate) fn exited_or_stopped(pid: u32) -> io::Result<Option<bool>> {
     let pid = checked_pid(pid)?;
     retry_eintr(|| {
-        let mut info = std::mem::MaybeUninit::<libc::siginfo_t>::zeroed();
-        // SAFETY: `info` points to a zeroed `siginfo_t` that lives across the call; WNOWAIT consumes no report.
-        cvt(unsafe {
-            libc::waitid(
-                libc::P_PID,
-                wait_id(pid),
-                info.as_mut_ptr(),
-                libc::WEXITED | libc::WSTOPPED | libc::WNOHANG | libc::WNOWAIT,
-            )
-        })?;
-        // SAFETY: zero-initialised and possibly filled in by the kernel: every bit pattern is a valid siginfo_t.
-        let info = unsafe { info.assume_init() };
-        // With WNOHANG and no report the kernel leaves si_signo 0 (we zeroed it).
-        Ok((info.si_signo != 0).then_some(info.si_code != libc::CLD_STOPPED))
+        // WNOWAIT consumes no report.
+        let report = super::signal_safe::waitid(
+            libc::P_PID,
+            wait_id(pid),
+            libc::WEXITED | libc::WSTOPPED | libc::WNOHANG | libc::WNOWAIT,
+        )
+        .map_err(io::Error::from_raw_os_error)?;
+        // With WNOHANG and no report there is none (pid 0).
+        Ok((report.pid != 0).then_some(report.code != libc::CLD_STOPPED))
     })
 }
 

@@ -7,6 +7,7 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, OwnedFd};
 
+use super::signal_safe::{self as calls, DeathPlan};
 use super::{checked_pid, cvt, kernel_pid, wait_id};
 
 /// The highest signal number the forked guard sets to be ignored: Linux's `SIGRTMAX`; elsewhere FreeBSD's
@@ -25,21 +26,14 @@ const LAST_SIGNAL: libc::c_int = 128;
 /// The forked guard's name (`comm`, what `ps -e`, `pkill -x` and `killall` match; Linux only), so that killing the
 /// supervisor by its name does not kill its guard too. It does not contain "grouptimeout", which plain
 /// `pkill grouptimeout` (a pattern) would find in it. The command line stays the supervisor's (`pkill -f` matches it).
-#[cfg(all(
-    any(target_os = "linux", target_os = "android"),
-    not(grouptimeout_portable)
-))]
-const GUARD_NAME: &[u8; 12] = b"group-guard\0";
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+const GUARD_NAME: &CStr = c"group-guard";
 
 /// How many times the forked guard tries to remove the job's cgroup folder, 10 ms apart, about 10 s in all (it is
 /// removable once the killed processes have exited: a few hundred ms for a job that frees much memory on a loaded
 /// machine). Nobody waits for it: its supervisor is dead.
-const RMDIR_TRIES: usize = 1000;
-
-/// How deep below the job's cgroup folder the forked guard looks for sub-cgroups to remove (nested tools make one
-/// per level).
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-const SUB_CGROUP_DEPTH: usize = 16;
+const RMDIR_TRIES: usize = 1000;
 
 /// The job's cgroup, for the forked guard to end: its `cgroup.kill`, open for writing, and its folder's path.
 pub(crate) struct GuardCgroup<'a> {
@@ -150,26 +144,16 @@ fn guard_main(
     cgroup: Option<(libc::c_int, &CStr)>,
     ignore: &libc::sigaction,
 ) -> ! {
-    #[cfg(all(
-        any(target_os = "linux", target_os = "android"),
-        not(grouptimeout_portable)
-    ))]
-    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes, which GUARD_NAME is.
-    unsafe {
-        libc::prctl(libc::PR_SET_NAME, GUARD_NAME.as_ptr());
-    }
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    calls::set_name(GUARD_NAME);
     for signal in 1..=LAST_SIGNAL {
         if signal != libc::SIGKILL && signal != libc::SIGSTOP {
             // SAFETY: `ignore` is a valid sigaction; an invalid signal number only fails with EINVAL.
             unsafe { libc::sigaction(signal, ignore, std::ptr::null_mut()) };
         }
     }
-    let mut none = MaybeUninit::<libc::sigset_t>::zeroed();
-    // SAFETY: a live sigset_t, emptied, then set as the mask: pending signals, all ignored now, are discarded.
-    unsafe {
-        libc::sigemptyset(none.as_mut_ptr());
-        libc::sigprocmask(libc::SIG_SETMASK, none.as_ptr(), std::ptr::null_mut());
-    }
+    // Pending signals, all ignored now, are discarded.
+    calls::set_mask(libc::SIG_SETMASK, &calls::empty_set(), None);
     // `cgroup.kill` is moved above the standard descriptors first (it may be one of them), then kept as descriptor 1.
     // SAFETY: fcntl, setpgid and dup2 take integer arguments only.
     let armed = unsafe {
@@ -181,56 +165,59 @@ fn guard_main(
     };
     if !armed {
         // Maybe still in our supervisor's group: never signal anything from here.
-        // SAFETY: _exit ends this process at once.
-        unsafe { libc::_exit(127) };
+        calls::exit(127);
     }
-    close_from(if cgroup.is_some() { 2 } else { 1 });
-    let mut plan = DeathPlan::default();
+    calls::close_from(if cgroup.is_some() { 2 } else { 1 });
+    let mut plan = PlanLines::default();
     let mut buf = [0u8; 64];
     loop {
-        // SAFETY: reads at most `buf.len()` bytes into a live local.
-        let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
-        if let Some(read) = usize::try_from(n).ok().filter(|&n| n > 0) {
-            plan.take(&buf[..read]);
-            continue;
-        }
-        if n == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            break;
+        match calls::read(0, &mut buf) {
+            Ok(0) => break,
+            Ok(n) => plan.take(buf.get(..n).unwrap_or_default()),
+            Err(libc::EINTR) => {}
+            Err(_) => break,
         }
     }
-    // End of file: the supervisor died. Its plan first, for a guard in the job's group (see `DeathPlan`).
+    // End of file: the supervisor died. Its plan first, for a guard in the job's group: this process's own group (the
+    // job's: setpgid above; it ignores the signal itself), and the leader by its pid if it left the group (as the
+    // supervisor's own signals reach it); the leader's pid (> 1, checked) is the id of the group this process is in,
+    // so it names no other process meanwhile. As the library's own grace, the leader's exit ends it.
     if cgroup.is_none() {
-        plan.give_grace(pgid);
+        plan.plan().give([0, pgid], || leader_gone(pgid));
     }
     // The job's cgroup first (the group kill below ends this process too).
     if let Some((_, folder)) = cgroup {
-        // SAFETY: writes one byte from a static to descriptor 1, `cgroup.kill`.
-        unsafe { libc::write(1, b"1".as_ptr().cast(), 1) };
-        let pause = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 10_000_000,
-        };
-        for _ in 0..RMDIR_TRIES {
-            if remove_tree(folder) {
-                break;
-            }
-            // SAFETY: nanosleep reads a live timespec; the remainder is not wanted.
-            unsafe { libc::nanosleep(&raw const pause, std::ptr::null_mut()) };
-        }
+        end_cgroup(folder);
     }
-    // We are a member of the group, which keeps its id from being reused (with a cgroup: our own group).
-    // SAFETY: kill with pid 0 signals this process's own group, which setpgid made the command's (or our own).
-    unsafe {
-        libc::kill(0, libc::SIGKILL);
-        libc::_exit(1)
+    // We are a member of the group, which keeps its id from being reused (with a cgroup: our own group): pid 0 is this
+    // process's own group, which setpgid made the command's (or our own).
+    let _ = calls::kill(0, libc::SIGKILL);
+    calls::exit(1)
+}
+
+/// Kills every process of the job's cgroup (`1` to its `cgroup.kill`, open as descriptor 1), then removes its folder
+/// `folder` with the sub-cgroups the job made in it, deepest first (however deep, as the keeper does), once they
+/// are empty: tried at most [`RMDIR_TRIES`] times, 10 ms apart.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+fn end_cgroup(folder: &CStr) {
+    let _ = calls::write_control(1, b"1");
+    for _ in 0..RMDIR_TRIES {
+        if calls::remove_tree(folder) {
+            break;
+        }
+        calls::nap_for(10);
     }
 }
 
-/// What the forked guard does when its supervisor dies, as the supervisor last wrote it on the pipe: lines of three
-/// numbers, `SIGNAL CONT GRACE_MS` (see `crate::guard::Guard::set_plan`). Without one (or with signal 0 or `SIGKILL`,
-/// or no grace), `SIGKILL` at once.
+/// No cgroup but on Linux.
+#[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
+fn end_cgroup(_: &CStr) {}
+
+/// The death plan as the supervisor last wrote it on the guard's pipe: lines of three numbers, `SIGNAL CONT GRACE_MS`
+/// (see `crate::guard::Guard::set_plan`; `CONT` is the signal's, and [`DeathPlan`] tells it again). Without one,
+/// `SIGKILL` at once.
 #[derive(Default)]
-struct DeathPlan {
+struct PlanLines {
     /// The last whole line's numbers.
     plan: [u64; 3],
     /// The line being read, and which of its numbers is being read.
@@ -238,14 +225,15 @@ struct DeathPlan {
     at: usize,
 }
 
-impl DeathPlan {
+impl PlanLines {
     /// Takes the bytes read from the pipe.
     fn take(&mut self, bytes: &[u8]) {
         for &b in bytes {
             match b {
                 b'0'..=b'9' => {
-                    let field = &mut self.line[self.at];
-                    *field = field.saturating_mul(10).saturating_add(u64::from(b - b'0'));
+                    if let Some(field) = self.line.get_mut(self.at) {
+                        *field = field.saturating_mul(10).saturating_add(u64::from(b - b'0'));
+                    }
                 }
                 b' ' => self.at = (self.at + 1).min(2),
                 b'\n' => {
@@ -258,39 +246,10 @@ impl DeathPlan {
         }
     }
 
-    /// Sends the plan's signal to this process's group (the job's, which this process has joined and whose id it
-    /// pins; it ignores the signal itself), then `SIGCONT` if the plan says so, and waits up to the grace for the
-    /// group's leader `leader` to be gone or dead: as the library's own grace, the leader's exit ends it. The
-    /// caller then sends `SIGKILL` to the group.
-    fn give_grace(&self, leader: libc::pid_t) {
-        let [signal, cont, grace_ms] = self.plan;
-        let signal = libc::c_int::try_from(signal).unwrap_or(0);
-        if signal <= 0 || signal == libc::SIGKILL || grace_ms == 0 {
-            return;
-        }
-        // This process's own group (the job's: setpgid above), and the leader by its pid if it left the group (as the
-        // supervisor's own signals reach it).
-        // SAFETY: kill with pid 0 signals this process's own group; the leader's pid (> 1, checked) is the id of the
-        // group this process is in, so it names no other process meanwhile.
-        unsafe {
-            for target in [0, leader].into_iter().filter(|&t| t == 0 || t > 1) {
-                libc::kill(target, signal);
-                if cont != 0 {
-                    libc::kill(target, libc::SIGCONT);
-                }
-            }
-        }
-        let pause = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 10_000_000,
-        };
-        for _ in 0..grace_ms.div_ceil(10) {
-            if leader_gone(leader) {
-                return;
-            }
-            // SAFETY: nanosleep reads a live timespec; the remainder is not wanted.
-            unsafe { libc::nanosleep(&raw const pause, std::ptr::null_mut()) };
-        }
+    /// The last whole line's plan (normalised).
+    fn plan(&self) -> DeathPlan {
+        let [signal, _cont, grace_ms] = self.plan;
+        DeathPlan::from_parts(signal, grace_ms)
     }
 }
 
@@ -311,19 +270,10 @@ fn leader_gone(leader: libc::pid_t) -> bool {
         path.copy_within(16..21, 6 + digits);
         path[11 + digits..].fill(0);
         let mut buf = [0u8; 512];
-        // SAFETY: open of a NUL-terminated path (zero-filled past its end), read into `buf` (its length passed), close
-        // of the result: async-signal-safe system calls.
-        let n = unsafe {
-            let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
-            if fd >= 0 {
-                let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
-                libc::close(fd);
-                n
-            } else {
-                -1
-            }
-        };
-        if let Some(stat) = usize::try_from(n).ok().and_then(|n| buf.get(..n)) {
+        let stat = CStr::from_bytes_until_nul(&path)
+            .ok()
+            .and_then(|path| calls::read_start(libc::AT_FDCWD, path, &mut buf));
+        if let Some(stat) = stat {
             // The state follows the last ')' (the name may hold any byte) and a space.
             let state = stat
                 .iter()
@@ -332,116 +282,8 @@ fn leader_gone(leader: libc::pid_t) -> bool {
             return matches!(state, Some(b'Z' | b'X') | None);
         }
     }
-    // SAFETY: kill with signal 0 sends nothing; `leader` is > 1 (checked when the guard was forked).
-    unsafe {
-        libc::kill(leader, 0) != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
-    }
-}
-
-/// Removes the job's cgroup folder `folder` with the sub-cgroups below it, deepest first: whether it is gone (removed,
-/// or not there). A folder that still holds a process (`EBUSY`) stays for the next try. Allocates nothing (it runs in
-/// the forked guard).
-fn remove_tree(folder: &CStr) -> bool {
-    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-    {
-        // SAFETY: open reads the NUL-terminated path made before the fork; the descriptor is closed below.
-        let dir = unsafe {
-            libc::open(
-                folder.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            )
-        };
-        if dir >= 0 {
-            remove_below(dir, SUB_CGROUP_DEPTH);
-            // SAFETY: closes the descriptor opened above.
-            unsafe { libc::close(dir) };
-        }
-    }
-    // SAFETY: `folder` is a NUL-terminated string made before the fork; rmdir only reads it.
-    let removed = unsafe { libc::rmdir(folder.as_ptr()) } == 0;
-    removed || io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT)
-}
-
-/// Removes the sub-cgroups (folders) of the cgroup folder open as `dir`, each after the ones below it, at most `depth`
-/// levels down; those that cannot be removed yet are left. Reads the folder with `getdents64` into a buffer on the
-/// stack (no allocation, no `opendir`).
-#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-fn remove_below(dir: libc::c_int, depth: usize) {
-    if depth == 0 {
-        return;
-    }
-    let mut buf = [0u8; 2048];
-    loop {
-        // SAFETY: getdents64 writes at most `buf.len()` bytes of directory records into `buf`, which we own.
-        let n = unsafe { libc::syscall(libc::SYS_getdents64, dir, buf.as_mut_ptr(), buf.len()) };
-        let Ok(n) = usize::try_from(n) else { return };
-        if n == 0 {
-            return;
-        }
-        let mut at = 0;
-        // A record: d_ino (8 bytes), d_off (8), d_reclen (2), d_type (1), then the NUL-terminated name.
-        while let (Some(&[r0, r1]), Some(&kind), Some(name)) = (
-            buf.get(at + 16..at + 18),
-            buf.get(at + 18),
-            buf.get(at + 19..n),
-        ) {
-            let len = usize::from(u16::from_ne_bytes([r0, r1]));
-            if len == 0 {
-                return;
-            }
-            at += len;
-            if kind != libc::DT_DIR || name.starts_with(b".\0") || name.starts_with(b"..\0") {
-                continue;
-            }
-            // SAFETY: `name` points into `buf`, at a name the kernel ended with a NUL inside the record; openat and
-            // unlinkat only read it, and the descriptor opened is closed before the next record.
-            unsafe {
-                let sub = libc::openat(
-                    dir,
-                    name.as_ptr().cast(),
-                    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-                );
-                if sub >= 0 {
-                    remove_below(sub, depth - 1);
-                    libc::close(sub);
-                }
-                libc::unlinkat(dir, name.as_ptr().cast(), libc::AT_REMOVEDIR);
-            }
-        }
-    }
-}
-
-/// Closes every descriptor from `first` on (`close_range` on Linux, a bounded loop where that is missing).
-fn close_from(first: libc::c_int) {
-    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-    {
-        // SAFETY: close_range takes integer arguments only; closing our own descriptors in this forked child.
-        if unsafe {
-            libc::syscall(
-                libc::SYS_close_range,
-                // `first` is 1 or 2: its absolute value is itself (and no panic in the forked child).
-                first.unsigned_abs(),
-                libc::c_uint::MAX,
-                0,
-            )
-        } == 0
-        {
-            return;
-        }
-    }
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into a live rlimit struct.
-    let max = match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) } {
-        0 => libc::c_int::try_from(limit.rlim_cur.min(65_536)).unwrap_or(65_536),
-        _ => 65_536,
-    };
-    for fd in first..max {
-        // SAFETY: closing a descriptor number; EBADF for one that is not open is harmless.
-        unsafe { libc::close(fd) };
-    }
+    // Signal 0 sends nothing; `leader` is > 1 (checked when the guard was forked).
+    calls::kill(leader, 0) == Err(libc::ESRCH)
 }
 
 /// How a child process ended, as `waitid` reports it.
@@ -551,28 +393,14 @@ impl Held {
             _ => (libc::P_PID, wait_id(self.pid)),
         };
         super::retry_eintr(|| {
-            let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
-            // SAFETY: `info` points to a zeroed `siginfo_t` that lives across the call; one process (a pid or a
-            // pidfd) is waited for, never a group or any child.
-            cvt(unsafe {
-                libc::waitid(
-                    idtype,
-                    id,
-                    info.as_mut_ptr(),
-                    flags | libc::WEXITED | libc::WNOHANG,
-                )
-            })?;
-            // SAFETY: zero-initialised and possibly filled in by the kernel: every bit pattern is a valid siginfo_t;
-            // si_status reads the field waitid sets for a child's exit.
-            let (signo, code, status) = unsafe {
-                let info = info.assume_init();
-                (info.si_signo, info.si_code, info.si_status())
-            };
-            // With WNOHANG and no exited child the kernel leaves si_signo 0 (we zeroed it).
-            Ok((signo != 0).then_some(if code == CLD_EXITED {
-                End::Exited(status)
+            // One process (a pid or a pidfd) is waited for, never a group or any child.
+            let report = calls::waitid(idtype, id, flags | libc::WEXITED | libc::WNOHANG)
+                .map_err(io::Error::from_raw_os_error)?;
+            // With WNOHANG and no exited child there is no report (pid 0).
+            Ok((report.pid != 0).then_some(if report.code == CLD_EXITED {
+                End::Exited(report.status)
             } else {
-                End::Killed(status)
+                End::Killed(report.status)
             }))
         })
     }
