@@ -53,10 +53,14 @@ pub fn eventually(limit: Duration, mut pred: impl FnMut() -> bool) -> bool {
     }
 }
 
-/// Waits (bounded) until every pid in `pids` is dead; returns the ones still alive.
+/// Waits (bounded) until every pid in `pids` is dead; returns the ones still alive. Each is the process it is at this
+/// call (see [`KillOnDrop`]): one that ends during the wait counts as dead even once another process has its pid.
+/// Pids learned earlier are better checked with [`KillOnDrop::survivors_after`] of a list made where they were learned.
 pub fn survivors_after(limit: Duration, pids: &[u32]) -> Vec<u32> {
-    eventually(limit, || pids.iter().all(|&p| is_dead(p)));
-    pids.iter().copied().filter(|&p| !is_dead(p)).collect()
+    let listed = KillOnDrop::new(pids.to_vec());
+    let alive = listed.survivors_after(limit);
+    listed.into_pids();
+    alive
 }
 
 /// Live (not zombie) processes whose process group is `pgid`.
