@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use grouptimeout::{Captured, GroupCommandExt, Outcome};
 
 mod common;
-use common::{eventually, is_dead, kill_pids};
+use common::{eventually, KillOnDrop};
 
 const MARK_VAR: &str = "GROUPTIMEOUT_CAPTURE_TEST";
 
@@ -37,26 +37,18 @@ impl Marked {
         cmd
     }
 
+    /// The live (not zombie) processes carrying the marker, each known by its start time too (see `KillOnDrop`).
+    fn found(&self) -> KillOnDrop {
+        let needle = format!("{MARK_VAR}={}\0", self.mark).into_bytes();
+        KillOnDrop::scan(|pid| {
+            fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|environ| environ.windows(needle.len()).any(|w| w == needle))
+        })
+    }
+
     /// The pids of live (not zombie) processes carrying the marker.
     fn alive(&self) -> Vec<u32> {
-        let needle = format!("{MARK_VAR}={}\0", self.mark).into_bytes();
-        let mut pids = Vec::new();
-        for entry in fs::read_dir("/proc").expect("read /proc").flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            let Ok(environ) = fs::read(format!("/proc/{pid}/environ")) else {
-                continue;
-            };
-            if environ.windows(needle.len()).any(|w| w == needle) && !is_dead(pid) {
-                pids.push(pid);
-            }
-        }
-        pids
+        self.found().into_pids()
     }
 
     /// Waits (bounded) until no process with the marker is alive; returns those still alive after the bound.
@@ -71,7 +63,7 @@ impl Marked {
 
     /// Kills every live process with the marker (`kill -9 PID`) and waits, bounded, until they are dead.
     fn kill_all(&self) {
-        kill_pids(&self.alive());
+        self.found().kill();
         let left = self.wait_all_dead(Duration::from_secs(10));
         assert!(left.is_empty(), "processes survived kill -9: {left:?}");
     }
@@ -80,7 +72,7 @@ impl Marked {
 impl Drop for Marked {
     fn drop(&mut self) {
         if thread::panicking() {
-            kill_pids(&self.alive());
+            self.found().kill();
         } else {
             self.kill_all();
         }

@@ -169,7 +169,10 @@ fn a_fork_storm_leaves_no_survivor() {
         alive = live_members(pgid);
         alive.is_empty()
     });
-    kill_pids(&alive);
+    // Found again with their start times, so that a member that died meanwhile is not taken for its pid's next owner.
+    drop(KillOnDrop::scan(|pid| {
+        state_and_group(pid).is_some_and(|(_, group)| group == pgid)
+    }));
     assert!(
         none_left,
         "{} members of the fork storm survived",
@@ -341,19 +344,16 @@ fn a_group_this_process_may_not_signal_is_eperm() {
     }
     let out = run_self_under(&["env"], "signals_after_dropping_root");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    // The scenario prints the leader's pid first; kill it whatever happened (it is root's, and now an orphan).
-    let leader: Vec<u32> = stdout
+    // The scenario prints the leader's pid and start time first; kill it whatever happened (it is root's, and now an
+    // orphan), if it is still that process.
+    let leader: Vec<(u32, u64)> = stdout
         .lines()
         .filter_map(|l| {
-            l.split_once("leader ")?
-                .1
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()
+            let mut words = l.split_once("leader ")?.1.split_whitespace();
+            Some((words.next()?.parse().ok()?, words.next()?.parse().ok()?))
         })
         .collect();
-    kill_pids(&leader);
+    drop(KillOnDrop::started(&leader));
     assert!(
         out.status.success() && stdout.contains("1 passed") && leader.len() == 1,
         "{stdout}\n{}",
@@ -374,7 +374,8 @@ fn signals_after_dropping_root() {
         .spawn_group()
         .unwrap();
     // Straight to the process's stdout: libtest captures `println!` of a passing test.
-    writeln!(io::stdout(), "leader {}", child.id()).unwrap();
+    let started = start_time(child.id()).expect("the leader's start time");
+    writeln!(io::stdout(), "leader {} {started}", child.id()).unwrap();
     // SAFETY: plain system calls; libc applies them to every thread of the process.
     unsafe {
         assert_eq!(libc::setgroups(0, std::ptr::null()), 0);

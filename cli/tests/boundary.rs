@@ -183,12 +183,17 @@ mod linux {
                 how.cgroup(false);
             }
             how.require(mode);
+            // Sleeps of 313 and 315 s that no other test process, nor another copy of the suite, runs: their
+            // durations end in this process's id.
+            let id = std::process::id();
             let mut command = Command::new("sh");
             command
                 .args([
                     "-c",
-                    "sh -c 'echo inner $$; setsid sleep 313 & exec sleep 315' & \
-                     sleep 0.2; echo outer $$; exec sleep 314",
+                    &format!(
+                        "sh -c 'echo inner $$; setsid sleep 313.{id} & exec sleep 315.{id}' & \
+                         sleep 0.2; echo outer $$; exec sleep 314"
+                    ),
                 ])
                 .stdout(Stdio::piped());
             unshare_pid_namespace(&mut command);
@@ -204,9 +209,9 @@ mod linux {
             // The namespace's processes, found outside by their command lines: its PID 1 and an escapee.
             // The inner shell may not have started its escapee yet when the outer one printed.
             let find = || -> Vec<u32> {
-                ["sleep\u{0}313", "sleep\u{0}315"]
+                [313, 315]
                     .iter()
-                    .flat_map(|c| with_cmdline(c))
+                    .flat_map(|s| with_cmdline(&format!("sleep\u{0}{s}.{id}\u{0}")))
                     .collect()
             };
             eventually(Duration::from_secs(10), || find().len() == 2);

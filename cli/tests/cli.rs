@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use grouptimeout::{GroupChild, GroupCommandExt, Outcome};
 
 mod common;
-use common::{is_dead, kill_pids, survivors_after, with_cmdline};
+use common::{with_cmdline, KillOnDrop};
 
 const BIN: &str = env!("CARGO_BIN_EXE_grouptimeout");
 /// No single run of the tool may take longer than this: a regression fails instead of hanging.
@@ -63,8 +63,11 @@ impl Scratch {
         }
     }
 
-    fn pid(&self, name: &str) -> u32 {
-        self.wait_for(name).trim().parse().unwrap()
+    /// Waits (bounded) until `name` holds a line, and returns the processes whose pids it lists (see
+    /// `KillOnDrop::from_file`).
+    fn listed(&self, name: &str) -> KillOnDrop {
+        self.wait_for(name);
+        KillOnDrop::from_file(self.path(name))
     }
 }
 
@@ -168,12 +171,13 @@ fn killed(run: &Run) -> bool {
     run.status.signal() == Some(libc::SIGKILL)
 }
 
-/// Asserts `pid` dies within a generous bound (SIGKILL is not instant on a loaded machine); kills it if not, so
-/// that a failing test leaves nothing behind.
-fn assert_dies(pid: u32, what: &str) {
-    let alive = survivors_after(Duration::from_secs(5), &[pid]);
-    kill_pids(&alive);
-    assert!(alive.is_empty(), "{what} (pid {pid}) survived");
+/// Asserts the listed processes die within a generous bound (SIGKILL is not instant on a loaded machine); kills them
+/// if not, so that a failing test leaves nothing behind. Listed where the test learned their pids: a pid whose process
+/// ended may name another test's process by now (see `KillOnDrop`).
+fn assert_dies(procs: &KillOnDrop, what: &str) {
+    let alive = procs.survivors_after(Duration::from_secs(5));
+    procs.kill();
+    assert!(alive.is_empty(), "{what} (pid {:?}) survived", procs.0);
 }
 
 #[test]
@@ -452,8 +456,8 @@ fn a_stop_signal_leaves_the_command_stopped() {
     // stopped (GNU stops itself too; the tool, outside the group, waits on).
     let mut tool =
         start_with_default_signals(&["-s", "STOP", ".3", "sh", "-c", "echo $$; exec sleep 30"]);
-    let pid = tool.scratch.pid("stdout");
-    let _cleanup = common::KillOnDrop::new(vec![pid]);
+    let listed = tool.scratch.listed("stdout");
+    let pid = listed.0[0];
     let stopped = |pid| matches!(common::state_and_group(pid), Some(('T', _)));
     assert!(
         common::eventually(Duration::from_secs(5), || stopped(pid)),
@@ -465,7 +469,7 @@ fn a_stop_signal_leaves_the_command_stopped() {
     tool.signal(libc::SIGTERM);
     let r = tool.finish();
     assert_eq!(code(&r), 124, "{}", r.stderr);
-    assert_dies(pid, "the stopped command");
+    assert_dies(&listed, "the stopped command");
 }
 
 /// Issue 37.4: a command that dies of `SIGKILL` makes the tool die of it, as GNU's does (its caller sees signal 9,
@@ -507,7 +511,7 @@ fn leftovers_are_killed_when_the_command_exits() {
     let r = run(&["10", "sh", "-c", &script]);
     assert_eq!(code(&r), 0);
     assert!(r.elapsed < Duration::from_secs(8), "{:?}", r.elapsed);
-    assert_dies(s.pid("pid"), "background sleep");
+    assert_dies(&s.listed("pid"), "background sleep");
 }
 
 #[test]
@@ -519,7 +523,8 @@ fn a_killed_tool_takes_the_command_group_along() {
         s.file("leader")
     );
     let mut running = Running::start(BIN, &["30", "sh", "-c", &script]);
-    let (background, leader) = (s.pid("pid"), s.pid("leader"));
+    let (background, listed) = (s.listed("pid"), s.listed("leader"));
+    let leader = listed.0[0];
     // The leader, its background sleep and the tool's guard, which joins the group by itself after the tool's
     // die_with_parent_forked returned: wait (bounded) for it. A job with a keeper has none (the keeper guards it).
     let n = 2 + guards_in_group(running.child.id(), leader);
@@ -529,8 +534,8 @@ fn a_killed_tool_takes_the_command_group_along() {
     running.signal(libc::SIGKILL);
     let r = running.finish();
     assert_eq!(r.status.signal(), Some(libc::SIGKILL));
-    assert_dies(background, "background sleep of a killed tool");
-    assert_dies(leader, "command of a killed tool");
+    assert_dies(&background, "background sleep of a killed tool");
+    assert_dies(&listed, "command of a killed tool");
     assert!(common::eventually(Duration::from_secs(5), || {
         common::live_members(group).is_empty()
     }));
@@ -551,16 +556,16 @@ fn leave_running_keeps_leftovers_on_normal_exit_only() {
     let script = format!("sleep 30 & echo $! > {}", s.file("pid"));
     let r = run(&["--leave-running", "10", "sh", "-c", &script]);
     assert_eq!(code(&r), 0);
-    let pid = s.pid("pid");
+    let listed = s.listed("pid");
     thread::sleep(Duration::from_millis(200));
-    let alive = !is_dead(pid);
-    kill_pids(&[pid]);
+    let alive = !listed.alive().is_empty();
+    listed.kill();
     assert!(alive, "--leave-running killed the background sleep");
     // After a timeout the group is killed all the same.
     let script = format!("sleep 30 & echo $! > {}; wait", s.file("pid2"));
     let r = run(&["--leave-running", "2", "sh", "-c", &script]);
     assert_eq!(code(&r), 124);
-    assert_dies(s.pid("pid2"), "background sleep after a timeout");
+    assert_dies(&s.listed("pid2"), "background sleep after a timeout");
 }
 
 #[test]
@@ -579,7 +584,7 @@ fn kill_after_reaches_members_that_ignore_the_signal() {
         "waited for --kill-after: {:?}",
         r.elapsed
     );
-    assert_dies(s.pid("pid"), "member ignoring TERM");
+    assert_dies(&s.listed("pid"), "member ignoring TERM");
 }
 
 #[test]
@@ -599,17 +604,17 @@ fn escapees_are_swept() {
     );
     let r = run(&["10", "sh", "-c", &script]);
     assert_eq!(code(&r), 0);
-    assert_dies(s.pid("a"), "setsid escapee");
-    assert_dies(s.pid("b"), "double-fork daemon");
+    assert_dies(&s.listed("a"), "setsid escapee");
+    assert_dies(&s.listed("b"), "double-fork daemon");
     let script = format!("setsid sleep 30 & echo $! > {}; sleep 30", s.file("c"));
     let r = run(&["2", "sh", "-c", &script]);
     assert_eq!(code(&r), 124);
-    assert_dies(s.pid("c"), "setsid escapee after a timeout");
+    assert_dies(&s.listed("c"), "setsid escapee after a timeout");
     // --foreground: no group of its own, but the sweep still ends what the command left.
     let script = format!("sleep 30 & echo $! > {}", s.file("d"));
     let r = run(&["--foreground", "10", "sh", "-c", &script]);
     assert_eq!(code(&r), 0);
-    assert_dies(s.pid("d"), "leftover in --foreground mode");
+    assert_dies(&s.listed("d"), "leftover in --foreground mode");
     assert_eq!(code(&run(&["-f", ".2", "sleep", "10"])), 124);
 }
 
@@ -738,10 +743,9 @@ fn a_sidecars_daemon_is_left_alone() {
         let argv = user.command(&s, "sh", &["-c", &script, &user.bin(), &command]);
         let r = Running::start(&argv[0], &argv[1..]).finish();
         // The command ends only once the daemon exists, so after a normal exit its pid is there already.
-        let daemon = fs::read_to_string(s.path("daemon")).ok();
-        let daemon: Option<u32> = daemon.and_then(|pid| pid.trim().parse().ok());
-        let alive = daemon.is_some_and(|pid| !is_dead(pid));
-        kill_pids(daemon.as_slice());
+        let daemon = KillOnDrop::from_file(s.path("daemon"));
+        let alive = !daemon.alive().is_empty();
+        daemon.kill();
         assert_eq!(code(&r), 0, "{user:?}: {}", r.stderr);
         assert!(alive, "{user:?}: the sidecar's daemon was killed");
         let adopted = s.wait_for("adopted");
@@ -779,8 +783,9 @@ fn escapees_die_and_verbose_names_them() {
         let script = format!("setsid sleep 30 & echo $! > {}; sleep .1", s.file("a"));
         let r = user.run(&s, &["-v", "10", "sh", "-c", &script]);
         assert_eq!(code(&r), 0, "{user:?}: {}", r.stderr);
-        let a = s.pid("a");
-        assert_dies(a, "setsid escapee after a normal exit");
+        let listed = s.listed("a");
+        let a = listed.0[0];
+        assert_dies(&listed, "setsid escapee after a normal exit");
         assert_eq!(
             without_boundary(&r.stderr),
             format!("{me}: killed 1 process left behind: {a} (sleep)\n"),
@@ -790,7 +795,7 @@ fn escapees_die_and_verbose_names_them() {
         let script = format!("setsid sleep 30 & echo $! > {}; sleep 30", s.file("b"));
         let r = user.run(&s, &["1", "sh", "-c", &script]);
         assert_eq!(code(&r), 124, "{user:?}: {}", r.stderr);
-        assert_dies(s.pid("b"), "setsid escapee at the deadline");
+        assert_dies(&s.listed("b"), "setsid escapee at the deadline");
         // One that ignores the timeout's signal, killed with --kill-after: named after GNU's lines.
         let script = format!("setsid sleep 30 & echo $! > {}; exec sleep 30", s.file("c"));
         let r = user.run(
@@ -798,8 +803,9 @@ fn escapees_die_and_verbose_names_them() {
             &["-v", "-s", "URG", "-k", ".3", ".5", "sh", "-c", &script],
         );
         assert!(killed(&r), "{user:?}: {:?} {}", r.status, r.stderr);
-        let c = s.pid("c");
-        assert_dies(c, "setsid escapee at the --kill-after deadline");
+        let listed = s.listed("c");
+        let c = listed.0[0];
+        assert_dies(&listed, "setsid escapee at the --kill-after deadline");
         assert_eq!(
             without_boundary(&r.stderr),
             format!(
@@ -838,7 +844,7 @@ fn nested_tools_keep_their_own_signal_plan() {
         let words = user.command(&s, &bin, &args);
         let mut running = Running::start(&words[0], &words[1..]);
         s.wait_for("ready");
-        let pids = [s.pid("escapee"), s.pid("member")];
+        let pids = [s.listed("escapee"), s.listed("member")];
         running.signal(libc::SIGALRM);
         let tool = running.child.id();
         let r = running.finish();
@@ -848,7 +854,7 @@ fn nested_tools_keep_their_own_signal_plan() {
             "USR1\n",
             "{user:?}: what the inner command's traps saw"
         );
-        for pid in pids {
+        for pid in &pids {
             assert_dies(pid, "a process of the inner job");
         }
         let left = common::job_folders_made_by(tool);
@@ -879,11 +885,10 @@ fn a_stopped_keeper_does_not_hold_the_tool() {
             "group-keeper",
             "{user:?}: the job has a keeper"
         );
-        let stopped = Command::new("kill")
-            .args(["-STOP", &keeper.to_string()])
-            .status()
-            .unwrap();
-        assert!(stopped.success());
+        // Through a pidfd taken while the keeper is the tool's child (its pid cannot have been reused then).
+        let keeper_fd = common::pidfd_of(keeper).unwrap();
+        assert_eq!(common::parent_of(keeper), Some(running.child.id()));
+        assert!(common::signal_through(&keeper_fd, libc::SIGSTOP));
         fs::write(s.path("go"), "").unwrap();
         let r = running.finish();
         assert_eq!(code(&r), 5, "{user:?}: {}", r.stderr);
@@ -941,9 +946,10 @@ fn a_killed_command_never_runs_on() {
                         if i % 3 == 0 && f.is_ok() || i % 3 != 0 && f.as_deref().ok() != Some("ORIGINAL\n") {
                             wrong.push(format!("ran on: F is {f:?}"));
                         }
-                        if let Some(pid) = fs::read_to_string(&p).ok().and_then(|p| p.trim().parse().ok()) {
-                            let alive = survivors_after(Duration::from_secs(2), &[pid]);
-                            kill_pids(&alive);
+                        let listed = KillOnDrop::from_file(&p);
+                        if let Some(&pid) = listed.0.first() {
+                            let alive = listed.survivors_after(Duration::from_secs(2));
+                            listed.kill();
                             wrong.push(format!("started escapee {pid} (alive after the run: {})", !alive.is_empty()));
                         }
                         (!wrong.is_empty()).then(|| format!("{user:?} {script}: {}", wrong.join("; ")))
@@ -982,17 +988,13 @@ fn the_sweep_tells_empty_environments_at_once() {
         );
         let r = user.run(&s, &["60", "sh", "-c", &script]);
         let finished = std::time::SystemTime::now();
-        let daemons: Vec<u32> = fs::read_to_string(s.path("pids"))
-            .unwrap()
-            .split_whitespace()
-            .map(|p| p.parse().unwrap())
-            .collect();
-        kill_pids(&daemons);
+        let daemons = KillOnDrop::from_file(s.path("pids"));
+        daemons.kill();
         let end: f64 = s.wait_for("end").trim().parse().unwrap();
         let end = std::time::UNIX_EPOCH + Duration::from_secs_f64(end);
         let after = finished.duration_since(end).unwrap_or_default();
         assert_eq!((code(&r), r.stderr.as_str()), (0, ""), "{user:?}");
-        assert_eq!(daemons.len(), 200);
+        assert_eq!(daemons.0.len(), 200);
         assert!(
             after < Duration::from_secs(2),
             "the tool exited {after:?} after its command"
@@ -1031,8 +1033,9 @@ fn an_escapee_that_became_root_is_named() {
         s.file("p")
     );
     let r = User::Nobody.run(&s, &["10", "sh", "-c", &script]);
-    let escapee = s.pid("p");
-    let alive = !is_dead(escapee);
+    let listed = s.listed("p");
+    let escapee = listed.0[0];
+    let alive = !listed.alive().is_empty();
     // What a failure needs to be told apart (it failed once in CI, with an empty stderr, and not in 150 runs here):
     // the run, the escapee as the run left it, and the command's parent.
     let seen =
@@ -1050,7 +1053,7 @@ fn an_escapee_that_became_root_is_named() {
         }),
         fs::read_to_string(s.path("parent")).map(|name| name.trim().to_string()),
     );
-    kill_pids(&[escapee]);
+    listed.kill();
     assert_eq!(r.status.code(), Some(0), "{seen}");
     assert!(
         alive,
@@ -1082,8 +1085,8 @@ fn a_killed_tool_takes_the_cgroup_along() {
         s.file("leader")
     );
     let mut running = Running::start(BIN, &["30", "sh", "-c", &script]);
-    let (escapee, leader) = (s.pid("pid"), s.pid("leader"));
-    let _cleanup = common::KillOnDrop::new(vec![escapee, leader]);
+    let listed = [s.listed("pid"), s.listed("leader")];
+    let (escapee, leader) = (listed[0].0[0], listed[1].0[0]);
     let folder = common::job_folder(leader).filter(|f| {
         f.file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with("grouptimeout-"))
@@ -1108,8 +1111,8 @@ fn a_killed_tool_takes_the_cgroup_along() {
     running.signal(libc::SIGKILL);
     let r = running.finish();
     assert_eq!(r.status.signal(), Some(libc::SIGKILL));
-    assert_dies(escapee, "setsid escapee of a killed tool");
-    assert_dies(leader, "command of a killed tool");
+    assert_dies(&listed[0], "setsid escapee of a killed tool");
+    assert_dies(&listed[1], "command of a killed tool");
     assert!(
         common::eventually(Duration::from_secs(10), || !folder.exists()),
         "{folder:?} left behind"
@@ -1182,8 +1185,8 @@ fn nested_tools_ended_by_sigkill_leave_no_folder() {
         };
         args.extend([BIN, "30", BIN, "30", "sh", "-c", &script]);
         let mut running = Running::start(BIN, &args);
-        let leader = s.pid("leader");
-        let _cleanup = common::KillOnDrop::new(vec![leader]);
+        let listed = s.listed("leader");
+        let leader = listed.0[0];
         let folders = job_folders_around(leader);
         if folders.len() != 3 {
             running.signal(libc::SIGKILL);
@@ -1208,7 +1211,7 @@ fn nested_tools_ended_by_sigkill_leave_no_folder() {
             let left: Vec<_> = folders.iter().filter(|f| f.exists()).collect();
             assert!(left.is_empty(), "{how}: {left:?} left behind");
         }
-        assert_dies(leader, "the innermost command");
+        assert_dies(&listed, "the innermost command");
         assert!(
             common::eventually(Duration::from_secs(15), || folders
                 .iter()
@@ -1234,8 +1237,8 @@ fn a_tool_killed_while_its_killed_job_dies_leaves_no_folder() {
         s.file("leader")
     );
     let mut running = Running::start(BIN, &["-v", "-s", "KILL", "2", "sh", "-c", &script]);
-    let leader = s.pid("leader");
-    let _cleanup = common::KillOnDrop::new(vec![leader]);
+    let listed = s.listed("leader");
+    let leader = listed.0[0];
     let Some(folder) = job_folders_around(leader).pop() else {
         running.signal(libc::SIGKILL);
         running.finish();
@@ -1254,7 +1257,7 @@ fn a_tool_killed_while_its_killed_job_dies_leaves_no_folder() {
     running.signal(libc::SIGKILL);
     let r = running.finish();
     assert_eq!(r.status.signal(), Some(libc::SIGKILL));
-    assert_dies(leader, "the killed command");
+    assert_dies(&listed, "the killed command");
     assert!(
         common::eventually(Duration::from_secs(15), || !folder.exists()),
         "{folder:?} left behind"
@@ -1343,7 +1346,7 @@ fn works_with_sigchld_ignored_and_sigalrm_blocked() {
     let script = format!("sleep 30 & echo $! > {}", s.file("pid"));
     let r = perl(&["10", "sh", "-c", &script]).finish();
     assert_eq!(code(&r), 0, "{}", r.stderr);
-    assert_dies(s.pid("pid"), "leftover with SIGCHLD ignored");
+    assert_dies(&s.listed("pid"), "leftover with SIGCHLD ignored");
     // SIGALRM sent to the tool still counts, though it was started with SIGALRM blocked.
     let ready = s.file("ready");
     let script = format!("echo > {ready}; sleep 30");
@@ -1918,10 +1921,11 @@ fn a_tool_killed_at_any_moment_of_its_start_leaves_nothing() {
         });
         if !gone {
             let (survivors, folders) = (
-                with_cmdline(&needle),
+                KillOnDrop::with_cmdline(&needle),
                 common::job_folders_made_by(tool.id()),
             );
-            kill_pids(&survivors);
+            survivors.kill();
+            let survivors = &survivors.0;
             let inside: Vec<String> = folders
                 .iter()
                 .map(|f| {

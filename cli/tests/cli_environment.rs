@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use grouptimeout::{GroupChild, GroupCommandExt, Outcome};
 
 mod common;
-use common::{eventually, is_dead, is_root, kill_pids, parent_of, survivors_after, temp_path};
+use common::{eventually, is_dead, is_root, parent_of, temp_path, KillOnDrop};
 
 const BIN: &str = env!("CARGO_BIN_EXE_grouptimeout");
 /// No single run may take longer than this: a regression fails instead of hanging.
@@ -111,11 +111,20 @@ fn pids_in(path: &str) -> Vec<u32> {
         .collect()
 }
 
-/// Asserts that each of `pids` dies within a generous bound; kills the survivors so that nothing is left behind.
-fn assert_die(pids: &[u32], what: &str) {
-    let alive = survivors_after(Duration::from_secs(5), pids);
-    kill_pids(&alive);
+/// Asserts that each process whose pid is in the file `path` dies within a generous bound (see [`pids_in`]); kills
+/// the survivors so that nothing is left behind.
+fn assert_die(path: &str, what: &str) {
+    let pids = listed_in(path);
+    let alive = pids.survivors_after(Duration::from_secs(5));
+    pids.kill();
     assert!(alive.is_empty(), "{what}: {alive:?} survived");
+}
+
+/// Waits (bounded) until `path` holds a line, and returns the processes it lists: a pid whose process started after
+/// the file was written is not the one written (it died, and its pid was reused), and counts as dead.
+fn listed_in(path: &str) -> KillOnDrop {
+    wait_for_line(path);
+    KillOnDrop::from_file(path)
 }
 
 /// Whether `program args` runs and succeeds here (a tool that is missing or forbidden, such as `unshare` without
@@ -149,12 +158,12 @@ fn children_the_tool_already_had_are_left_alone() {
          sleep .01; i=$((i+1)); done; exec \"$GT\" 10 sh -c 'setsid sleep 30 & echo $! > {escapee}'"
     );
     let r = sh(&mut files, &script);
-    let before = pids_in(&before);
-    let alive = !is_dead(before[0]);
-    kill_pids(&before);
+    let before = listed_in(&before);
+    let alive = !before.alive().is_empty();
+    before.kill();
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(alive, "the child the tool already had was killed");
-    assert_die(&pids_in(&escapee), "the command's escapee");
+    assert_die(&escapee, "the command's escapee");
     // The same through a process substitution (`exec > >(gzip > FILE)`): all of the output arrives.
     if !works("bash", &["-c", "true"]) || !works("gzip", &["--version"]) {
         return common::skip_or_fail(
@@ -324,9 +333,9 @@ fn few_descriptors_leave_no_survivor() {
                 "few_descriptors_leave_no_survivor (its escapee)",
                 "the sweep (the tool as a child subreaper)",
             ) {
-                kill_pids(&pids_in(&escapee));
+                listed_in(&escapee).kill();
             } else {
-                assert_die(&pids_in(&escapee), &what);
+                assert_die(&escapee, &what);
             }
         }
     }
@@ -388,15 +397,18 @@ fn under_a_storm(files: &mut Files, args: &[&str], script: &str, signal: i32) ->
         .parse()
         .unwrap();
     let end = Instant::now() + RUN_LIMIT;
-    // Only while the tool is still strace's child: its pid cannot have been reused.
-    while matches!(strace.try_wait(), Ok(None))
-        && Instant::now() < end
-        && parent_of(tool) == Some(strace.id())
-    {
-        let _ = Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(tool.to_string())
-            .status();
+    // Through a pidfd opened while the tool is still strace's child (its pid cannot have been reused then), so that
+    // no signal reaches a later owner of its pid once strace has reaped it.
+    let tool_fd = common::pidfd_of(tool)
+        .ok()
+        .filter(|_| parent_of(tool) == Some(strace.id()));
+    while let Some(fd) = tool_fd.as_ref().filter(|_| {
+        matches!(strace.try_wait(), Ok(None))
+            && Instant::now() < end
+            && parent_of(tool) == Some(strace.id())
+    }) {
+        common::signal_through(fd, signal);
+        std::thread::sleep(Duration::from_millis(1));
     }
     finish(strace, &stderr)
 }
@@ -469,10 +481,10 @@ fn reaping_adopted_orphans_costs_what_exited() {
     // 450 forks and execs of `sh` take a few seconds, and more than 20 on a loaded machine (seen once beside three
     // other test runs): bounded by the tool's own deadline instead.
     let r = finish_within(tool, &stderr, Duration::from_secs(70));
-    let daemons = pids_in(&daemons);
+    let listed = pids_in(&daemons).len();
     assert_die(&daemons, "adopted daemons");
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(daemons.len(), DAEMONS);
+    assert_eq!(listed, DAEMONS);
     let text = fs::read_to_string(&trace).unwrap();
     let waits = text
         .lines()

@@ -348,21 +348,16 @@ fi
         let tool_pid = tool.id();
         let out = tool.wait_with_output_timeout(RUN_LIMIT).unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        // Read before any check, so that a failing check still kills them.
-        let pid = |name: &str| -> Option<u32> {
-            fs::read_to_string(dir.0.join(name))
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-        };
-        let (a, b, c) = (pid("a"), pid("b"), pid("c"));
-        let tree: Vec<u32> = [a, b, c].into_iter().flatten().collect();
-        let _cleanup = KillOnDrop::new(tree.clone());
-        let running = |p: Option<u32>| p.is_some_and(|p| !is_dead(p));
+        // Read before any check, so that a failing check still kills them; a pid whose process started after its file
+        // was written is not the one written (it died, and the pid was reused).
+        let tree = ["a", "b", "c"].map(|name| KillOnDrop::from_file(dir.0.join(name)));
+        let running = |p: &KillOnDrop| !p.alive().is_empty();
         let escaped = Escapes {
-            setsid: running(a),
-            env_i: running(b),
-            agent: running(c),
+            setsid: running(&tree[0]),
+            env_i: running(&tree[1]),
+            agent: running(&tree[2]),
         };
+        let [a, b, c] = tree.each_ref().map(|p| p.0.first());
         assert!(
             !out.outcome.timed_out(),
             "{caller:?}: the tool ran longer than {RUN_LIMIT:?}: {stderr}"
@@ -387,9 +382,11 @@ fi
             .trim()
             .to_string();
         // Those that escaped, killed now (the drop kills them too when a check fails first); dead when this returns.
-        kill_pids(&tree);
+        tree.iter().for_each(KillOnDrop::kill);
         assert_eq!(
-            survivors_after(Duration::from_secs(10), &tree),
+            tree.iter()
+                .flat_map(|p| p.survivors_after(Duration::from_secs(10)))
+                .collect::<Vec<_>>(),
             [] as [u32; 0]
         );
         Some(Run {

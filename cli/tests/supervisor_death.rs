@@ -52,10 +52,11 @@ fn own_folder(pid: u32) -> Option<PathBuf> {
 
 /// Checks the end of a job whose supervisor was killed: its trap ran (so the signal came before any `SIGKILL`), none
 /// of `pids` survives, and `folder` (if any) is gone.
-fn assert_ended_gracefully(dir: &Path, pids: &[u32], folder: Option<&Path>) {
+fn assert_ended_gracefully(dir: &Path, pids: &KillOnDrop, folder: Option<&Path>) {
     let trapped = eventually(LIMIT, || dir.join("trapped").exists());
-    let alive = survivors_after(LIMIT, pids);
-    kill_pids(&alive);
+    let alive = pids.survivors_after(LIMIT);
+    pids.kill();
+    let pids = &pids.0;
     assert!(
         trapped,
         "the job's trap never ran: it got no signal before SIGKILL"
@@ -116,10 +117,10 @@ fn kill_tool(mut tool: Child) {
 fn a_killed_tool_sends_its_timeout_signal_first() {
     let dir = TempDir::new("death-tool-term");
     let (tool, pids) = start_tool(&["25"], &dir.0, &[]);
-    let _cleanup = KillOnDrop::new(pids.clone());
+    let cleanup = KillOnDrop::new(pids.clone());
     let folder = own_folder(pids[0]);
     kill_tool(tool);
-    assert_ended_gracefully(&dir.0, &pids, folder.as_deref());
+    assert_ended_gracefully(&dir.0, &cleanup, folder.as_deref());
 }
 
 /// `-s USR1 -k 1`, as GNU's test sends it: the `USR1` trap runs, and a command that goes on after it (it ignores the
@@ -133,7 +134,7 @@ fn a_killed_tool_kills_after_its_kill_after_duration() {
     ] {
         let dir = TempDir::new("death-tool-usr1");
         let (tool, pids) = start_tool(args, &dir.0, &["USR1", ":"]);
-        let _cleanup = KillOnDrop::new(pids.clone());
+        let cleanup = KillOnDrop::new(pids.clone());
         let folder = own_folder(pids[0]);
         let killed = Instant::now();
         kill_tool(tool);
@@ -142,7 +143,7 @@ fn a_killed_tool_kills_after_its_kill_after_duration() {
             "{args:?}: the command survived"
         );
         let waited = killed.elapsed();
-        assert_ended_gracefully(&dir.0, &pids, folder.as_deref());
+        assert_ended_gracefully(&dir.0, &cleanup, folder.as_deref());
         // The grace starts once the tool is dead, after `killed`: only a lower bound (with a margin for the clock's
         // steps) holds on a loaded machine.
         assert!(
@@ -171,14 +172,14 @@ fn a_killed_tool_sends_its_timeout_signal_first_as_nobody() {
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(runnable_by_anyone(Path::new(BIN)));
     let (tool, pids) = start_tool_with(setpriv, &["25"], &dir.0, &[]);
-    let _cleanup = KillOnDrop::new(pids.clone());
+    let cleanup = KillOnDrop::new(pids.clone());
     assert_eq!(
         own_folder(pids[0]),
         None,
         "nobody got a cgroup: not the reaper's test"
     );
     kill_tool(tool);
-    assert_ended_gracefully(&dir.0, &pids, None);
+    assert_ended_gracefully(&dir.0, &cleanup, None);
 }
 
 /// A nested tool in the job of a killed tool gets the outer tool's signal (TERM) as any member of the command's group
@@ -189,10 +190,10 @@ fn a_killed_tool_sends_its_timeout_signal_first_as_nobody() {
 fn a_killed_tool_lets_a_nested_tool_pass_its_signal_on() {
     let dir = TempDir::new("death-tool-nested");
     let (tool, pids) = start_tool(&["25", BIN, "-s", "USR1", "25"], &dir.0, &[]);
-    let _cleanup = KillOnDrop::new(pids.clone());
+    let cleanup = KillOnDrop::new(pids.clone());
     let folder = own_folder(pids[0]).and_then(|inner| inner.parent().map(Path::to_path_buf));
     kill_tool(tool);
-    assert_ended_gracefully(&dir.0, &pids, folder.as_deref());
+    assert_ended_gracefully(&dir.0, &cleanup, folder.as_deref());
 }
 
 /// How the library test's supervisor starts and guards its job.
@@ -275,12 +276,12 @@ fn library_job(test: &str, mode: Mode) {
     let (mut supervisor, _) = run_as_supervisor(test, &[("DEATH_DIR", dir.0.to_str().unwrap())]);
     let _supervisor = KillOnDrop::new(vec![supervisor.id()]);
     let pids = job_pids(&dir.0);
-    let _cleanup = KillOnDrop::new(pids.clone());
+    let cleanup = KillOnDrop::new(pids.clone());
     let folder = own_folder(pids[0]);
     assert_eq!(folder.is_some(), matches!(mode, Mode::Cgroup), "{mode:?}");
     supervisor.kill().unwrap();
     supervisor.wait().unwrap();
-    assert_ended_gracefully(&dir.0, &pids, folder.as_deref());
+    assert_ended_gracefully(&dir.0, &cleanup, folder.as_deref());
 }
 
 #[test]

@@ -459,7 +459,7 @@ mod linux {
         };
         let (mut child, lines) = spawn("sleep 30 & echo $!; exec sleep 30");
         let member = pids(&lines);
-        let _cleanup = KillOnDrop::new(member.clone());
+        let cleanup = KillOnDrop::new(member.clone());
         child.die_with_parent().unwrap();
         // A kept job (cgroup) has no guard: its keeper (the spawned process) is the guard.
         let guard = if mode == Containment::Cgroup {
@@ -482,7 +482,7 @@ mod linux {
             }),
             "{mode:?}: the command never ran sleep"
         );
-        kill_pids(&member);
+        cleanup.kill();
         assert!(
             eventually(Duration::from_secs(10), || {
                 state_and_group(member[0]).is_some_and(|(state, _)| state == 'Z')
@@ -601,7 +601,7 @@ mod linux {
                       i=$((i+1)); done; exec sleep 30";
         let (child, lines) = start(&how, Containment::Lineage, script, 4);
         let busy = pids(&lines);
-        let _cleanup = KillOnDrop::new(busy.clone());
+        let cleanup = KillOnDrop::new(busy.clone());
         // Each runs its loop: `sh` again (the forked shell before `env` is `sh` too, with the mark), with no
         // environment.
         assert!(eventually(Duration::from_secs(10), || busy.iter().all(
@@ -617,7 +617,7 @@ mod linux {
             assert!(busy.iter().all(|&p| !child.in_job(p)));
         }
         let took = started.elapsed();
-        kill_pids(&busy);
+        cleanup.kill();
         assert!(took < Duration::from_secs(2), "200 calls took {took:?}");
         drop(child);
     }
@@ -672,7 +672,7 @@ mod linux {
                 .collect();
             assert_eq!(lines[2], "ready", "{end}: {lines:?}");
             let inner = pids(&lines[..2]);
-            let _cleanup = KillOnDrop::new(inner.clone());
+            let cleanup = KillOnDrop::new(inner.clone());
             let folder = folder_of(&child).unwrap();
             for (pid, sub) in inner.iter().zip(["sub", "sub/deeper"]) {
                 assert_eq!(job_folder(*pid), Some(folder.join(sub)), "{end}");
@@ -698,7 +698,7 @@ mod linux {
                         assert!(!is_dead(*pid), "{end}: a kept process was killed");
                         assert_eq!(job_folder(*pid).as_ref(), Some(&own), "{end}");
                     }
-                    kill_pids(&inner);
+                    cleanup.kill();
                 }
             }
             assert!(
@@ -791,9 +791,13 @@ mod linux {
             assert_eq!(child.containment(), Containment::Cgroup);
             let folder = folder_of(&child);
             child.wait_timeout(LONG).unwrap();
-            let escaped = with_cmdline(&needle);
-            kill_pids(&escaped);
-            assert_eq!(escaped, [] as [u32; 0], "round {round}: escaped the cgroup");
+            let escaped = KillOnDrop::with_cmdline(&needle);
+            escaped.kill();
+            assert_eq!(
+                escaped.0,
+                [] as [u32; 0],
+                "round {round}: escaped the cgroup"
+            );
             assert_removed(folder);
         }
     }

@@ -36,17 +36,7 @@ pub fn is_dead(pid: u32) -> bool {
 
 /// The processes (not dead ones) whose command line holds `needle`.
 pub fn with_cmdline(needle: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
-            continue;
-        };
-        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if String::from_utf8_lossy(&cmdline).contains(needle) && !is_dead(pid) {
-            found.push(pid);
-        }
-    }
-    found
+    KillOnDrop::with_cmdline(needle).into_pids()
 }
 
 /// Waits until `pred` holds, checking every 10 ms for at most `limit`; returns whether it held.
@@ -63,10 +53,14 @@ pub fn eventually(limit: Duration, mut pred: impl FnMut() -> bool) -> bool {
     }
 }
 
-/// Waits (bounded) until every pid in `pids` is dead; returns the ones still alive.
+/// Waits (bounded) until every pid in `pids` is dead; returns the ones still alive. Each is the process it is at this
+/// call (see [`KillOnDrop`]): one that ends during the wait counts as dead even once another process has its pid.
+/// Pids learned earlier are better checked with [`KillOnDrop::survivors_after`] of a list made where they were learned.
 pub fn survivors_after(limit: Duration, pids: &[u32]) -> Vec<u32> {
-    eventually(limit, || pids.iter().all(|&p| is_dead(p)));
-    pids.iter().copied().filter(|&p| !is_dead(p)).collect()
+    let listed = KillOnDrop::new(pids.to_vec());
+    let alive = listed.survivors_after(limit);
+    listed.into_pids();
+    alive
 }
 
 /// Live (not zombie) processes whose process group is `pgid`.
@@ -98,42 +92,218 @@ pub fn wait_for_members(pgid: u32, n: usize) -> Vec<u32> {
     members
 }
 
-/// Sends SIGKILL to each pid (one by one, never to a group): the cleanup of a test that failed or opted out.
+/// Sends SIGKILL to each pid that is still the process it was when this is called (see [`KillOnDrop`]): only for
+/// pids that the test learned this very moment. A pid learned earlier (from a pid file, a child's output, a scan) may
+/// name another test's process by now: hold it in a [`KillOnDrop`] made where the pid is learned, and use its
+/// [`KillOnDrop::kill`].
 pub fn kill_pids(pids: &[u32]) {
-    let alive: Vec<String> = pids
-        .iter()
-        .filter(|&&p| !is_dead(p))
-        .map(u32::to_string)
-        .collect();
-    if !alive.is_empty() {
-        let _ = Command::new("kill").arg("-KILL").args(&alive).status();
-    }
+    KillOnDrop::new(pids.to_vec()).kill();
 }
 
-/// Kills the listed pids when dropped, so that a failing test leaves nothing running: only those that are still the
-/// processes they were when listed (the same start time in `/proc/PID/stat`), since a pid that died meanwhile may
-/// belong to another test's process by then (the suite's fork storms wrap the pids within seconds).
+/// Processes a test started, each known by its pid and its start time (field 22 of `/proc/PID/stat`) read when the
+/// test learned the pid; killed (`SIGKILL`, one by one, never a group) when dropped, so that a failing test leaves
+/// nothing running. Only those that are still the processes they were when listed are signalled: a pid that died
+/// meanwhile may belong to another test's process by then, or to another copy of the suite's (the suite's fork storms
+/// wrap the pids within seconds). The signal goes through a pidfd opened before the start time is checked again, so a
+/// pid reused between the check and the signal is not signalled either (a kernel without `pidfd_open`: `kill(2)`
+/// right after the check).
+///
+/// A listed pid whose process is not the listed one any more counts as dead ([`KillOnDrop::alive`]). What it cannot
+/// tell apart: a process that took the pid in the clock tick (10 ms) in which the listed one started; outside a PID
+/// namespace that steers its pids (`spawn_with_pid`), a pid comes back only after the pids wrapped around
+/// (`kernel.pid_max` forks), which takes far longer.
 pub struct KillOnDrop(pub Vec<u32>, Vec<Option<u64>>);
 
 impl KillOnDrop {
+    /// The processes `pids` are now.
     pub fn new(pids: Vec<u32>) -> KillOnDrop {
-        let started = pids.iter().map(|&pid| start_time(pid)).collect();
+        KillOnDrop::checked(pids, |_| true)
+    }
+
+    /// The processes `pids` are now, but only those for which `ours` holds (a marker of the test's, such as a working
+    /// folder or an argument of its own): each one's start time is read before `ours` looks at it, so a pid reused in
+    /// between is not taken for the test's. The others are listed as gone.
+    pub fn checked(pids: Vec<u32>, mut ours: impl FnMut(u32) -> bool) -> KillOnDrop {
+        let started = pids
+            .iter()
+            .map(|&pid| start_time(pid).filter(|_| ours(pid)))
+            .collect();
         KillOnDrop(pids, started)
+    }
+
+    /// Every process (not a dead one) for which `ours` holds, as [`KillOnDrop::checked`] lists them.
+    pub fn scan(mut ours: impl FnMut(u32) -> bool) -> KillOnDrop {
+        let pids = fs::read_dir("/proc")
+            .expect("/proc is readable")
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect();
+        let mut found = KillOnDrop::checked(pids, |pid| ours(pid) && !is_dead(pid));
+        let (pids, started) = (std::mem::take(&mut found.0), std::mem::take(&mut found.1));
+        let (pids, started) = pids
+            .into_iter()
+            .zip(started)
+            .filter(|(_, started)| started.is_some())
+            .unzip();
+        KillOnDrop(pids, started)
+    }
+
+    /// The processes (not dead ones) whose command line holds `needle` (see [`with_cmdline`]).
+    pub fn with_cmdline(needle: &str) -> KillOnDrop {
+        KillOnDrop::scan(|pid| {
+            let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).contains(needle)
+        })
+    }
+
+    /// The processes whose pids a command wrote to `file` (words; what is no pid is left out; none if there is no
+    /// such file): those that started after the file was last written are not the ones written (their pids were
+    /// reused), and are listed as gone. For a pid file read after its processes may have ended. Within 50 ms: start
+    /// times count in clock ticks (10 ms) and file times follow the kernel's coarse clock, a few ms behind; outside a
+    /// PID namespace that steers its pids, a pid is not freed and taken again in such a time (the pids would have to
+    /// wrap around).
+    pub fn from_file(file: impl AsRef<std::path::Path>) -> KillOnDrop {
+        // The time first: a file written again after it was read is not taken for older than its pids.
+        let written = fs::metadata(&file)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        let pids = fs::read_to_string(&file)
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|word| word.parse().ok())
+            .collect();
+        // Boot, on the clock of the file times: the start times count from boot (on CLOCK_BOOTTIME).
+        let booted = clock(libc::CLOCK_REALTIME).checked_sub(clock(libc::CLOCK_BOOTTIME));
+        // SAFETY: sysconf has no preconditions.
+        let ticks = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).unwrap_or(100);
+        KillOnDrop::checked(pids, |pid| {
+            let (Some(written), Some(booted), Some(started)) = (written, booted, start_time(pid))
+            else {
+                return false;
+            };
+            booted + Duration::from_millis(started * 1000 / ticks.max(1))
+                <= written + Duration::from_millis(50)
+        })
+    }
+
+    /// The processes that had the pids and start times ([`start_time`]) of `started`, as another process read them.
+    pub fn started(started: &[(u32, u64)]) -> KillOnDrop {
+        let (pids, started) = started.iter().map(|&(p, s)| (p, Some(s))).unzip();
+        KillOnDrop(pids, started)
+    }
+
+    /// The listed pids, the processes left running (nothing is killed).
+    pub fn into_pids(mut self) -> Vec<u32> {
+        self.1.clear();
+        std::mem::take(&mut self.0)
+    }
+
+    /// The listed processes that are still the listed ones and not dead.
+    pub fn alive(&self) -> Vec<u32> {
+        (self.0.iter().zip(&self.1))
+            .filter(|&(&pid, &started)| started.is_some() && start_time(pid) == started)
+            .map(|(&pid, _)| pid)
+            .filter(|&pid| !is_dead(pid))
+            .collect()
+    }
+
+    /// Waits (bounded) until every listed process is dead (see [`KillOnDrop::alive`]); returns the ones still alive.
+    pub fn survivors_after(&self, limit: Duration) -> Vec<u32> {
+        eventually(limit, || self.alive().is_empty());
+        self.alive()
+    }
+
+    /// Sends `SIGKILL` to each listed process that is still the listed one (see the type); again when dropped.
+    pub fn kill(&self) {
+        for (&pid, &started) in self.0.iter().zip(&self.1) {
+            if let Some(started) = started {
+                kill_if_same(pid, started);
+            }
+        }
     }
 }
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
-        let same: Vec<u32> = (self.0.iter().zip(&self.1))
-            .filter(|&(&pid, &started)| started.is_some() && start_time(pid) == started)
-            .map(|(&pid, _)| pid)
-            .collect();
-        kill_pids(&same);
+        self.kill();
     }
 }
 
+/// Sends `SIGKILL` to `pid` if it is still the process that started at `started` (see [`KillOnDrop`]).
+fn kill_if_same(pid: u32, started: u64) {
+    match pidfd_of(pid) {
+        // The pidfd names the process that had the pid when it was opened: the listed one if it has its start time
+        // still.
+        Ok(fd) => {
+            if start_time(pid) == Some(started) {
+                signal_through(&fd, libc::SIGKILL);
+            }
+        }
+        // A kernel before 5.3: then a kill(2) right after the check.
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+            if let (Some(raw), true) = (
+                libc::pid_t::try_from(pid).ok(),
+                start_time(pid) == Some(started),
+            ) {
+                // SAFETY: kill with a pid above 1 (pidfd_of checked it) and a signal number; no memory is passed.
+                unsafe { libc::kill(raw, libc::SIGKILL) };
+            }
+        }
+        Err(_) => {} // gone
+    }
+}
+
+/// A pidfd of the process that has pid `pid` now (`pidfd_open`): a signal sent through it ([`signal_through`])
+/// reaches that process only, never a later owner of its pid. `ESRCH` when there is none; `EINVAL` for ids up to 1.
+pub fn pidfd_of(pid: u32) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd as _;
+    let raw = libc::pid_t::try_from(pid)
+        .ok()
+        .filter(|&raw| raw > 1)
+        .ok_or(std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: pidfd_open takes a pid and flags; no memory is passed.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, raw, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let fd = i32::try_from(fd).expect("a descriptor fits an int");
+    // SAFETY: `fd` was just opened, and nothing else owns it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// Sends `signal` to the process of the pidfd `fd` ([`pidfd_of`]); whether it was sent (not when the process has
+/// ended).
+pub fn signal_through(fd: &std::os::fd::OwnedFd, signal: i32) -> bool {
+    use std::os::fd::AsRawFd as _;
+    // SAFETY: pidfd_send_signal on a descriptor that `fd` keeps open, with no siginfo; no other memory is passed.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            fd.as_raw_fd(),
+            signal,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        ) == 0
+    }
+}
+
+/// The time on `clock`.
+fn clock(clock: libc::clockid_t) -> Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes to `t`, which lives across the call.
+    unsafe { libc::clock_gettime(clock, &raw mut t) };
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
+}
+
 /// The start time of `pid` (field 22 of `/proc/PID/stat`, in clock ticks since boot), if it exists.
-fn start_time(pid: u32) -> Option<u64> {
+pub fn start_time(pid: u32) -> Option<u64> {
     stat_fields(pid)?.get(19)?.parse().ok()
 }
 
