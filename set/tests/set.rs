@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{is_dead, pids_from_file, skip_or_fail, survivors_after, TempDir};
+use common::{is_dead, skip_or_fail, survivors_after, TempDir};
 use grouptimeout::{signal, GroupChild, GroupCommandExt as _};
 use grouptimeout_set::{Finished, JobSet};
 
@@ -89,16 +89,31 @@ fn next<K>(set: &mut JobSet<K>) -> Option<(K, std::io::Result<Finished>)> {
     Some(next.expect("no job ended within 20 s"))
 }
 
-/// Waits (bounded) until every process in the pid files is dead (gone, zombie, dying), and says which are not.
+/// Waits (bounded) until every process in the pid files is dead (gone, zombie, dying), and says which are not. The
+/// pids are read with their start times (`KillOnDrop::from_file`: a pid whose process started after the file was
+/// written is another's), so that a pid taken again by another test's process counts as dead and is never killed.
 fn left_running(files: &[(PathBuf, usize)]) -> Vec<u32> {
-    let pids: Vec<u32> = files
+    let listed: Vec<common::KillOnDrop> = files
         .iter()
-        .flat_map(|(file, n)| pids_from_file(file, *n))
+        .map(|(file, n)| {
+            common::eventually(Duration::from_secs(20), || {
+                std::fs::read_to_string(file)
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .count()
+                    == *n
+            });
+            let listed = common::KillOnDrop::from_file(file);
+            let _ = std::fs::remove_file(file);
+            listed
+        })
         .collect();
-    assert!(!pids.is_empty());
-    let left = survivors_after(Duration::from_secs(10), &pids);
-    common::kill_pids(&left);
-    left
+    assert!(listed.iter().any(|l| !l.0.is_empty()));
+    // The drop of `listed` kills those left, if they are still the listed processes.
+    listed
+        .iter()
+        .flat_map(|l| l.survivors_after(Duration::from_secs(10)))
+        .collect()
 }
 
 /// One job of the fifty, as planned.
