@@ -70,7 +70,10 @@ impl Interest {
     /// Each descriptor belongs to the child: it stays open and names the same file until a later step no longer
     /// lists it, the wait is done, or the child (or its capture, `Capture`) is dropped. A driver never
     /// closes one, and stops watching it once a step no longer lists it (with `epoll`: `EPOLL_CTL_DEL` before the
-    /// next step, which may close it; a descriptor number may be reused by a later `open` after that).
+    /// next step, which may close it; a descriptor number may be reused by a later `open` after that). A step that
+    /// returns an error may have closed some of them (the reap closes the exit descriptor before the error of the
+    /// sequence, such as an invalid grace signal, is reported): after an `Err`, stop watching every descriptor of the
+    /// wait, as after `Done`, and watch what the next `Pending` lists.
     pub fn readable(&self) -> impl Iterator<Item = RawFd> + '_ {
         self.read[..self.reads].iter().copied()
     }
