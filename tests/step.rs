@@ -626,3 +626,54 @@ fn a_capture_in_steps_held_by_a_daemon_ends_after_its_drain() {
         driven.steps
     );
 }
+
+/// The contract of [`Interest::readable`]: a descriptor listed by a step names the same file until a step no longer
+/// lists it. A capture whose input ends in the step that opens the leader's pidfd closes its standard input and opens
+/// the pidfd in that one step, so the number listed as writable (the input) by one step is listed as readable (the
+/// pidfd) by the next, naming another file, with no step in between where a driver could deregister the old one: an
+/// `epoll` driver then gets `ENOENT` from its `EPOLL_CTL_DEL`/`MOD` (the set of `job-set` goes blind for the job).
+/// STEP-API.md promises this; the core does not keep it (`Interest::readable` says what holds instead). Ignored
+/// until the core keeps it or the contract drops it (the fix did not fit the core's line budget; review of issue 38).
+#[cfg(feature = "capture")]
+#[test]
+#[ignore = "not kept: a capture's step can close its input and give its number to the pidfd in one step"]
+fn a_number_listed_by_a_step_names_the_same_file_until_a_step_drops_it() {
+    for size in [100_000usize, 130_000] {
+        let mut child = Command::new("cat")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn_group()
+            .unwrap();
+        child.set_input(vec![b'x'; size]).unwrap();
+        // Fills the lowest free descriptor number, so that the next free one is the input's once it is closed.
+        let _hole = fs::File::open("/dev/null").unwrap();
+        let mut capture = child.capture_steps(Some(Instant::now() + LONG)).unwrap();
+        let mut last: Option<Interest> = None;
+        let end = Instant::now() + LONG;
+        loop {
+            match capture.step().unwrap() {
+                Step::Done(captured) => {
+                    assert_eq!(captured.stdout.len(), size);
+                    break;
+                }
+                Step::Pending(interest) => {
+                    if let Some(input) = last.and_then(|l| l.writable()) {
+                        assert!(
+                            interest.writable() == Some(input)
+                                || interest.readable().all(|fd| fd != input),
+                            "descriptor {input}, listed for the input, is listed for something else next: \
+                             {last:?} then {interest:?}"
+                        );
+                    }
+                    // A driver busy elsewhere (the command meanwhile reads what the pipe holds).
+                    if last.is_none() {
+                        thread::sleep(Duration::from_millis(30));
+                    }
+                    last = Some(interest);
+                    assert!(Instant::now() < end);
+                    sleep_on(&interest);
+                }
+            }
+        }
+    }
+}
