@@ -69,7 +69,8 @@ pub struct GroupChild {
 impl GroupChild {
     /// Reaps the leader if it has exited, without blocking.
     ///
-    /// Returns `Ok(None)` while the leader runs. Once it has exited, the leftovers of its group are killed (see
+    /// Returns `Ok(None)` while the leader runs, and, between the [`step`](GroupChild::step)s of a wait, while a
+    /// leader that a step killed cannot be reaped yet (it never blocks). Once it has exited, the leftovers of its group are killed (see
     /// [`set_kill_leftovers`](GroupChild::set_kill_leftovers)), the leader is reaped and its status returned; later
     /// calls return the same status.
     ///
@@ -83,13 +84,15 @@ impl GroupChild {
         if let Some(outcome) = self.outcome {
             return Ok(Some(outcome.status()));
         }
-        if matches!(self.phase, Phase::Running) {
+        // A leader found exited here is reaped at once; one that a step killed may not be reapable yet: no blocking.
+        let running = matches!(self.phase, Phase::Running);
+        if running {
             if !self.leader_exited()? {
                 return Ok(None);
             }
             self.end_group(false, self.kill_leftovers, None)?;
         }
-        Ok(match self.step_in(None, Woke(None, true))? {
+        Ok(match self.step_in(None, Woke(None, running))? {
             Step::Done(outcome) => Some(outcome.status()),
             Step::Pending(_) => None,
         })

@@ -67,10 +67,15 @@ impl Interest {
     /// the leader's exit descriptor (a pidfd, Linux) while the step waits for the leader's exit, and while capturing
     /// the output pipes not yet at end of file. At most 3.
     ///
-    /// Each descriptor belongs to the child: it stays open and names the same file until a later step no longer
-    /// lists it, the wait is done, or the child (or its capture, `Capture`) is dropped. A driver never
-    /// closes one, and stops watching it once a step no longer lists it (with `epoll`: `EPOLL_CTL_DEL` before the
-    /// next step, which may close it; a descriptor number may be reused by a later `open` after that).
+    /// Each descriptor belongs to the child: it stays open and names the same file while consecutive steps list it,
+    /// until the wait is done or the child (or its capture, `Capture`) is dropped. A driver never closes one, and
+    /// stops watching it once a step no longer lists it. The step that stops listing a descriptor may have closed it
+    /// already (a capture's standard input after its last byte, the exit descriptor at the reap, any of them in a
+    /// step that returns an error), and the one step that opens the exit descriptor may give it the number of one it
+    /// just closed (a capture's input, listed as writable by the step before): so with `epoll`, key what is
+    /// registered by number and direction, re-sync it with every `Pending` (and drop all after `Done` or `Err`), and
+    /// ignore a failed `EPOLL_CTL_DEL` (`EBADF`, `ENOENT`: the close already took the descriptor out of every epoll
+    /// set, unless the driver registered a `dup` of its own, which it then deregisters and closes itself).
     pub fn readable(&self) -> impl Iterator<Item = RawFd> + '_ {
         self.read[..self.reads].iter().copied()
     }

@@ -417,3 +417,263 @@ fn the_stepped_types_are_send_and_sync() {
     #[cfg(feature = "capture")]
     check::<Step<grouptimeout::Captured>>();
 }
+
+/// Starts a perl tracer that seizes `pid` and then sleeps 2 s without waiting for it: the leader's exit is held
+/// until the tracer ends. `None` (skipped) without perl.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn seize(test: &str, pid: u32) -> Option<(std::process::Child, KillOnDrop)> {
+    if !common::have(test, "perl", "-v") {
+        return None;
+    }
+    let script = format!(
+        "$| = 1; syscall({SYS_PTRACE}, 0x4206, {pid}, 0, 0) == 0 or die \"PTRACE_SEIZE: $!\"; print \"seized\\n\"; \
+         sleep 2"
+    );
+    let mut tracer = Command::new("perl")
+        .args(["-e", &script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn perl");
+    let cleanup = KillOnDrop::new(vec![tracer.id()]);
+    let mut line = String::new();
+    io::BufRead::read_line(
+        &mut io::BufReader::new(tracer.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line, "seized\n", "the tracer failed");
+    Some((tracer, cleanup))
+}
+
+/// `try_wait` between steps keeps its promise of never blocking: after a step killed a leader that cannot be reaped
+/// yet (traced by a tracer that does not let go for 2 s), it returns `None` at once, and the steps go on.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[test]
+fn try_wait_between_steps_does_not_block_on_a_killed_leader() {
+    let test = "try_wait_between_steps_does_not_block_on_a_killed_leader";
+    let mut leader = Command::new("sleep").arg("30").spawn_group().unwrap();
+    let Some((mut tracer, _cleanup)) = seize(test, leader.id()) else {
+        return;
+    };
+    // A deadline already past: the steps kill the group, then wait for the reap.
+    let deadline = Instant::now();
+    let mut pending = 0;
+    while pending < 5 {
+        match leader.step(Some(deadline)).unwrap() {
+            Step::Pending(interest) => sleep_on(&interest),
+            Step::Done(outcome) => panic!("reaped while traced: {outcome:?}"),
+        }
+        pending += 1;
+    }
+    let started = Instant::now();
+    let status = leader.try_wait();
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(500),
+        "try_wait blocked for {took:?}"
+    );
+    assert!(matches!(status, Ok(None)), "{status:?}");
+    let outcome = drive(|| leader.step(Some(deadline))).result.unwrap();
+    assert!(outcome.timed_out(), "{outcome:?}");
+    assert_eq!(outcome.status().signal(), Some(signal::SIGKILL));
+    assert!(tracer.wait().unwrap().success());
+}
+
+/// An invalid grace signal: the step that meets it still kills the group and reaps the leader, then reports the
+/// error; the next step returns the outcome (timed out, killed), and nothing is left.
+#[test]
+fn an_invalid_grace_signal_in_steps_kills_reaps_then_reports() {
+    let mut child = spawn_sh("sleep 30 & echo $!; sleep 30");
+    let member = read_pid(child.stdout.take().unwrap());
+    let _cleanup = KillOnDrop::new(vec![member]);
+    let leader = child.id();
+    child.set_grace(12_345, LONG);
+    let deadline = Instant::now() + Duration::from_millis(100);
+    let err = drive(|| child.step(Some(deadline))).result.unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
+    assert!(is_dead(leader), "the error came before the reap");
+    assert!(survivors_after(Duration::from_secs(5), &[member]).is_empty());
+    for _ in 0..2 {
+        match child.step(Some(deadline)).unwrap() {
+            Step::Done(outcome) => {
+                assert!(outcome.timed_out(), "{outcome:?}");
+                assert_eq!(outcome.status().signal(), Some(signal::SIGKILL));
+            }
+            Step::Pending(i) => panic!("pending after the reap: {i:?}"),
+        }
+    }
+}
+
+/// A stop signal as the grace signal is not followed by `SIGCONT`: the leader stays stopped through the grace
+/// period of a stepped wait, then `SIGKILL` ends it.
+#[test]
+fn a_stop_signal_as_grace_signal_stays_a_stop_in_steps() {
+    let mut child = Command::new("sleep").arg("30").spawn_group().unwrap();
+    let leader = child.id();
+    let grace = Duration::from_millis(600);
+    child.set_grace(signal::SIGSTOP, grace);
+    let deadline = Instant::now() + Duration::from_millis(100);
+    let (mut stopped, mut continued) = (0, 0);
+    let end = Instant::now() + LONG;
+    // Steps at least every 20 ms (stepping early is allowed), looking at the leader in the grace period's middle.
+    let outcome = loop {
+        let now = Instant::now();
+        if now > deadline + Duration::from_millis(200)
+            && now < deadline + Duration::from_millis(500)
+        {
+            match common::state_and_group(leader) {
+                Some(('T', _)) => stopped += 1,
+                Some(('S' | 'R', _)) => continued += 1,
+                _ => {}
+            }
+        }
+        match child.step(Some(deadline)).unwrap() {
+            Step::Done(outcome) => break outcome,
+            Step::Pending(_) => {
+                assert!(Instant::now() < end, "the stepped wait did not end");
+                thread::sleep(Duration::from_millis(20));
+            }
+        }
+    };
+    assert!(outcome.timed_out(), "{outcome:?}");
+    assert_eq!(outcome.status().signal(), Some(signal::SIGKILL));
+    assert_eq!(continued, 0, "the stopped leader was continued");
+    assert!(stopped > 0, "the leader was never seen stopped");
+}
+
+/// A driver that steps a wait for a leader that runs 1 s sleeps, whatever tells it the exit (a pidfd, or the poll
+/// schedule): a few milliseconds of CPU, not a busy loop.
+#[test]
+fn a_stepped_wait_of_a_second_does_not_spin() {
+    for deadline in [None, Some(Instant::now() + LONG)] {
+        let mut child = Command::new("sleep").arg("1").spawn_group().unwrap();
+        let cpu = cpu_time();
+        let driven = drive(|| child.step(deadline));
+        let cpu = cpu_time().checked_sub(cpu).unwrap();
+        assert!(driven.result.unwrap().status().success());
+        eprintln!("{} steps, {cpu:?} of CPU", driven.steps);
+        assert!(
+            cpu < Duration::from_millis(60),
+            "{cpu:?} of CPU in {} steps",
+            driven.steps
+        );
+    }
+}
+
+/// `try_wait` during a stepped grace period: the leader that exits on the grace signal is reaped by it, and the
+/// step after it returns the same, timed-out, outcome.
+#[test]
+fn try_wait_in_the_grace_period_agrees_with_the_next_step() {
+    let mut child = spawn_sh("trap 'exit 7' TERM; echo ready; while :; do sleep 0.05; done");
+    let _ = read_line(child.stdout.take().unwrap());
+    child.set_grace(signal::SIGTERM, LONG);
+    let deadline = Instant::now();
+    // The step at the deadline sends the grace signal.
+    assert!(matches!(
+        child.step(Some(deadline)).unwrap(),
+        Step::Pending(_)
+    ));
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(status.code(), Some(7));
+    match child.step(Some(deadline)).unwrap() {
+        Step::Done(outcome) => {
+            assert_eq!(outcome, Outcome::TimedOut(status));
+        }
+        Step::Pending(i) => panic!("pending after try_wait reaped: {i:?}"),
+    }
+}
+
+fn read_line(out: impl io::Read) -> String {
+    let mut line = String::new();
+    io::BufRead::read_line(&mut io::BufReader::new(out), &mut line).unwrap();
+    line
+}
+
+/// A capture whose standard output is held by a `setsid` daemon: the steps drain for about 100 ms after the reap,
+/// sleeping, then return with `pipes_closed` false.
+#[cfg(feature = "capture")]
+#[test]
+fn a_capture_in_steps_held_by_a_daemon_ends_after_its_drain() {
+    let mut child = spawn_sh("setsid sleep 30 & echo $!; sleep 0.3; echo done");
+    child.set_grace(signal::SIGTERM, LONG);
+    let mut capture = child.capture_steps(Some(Instant::now() + LONG)).unwrap();
+    let cpu = cpu_time();
+    let started = Instant::now();
+    let driven = drive(|| capture.step());
+    let (took, cpu) = (started.elapsed(), cpu_time().checked_sub(cpu).unwrap());
+    let captured = driven.result.unwrap();
+    let daemon: u32 = String::from_utf8_lossy(&captured.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let _cleanup = KillOnDrop::new(vec![daemon]);
+    assert!(!captured.outcome.timed_out() && captured.outcome.status().success());
+    assert!(!captured.pipes_closed);
+    assert!(
+        took >= Duration::from_millis(90) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    assert!(
+        cpu < Duration::from_millis(50),
+        "{cpu:?} in {} steps",
+        driven.steps
+    );
+}
+
+/// The contract of [`Interest::readable`]: a descriptor listed by a step names the same file until a step no longer
+/// lists it. A capture whose input ends in the step that opens the leader's pidfd closes its standard input and opens
+/// the pidfd in that one step, so the number listed as writable (the input) by one step is listed as readable (the
+/// pidfd) by the next, naming another file, with no step in between where a driver could deregister the old one: an
+/// `epoll` driver then gets `ENOENT` from its `EPOLL_CTL_DEL`/`MOD` (the set of `job-set` goes blind for the job).
+/// STEP-API.md promises this; the core does not keep it (`Interest::readable` says what holds instead). Ignored
+/// until the core keeps it or the contract drops it (the fix did not fit the core's line budget; review of issue 38).
+#[cfg(feature = "capture")]
+#[test]
+#[ignore = "not kept: a capture's step can close its input and give its number to the pidfd in one step"]
+fn a_number_listed_by_a_step_names_the_same_file_until_a_step_drops_it() {
+    for size in [100_000usize, 130_000] {
+        let mut child = Command::new("cat")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn_group()
+            .unwrap();
+        child.set_input(vec![b'x'; size]).unwrap();
+        // Fills the lowest free descriptor number, so that the next free one is the input's once it is closed.
+        let _hole = fs::File::open("/dev/null").unwrap();
+        let mut capture = child.capture_steps(Some(Instant::now() + LONG)).unwrap();
+        let mut last: Option<Interest> = None;
+        let end = Instant::now() + LONG;
+        loop {
+            match capture.step().unwrap() {
+                Step::Done(captured) => {
+                    assert_eq!(captured.stdout.len(), size);
+                    break;
+                }
+                Step::Pending(interest) => {
+                    if let Some(input) = last.and_then(|l| l.writable()) {
+                        assert!(
+                            interest.writable() == Some(input)
+                                || interest.readable().all(|fd| fd != input),
+                            "descriptor {input}, listed for the input, is listed for something else next: \
+                             {last:?} then {interest:?}"
+                        );
+                    }
+                    // A driver busy elsewhere (the command meanwhile reads what the pipe holds).
+                    if last.is_none() {
+                        thread::sleep(Duration::from_millis(30));
+                    }
+                    last = Some(interest);
+                    assert!(Instant::now() < end);
+                    sleep_on(&interest);
+                }
+            }
+        }
+    }
+}
