@@ -52,11 +52,11 @@
 //! [`die_with_parent`][die-with-parent] makes the group die with this process, however it dies (a guard process in the
 //! group notices its death).
 //!
-//! # Three crates
+//! # The sibling crates
 //!
 //! This crate is the core that the design promises, small enough to vet alone: it spawns, waits, signals and
-//! reaps, and registers nothing that runs before `main`. What reaches beyond the process group is a crate of its own,
-//! so that a dependent that needs only the group vets only this one:
+//! reaps, and registers nothing that runs before `main`. What reaches beyond the process group, and what drives many
+//! waits at once, is a crate of its own, so that a dependent that needs only the group vets only this one:
 //!
 //! - [`grouptimeout-job`][grouptimeout-job]: `spawn_contained` (a cgroup of the job's own, the job's own reaper, a
 //!   lineage mark), `die_with_parent` and its guard. It extends the same [`GroupChild`] through a hidden extension
@@ -64,6 +64,10 @@
 //!   reap the leader" and the reap stay here.
 //! - [`grouptimeout-cli`][grouptimeout-cli]: the `grouptimeout` tool, and `host`, the process-wide facilities such a
 //!   supervisor program needs (signal handlers, the subreaper, the terminal, the `SIGPIPE` record before `main`).
+//! - [`grouptimeout-set`][grouptimeout-set]: `JobSet`, many jobs waited from one thread (one `epoll` on Linux), each
+//!   through this crate's stepped wait ([`GroupChild::step`]).
+//! - [`grouptimeout-tokio`][grouptimeout-tokio]: the waits as tokio futures over the same steps; a future dropped
+//!   before it returned ends its job. It has its own lock file, so that tokio never enters the workspace's.
 //!
 //! # What is promised
 //!
@@ -212,6 +216,8 @@
 //! [contain-type]: https://docs.rs/grouptimeout-job/latest/grouptimeout_job/struct.Contain.html
 //! [grouptimeout-job]: https://docs.rs/grouptimeout-job
 //! [grouptimeout-cli]: https://docs.rs/grouptimeout-cli
+//! [grouptimeout-set]: https://docs.rs/grouptimeout-set
+//! [grouptimeout-tokio]: https://docs.rs/grouptimeout-tokio
 #![deny(missing_docs)]
 // docs.rs shows which feature an item needs (`--cfg docsrs`, see Cargo.toml).
 #![cfg_attr(docsrs, feature(doc_cfg))]
