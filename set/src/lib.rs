@@ -425,3 +425,9 @@ impl<K> Drop for JobSet<K> {
         }
     }
 }
+
+/// The README's Rust examples, compiled (and run, unless marked `no_run`) by `cargo test` so that they cannot drift
+/// from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
