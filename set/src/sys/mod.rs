@@ -1,4 +1,5 @@
-//! The system calls of the set's one sleep, as safe wrappers: `epoll` and `ppoll` on Linux, `poll(2)` elsewhere.
+//! The system calls of the set's one sleep, as safe wrappers: `epoll` on Linux (below a millisecond, the core's `ppoll`),
+//! `poll(2)` elsewhere.
 //! Wrappers only: the set's logic is in the modules above. Every `unsafe` block of the crate is in this file.
 //!
 //! `EINTR` is an empty wake-up here (no event, no error): the caller recomputes its timeout and sleeps again.
@@ -82,21 +83,13 @@ impl Epoll {
     /// Sleeps at most `timeout` (nanoseconds counted, unlike `epoll_wait`'s milliseconds) until the instance has an
     /// event to give: `ppoll` on its descriptor. Whether it has one.
     pub fn ready_within(&self, timeout: Duration) -> io::Result<bool> {
-        let mut fd = libc::pollfd {
+        let mut fds = [libc::pollfd {
             fd: self.0.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
-        };
-        let ts = libc::timespec {
-            tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
-            tv_nsec: libc::c_long::from(i32::try_from(timeout.subsec_nanos()).unwrap_or(0)),
-        };
-        // SAFETY: one valid pollfd and a valid timespec, both outliving the call; no signal mask is passed.
-        match check(unsafe { libc::ppoll(&raw mut fd, 1, &raw const ts, std::ptr::null()) }) {
-            Ok(n) => Ok(n > 0),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(false),
-            Err(e) => Err(e),
-        }
+        }];
+        // The core's `ppoll` (its `EINTR` is a timeout, `Ok(0)`, as here).
+        grouptimeout::__private::sys::poll(&mut fds, timeout).map(|n| n > 0)
     }
 }
 
