@@ -628,15 +628,12 @@ fn a_capture_in_steps_held_by_a_daemon_ends_after_its_drain() {
 }
 
 /// The contract of [`Interest::readable`]: a descriptor listed by a step names the same file until a step no longer
-/// lists it. A capture whose input ends in the step that opens the leader's pidfd closes its standard input and opens
-/// the pidfd in that one step, so the number listed as writable (the input) by one step is listed as readable (the
-/// pidfd) by the next, naming another file, with no step in between where a driver could deregister the old one: an
-/// `epoll` driver then gets `ENOENT` from its `EPOLL_CTL_DEL`/`MOD` (the set of `job-set` goes blind for the job).
-/// STEP-API.md promises this; the core does not keep it (`Interest::readable` says what holds instead). Ignored
-/// until the core keeps it or the contract drops it (the fix did not fit the core's line budget; review of issue 38).
+/// lists it. A capture whose input ends in the step that opens the leader's pidfd closes its standard input in that
+/// step: the pidfd must not get its number (the input listed as writable by one step, the pidfd listed as readable
+/// by the next, with no step in between where a driver could deregister the old one; an `epoll` driver keyed by
+/// number would never add the pidfd). The core writes the input after the child's step, so that cannot happen.
 #[cfg(feature = "capture")]
 #[test]
-#[ignore = "not kept: a capture's step can close its input and give its number to the pidfd in one step"]
 fn a_number_listed_by_a_step_names_the_same_file_until_a_step_drops_it() {
     for size in [100_000usize, 130_000] {
         let mut child = Command::new("cat")
