@@ -278,9 +278,10 @@ impl GroupChild {
 ///
 /// Needs the `capture` feature (on by default).
 ///
-/// Each [`step`](Capture::step) writes and reads what is ready, checks the leader when something tells it may have
-/// exited (its pidfd, a pipe at end of file) or the interest's instant came, and moves the wait on as
-/// [`GroupChild::step`] does; after the reap it drains the pipes for up to about 100 ms, then returns the
+/// Each [`step`](Capture::step) reads what is ready, checks the leader when something tells it may have exited (its
+/// pidfd, a pipe at end of file) or the interest's instant came, and moves the wait on as [`GroupChild::step`] does,
+/// then writes the input if its pipe is ready (closing it after the last byte: after the child's step, which may
+/// open the pidfd, so that the pidfd never takes the input's number in the same step); after the reap it drains the pipes for up to about 100 ms, then returns the
 /// [`Captured`]. Its [`Interest`](crate::Interest) lists the leader's pidfd and the open output pipes (readable),
 /// and the standard input while input is left (writable).
 ///
