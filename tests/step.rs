@@ -674,3 +674,66 @@ fn a_number_listed_by_a_step_names_the_same_file_until_a_step_drops_it() {
         }
     }
 }
+
+/// What each descriptor listed by `interest` names now (`/proc/self/fd`: `pipe:[N]`, `anon_inode:[pidfd]`, ...).
+#[cfg(all(feature = "capture", target_os = "linux"))]
+fn listed_files(interest: &Interest) -> Vec<(i32, String)> {
+    let fds = interest.readable().chain(interest.writable());
+    fds.map(|fd| {
+        let link = fs::read_link(format!("/proc/self/fd/{fd}")).unwrap();
+        (fd, link.to_string_lossy().into_owned())
+    })
+    .collect()
+}
+
+/// The contract of [`Interest::readable`] for a capture whose output pipes reach end of file in the step that opens
+/// the pidfd (the command closes them at once, then sleeps; the driver steps late), input or not: every number that
+/// two consecutive steps list names the same file in both (as `/proc/self/fd` tells, whichever the direction).
+#[cfg(all(feature = "capture", target_os = "linux"))]
+#[test]
+fn a_pipe_at_end_of_file_keeps_its_number_from_the_pidfd() {
+    for input in [None, Some(vec![b'x'; 200_000])] {
+        let stdin = if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        };
+        let mut child = sh("cat >/dev/null; exec >&- 2>&-; sleep 0.3")
+            .stdin(stdin)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn_group()
+            .unwrap();
+        if let Some(input) = input.clone() {
+            child.set_input(input).unwrap();
+        }
+        let _hole = fs::File::open("/dev/null").unwrap();
+        let mut capture = child.capture_steps(Some(Instant::now() + LONG)).unwrap();
+        let mut last: Vec<(i32, String)> = Vec::new();
+        let end = Instant::now() + LONG;
+        let mut steps = 0;
+        let captured = loop {
+            match capture.step().unwrap() {
+                Step::Done(captured) => break captured,
+                Step::Pending(interest) => {
+                    let now = listed_files(&interest);
+                    for (fd, file) in &now {
+                        if let Some((_, was)) = last.iter().find(|(old, _)| old == fd) {
+                            assert_eq!(was, file, "descriptor {fd}: {last:?} then {now:?}");
+                        }
+                    }
+                    last = now;
+                    steps += 1;
+                    // A driver busy elsewhere at first (the command meanwhile closes its output).
+                    if steps <= 2 {
+                        thread::sleep(Duration::from_millis(100));
+                    }
+                    assert!(Instant::now() < end);
+                    sleep_on(&interest);
+                }
+            }
+        };
+        assert!(!captured.outcome.timed_out() && captured.pipes_closed);
+        assert_eq!(captured.input_written, input.map_or(0, |i| i.len()));
+    }
+}
