@@ -16,7 +16,7 @@ use std::time::Duration;
 pub use crate::boundary::Boundary;
 use crate::boundary::Job;
 pub use crate::group::is_stop_signal;
-pub use crate::wait::{ExitWatch, DROP_REAP_LIMIT};
+pub use crate::wait::DROP_REAP_LIMIT;
 use crate::GroupChild;
 
 /// This crate's system-call helpers that its siblings reuse (all of them safe functions; the unchecked calls behind

@@ -71,11 +71,12 @@ impl Interest {
     /// until the wait is done or the child (or its capture, `Capture`) is dropped. A driver never closes one, and
     /// stops watching it once a step no longer lists it. The step that stops listing a descriptor may have closed it
     /// already (a capture's standard input after its last byte, the exit descriptor at the reap, any of them in a
-    /// step that returns an error), and the one step that opens the exit descriptor may give it the number of one it
-    /// just closed (a capture's input, listed as writable by the step before): so with `epoll`, key what is
-    /// registered by number and direction, re-sync it with every `Pending` (and drop all after `Done` or `Err`), and
-    /// ignore a failed `EPOLL_CTL_DEL` (`EBADF`, `ENOENT`: the close already took the descriptor out of every epoll
-    /// set, unless the driver registered a `dup` of its own, which it then deregisters and closes itself).
+    /// step that returns an error); but a step never opens a descriptor it keeps after it closed one (a capture's
+    /// step writes its input after the child's step, which may open the exit descriptor), so a number that a step
+    /// lists names the file that the last step listed under it, if any. So with `epoll`, key what is registered by
+    /// number and direction, re-sync it with every `Pending` (and drop all after `Done` or `Err`), and ignore a
+    /// failed `EPOLL_CTL_DEL` (`EBADF`, `ENOENT`: the close already took the descriptor out of every epoll set,
+    /// unless the driver registered a `dup` of its own, which it then deregisters and closes itself).
     pub fn readable(&self) -> impl Iterator<Item = RawFd> + '_ {
         self.read[..self.reads].iter().copied()
     }
@@ -178,7 +179,7 @@ pub(crate) fn drive<T>(mut step: impl FnMut(Woke<'_>) -> io::Result<Step<T>>) ->
 
 /// What a step of a wait for an exit asks to sleep on: the leader's pidfd if there is one, else the poll schedule.
 #[derive(Debug)]
-pub struct ExitWatch {
+pub(crate) struct ExitWatch {
     /// The leader's pid, until a pidfd was opened for it or could not be (or the leader was reaped).
     pid: Option<u32>,
     /// Whether the one yield before the pidfd is opened was taken.
@@ -195,10 +196,6 @@ pub struct ExitWatch {
     traced: bool,
 }
 
-#[allow(
-    clippy::missing_errors_doc,
-    reason = "public only for the hidden `__private`: the errors are those of `exited` and of `poll`"
-)]
 impl ExitWatch {
     /// Watches our unreaped child `pid`: with a pidfd, opened when a wait first has to sleep, where one can be
     /// opened; silently without one otherwise.
@@ -213,15 +210,6 @@ impl ExitWatch {
         }
     }
 
-    /// Watches a process through `pidfd` (opened while it was our unreaped child) from the first step; without one,
-    /// on the poll schedule.
-    #[must_use]
-    pub fn on(pidfd: Option<OwnedFd>) -> ExitWatch {
-        let mut watch = ExitWatch::new(0);
-        (watch.pid, watch.yielded, watch.pidfd) = (None, true, pidfd);
-        watch
-    }
-
     /// Waits until `exited` says the process has exited (`true`) or `deadline` passes (`false`; `None`: no
     /// deadline), without reaping or signalling: [`step`](Self::step) driven by the one blocking driver.
     pub(crate) fn wait_exit(
@@ -230,22 +218,6 @@ impl ExitWatch {
         mut exited: impl FnMut() -> io::Result<bool>,
     ) -> io::Result<bool> {
         drive(|woke| self.step(deadline, woke, &mut exited))
-    }
-
-    /// [`wait_exit`](Self::wait_exit) for `grouptimeout-job`'s guard. `_pause` is not called any more (the driver
-    /// sleeps as every wait does); it stays until that crate stops passing [`ExitWatch::sleep`].
-    pub fn wait_for(
-        &mut self,
-        deadline: Option<Instant>,
-        exited: impl FnMut() -> io::Result<bool>,
-        _pause: impl FnMut(&ExitWatch, Option<Duration>) -> io::Result<()>,
-    ) -> io::Result<bool> {
-        self.wait_exit(deadline, exited)
-    }
-
-    /// Does nothing: only a value for [`wait_for`](Self::wait_for)'s ignored argument, which the steps replaced.
-    pub fn sleep(&self, _: Option<Duration>) -> io::Result<()> {
-        Ok(())
     }
 
     /// One step of a wait for the exit: reads the clock, then checks with `exited`, then compares with `until`

@@ -2,7 +2,8 @@
 //!
 //! On Linux, one `epoll` instance holds every descriptor of every job, registered when a job's step first lists it
 //! and deregistered (`EPOLL_CTL_DEL`) as soon as a step no longer lists it or the job's wait is done, before the
-//! job could close it; each registration's data is its job's slot. So a sleep costs one `epoll_wait`, and a
+//! job could close it (a descriptor that the step which stopped listing it closed was deregistered by its close: the
+//! failed `EPOLL_CTL_DEL` is ignored); each registration's data is its job's slot. So a sleep costs one `epoll_wait`, and a
 //! wake-up hands over only the jobs whose descriptors are ready, whatever the number of jobs. The sleep's timeout
 //! counts milliseconds; a sleep shorter than one is a `ppoll` on the epoll descriptor (nanoseconds), so that a job's
 //! instant is not missed by up to a millisecond.
@@ -62,9 +63,12 @@ impl Sleep {
         }
     }
 
-    /// Makes what is watched for the job in `slot` what its last step listed (`want`): deregisters first what is no
-    /// longer listed, then registers what is new. `watched` is kept equal to what is registered, also on error (the
-    /// OS error of the first `epoll_ctl` that failed: `ENOMEM`, `ENOSPC` past the user's limit of watches).
+    /// Makes what is watched for the job in `slot` what its last step listed (`want`), keyed by number and
+    /// direction: deregisters first what is no longer listed, then registers what is new (the core keeps a listed
+    /// number naming the same file until a step stops listing it). A deregistration that fails with `EBADF` or
+    /// `ENOENT` is no error: the step closed that descriptor, and its close deregistered it. `watched` is kept equal
+    /// to what is registered, also on error (the OS error of the first `epoll_ctl` that failed: `ENOMEM`, `ENOSPC`
+    /// past the user's limit of watches).
     pub(crate) fn watch(
         &mut self,
         slot: usize,
@@ -78,6 +82,10 @@ impl Sleep {
             }
             match self.epoll.control(sys::Control::Delete, w.fd, 0, 0) {
                 Ok(()) => false,
+                // The step that stopped listing it closed it (a capture's input after its last byte, the exit
+                // descriptor at the reap, any of them in a step that failed): the close took it out of the epoll set
+                // (`EBADF`: the number is free; `ENOENT`: another file of this process took it since).
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EBADF | libc::ENOENT)) => false,
                 Err(e) => {
                     failed.get_or_insert(e);
                     true

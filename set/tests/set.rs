@@ -643,3 +643,54 @@ fn a_set_is_send() {
     let moved = thread::spawn(move || set.len()).join().unwrap();
     assert_eq!(moved, 0);
 }
+
+/// The voluntary context switches of the calling thread so far (each sleep of the set that blocked is one).
+fn sleeps_of_this_thread() -> u64 {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("voluntary_ctxt_switches:"))
+        .unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A captured job fed with `set_input` larger than a pipe: its standard input is listed (writable) by a step and
+/// closed after its last byte by a later one, so the set's `EPOLL_CTL_DEL` of it fails (`EBADF`, or `ENOENT` had
+/// the number been given to another file). That is normal: the job stays watched by its exit descriptor (not stepped
+/// every 10 ms as a job whose descriptors cannot be watched), and its exit is reported at once, long before its
+/// deadline. The set's thread sleeps a few times while the input is written and the command ends, not once every
+/// 10 ms of the second the command then sleeps.
+#[cfg(all(
+    feature = "capture",
+    target_os = "linux",
+    not(grouptimeout_portable),
+    not(grouptimeout_no_pidfd)
+))]
+#[test]
+fn a_capture_whose_input_ends_stays_watched_by_its_exit() {
+    let mut set = JobSet::new().unwrap();
+    let mut child = Command::new("sh")
+        .args(["-c", "cat >/dev/null; sleep 1; echo done"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_group()
+        .unwrap();
+    let leader = child.id();
+    child.set_input(vec![b'x'; 1 << 20]).unwrap();
+    let started = Instant::now();
+    let before = sleeps_of_this_thread();
+    set.add_captured("fed", child, Some(started + Duration::from_secs(30)))
+        .unwrap();
+    let (_, result) = next(&mut set).unwrap();
+    let (took, sleeps) = (started.elapsed(), sleeps_of_this_thread() - before);
+    let Finished::Captured(captured) = result.unwrap() else {
+        panic!("not a capture")
+    };
+    assert!(!captured.outcome.timed_out(), "{}", captured.outcome);
+    assert_eq!(captured.input_written, 1 << 20);
+    assert_eq!(captured.stdout, b"done\n");
+    assert!(took < Duration::from_secs(6), "{took:?}");
+    // Stepped every 10 ms during the sleep of 1 s: about 100 sleeps.
+    assert!(sleeps < 60, "{sleeps} sleeps in {took:?}");
+    assert!(is_dead(leader));
+}

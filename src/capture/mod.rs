@@ -278,9 +278,10 @@ impl GroupChild {
 ///
 /// Needs the `capture` feature (on by default).
 ///
-/// Each [`step`](Capture::step) writes and reads what is ready, checks the leader when something tells it may have
-/// exited (its pidfd, a pipe at end of file) or the interest's instant came, and moves the wait on as
-/// [`GroupChild::step`] does; after the reap it drains the pipes for up to about 100 ms, then returns the
+/// Each [`step`](Capture::step) reads what is ready, checks the leader when something tells it may have exited (its
+/// pidfd, a pipe at end of file) or the interest's instant came, and moves the wait on as [`GroupChild::step`] does,
+/// then writes the input if its pipe is ready (closing it after the last byte: after the child's step, which may
+/// open the pidfd, so that the pidfd never takes the input's number in the same step); after the reap it drains the pipes for up to about 100 ms, then returns the
 /// [`Captured`]. Its [`Interest`](crate::Interest) lists the leader's pidfd and the open output pipes (readable),
 /// and the standard input while input is left (writable).
 ///
@@ -344,7 +345,7 @@ impl Capture {
         }
         let woke = Woke(Some(woke.0.unwrap_or(&own[..n])), woke.1);
         let open = self.pipes.open_count();
-        self.pipes.serve(woke)?;
+        self.pipes.read(woke)?;
         let now = Instant::now();
         let waiting = match self.waiting {
             _ if self.reaped.is_some() => None,
@@ -366,6 +367,9 @@ impl Capture {
             },
         };
         self.waiting = waiting;
+        // Written after the child's step, which may open the pidfd: the input closed after its last byte never
+        // gives its number to a descriptor opened in the same step (see `Interest::readable`).
+        self.pipes.write(woke)?;
         let interest = match (waiting, self.reaped) {
             (Some(child), _) => self.pipes.interest(child, now),
             // Drained until every pipe is closed, or the drain's time is up.
@@ -501,17 +505,17 @@ impl Pipes {
         self.open().count()
     }
 
-    /// Writes the input and reads each pipe that `woke` saw ready.
-    fn serve(&mut self, woke: Woke<'_>) -> io::Result<()> {
-        if let Some(input) = self.input.as_mut() {
-            if input
-                .pipe
-                .as_ref()
-                .is_some_and(|pipe| woke.ready(pipe.as_raw_fd()))
-            {
-                input.write_ready()?;
-            }
-        }
+    /// Writes the input if `woke` saw its pipe ready (closing it after the last byte).
+    fn write(&mut self, woke: Woke<'_>) -> io::Result<()> {
+        let input = self
+            .input
+            .as_mut()
+            .filter(|i| i.pipe.as_ref().is_some_and(|p| woke.ready(p.as_raw_fd())));
+        input.map_or(Ok(()), Input::write_ready)
+    }
+
+    /// Reads each pipe that `woke` saw ready (a pipe at end of file stays open, unlisted, until the capture ends).
+    fn read(&mut self, woke: Woke<'_>) -> io::Result<()> {
         for stream in self.streams.iter_mut().flatten() {
             if !stream.eof && woke.ready(stream.pipe.as_raw_fd()) {
                 stream.read_ready(&mut self.scratch)?;

@@ -132,7 +132,10 @@ impl Driver {
     }
 
     /// Registers what the step lists and drops what it no longer lists (our copies only: the child's own
-    /// descriptors stay the child's), and sets the timer to its `until`; returns whether that instant is now.
+    /// descriptors stay the child's), and sets the timer to its `until`; returns whether that instant is now. Keyed
+    /// by number and direction: the core keeps a listed number naming the same file until a step stops listing it
+    /// (a step never opens a descriptor after it closed one), so a copy kept for a number still listed is a copy of
+    /// the file listed now; and a copy of a number no longer listed is dropped here, right after that step.
     fn follow(&mut self, wanted: &Wanted) -> bool {
         let mut unwatched = false;
         let listed: Vec<RawFd> = wanted.readable().collect();

@@ -361,6 +361,35 @@ async fn input_and_chatty_output_multi_thread() {
     input_and_chatty_output().await;
 }
 
+// A capture fed with input larger than a pipe, whose command reads it to the end, then sleeps a second: the core
+// closes the input after its last byte in a step (and lists the pidfd, never under the number the input had), the
+// adapter drops its copy of the input at once (else `cat` would never see end of file, and the job would run to its
+// deadline of 30 s), and the exit is seen through the pidfd at once, without stepping meanwhile (a few ticks of this
+// thread's CPU time, as in `waits_do_not_spin`).
+#[tokio::test(flavor = "current_thread")]
+async fn a_capture_with_input_ends_at_its_exit() {
+    let mut child = sh("cat >/dev/null; sleep 1; echo done")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_group()
+        .unwrap();
+    let leader = child.id();
+    child.set_input(vec![b'x'; 1 << 20]).unwrap();
+    let started = Instant::now();
+    let before = thread_cpu_ticks();
+    let captured =
+        grouptimeout_tokio::wait_with_output(child, Some(started + Duration::from_secs(30)))
+            .await
+            .unwrap();
+    let (took, spent) = (started.elapsed(), thread_cpu_ticks() - before);
+    assert!(!captured.outcome.timed_out(), "{}", captured.outcome);
+    assert_eq!(captured.input_written, 1 << 20);
+    assert_eq!(captured.stdout, b"done\n");
+    assert!(took < Duration::from_secs(6), "{took:?}");
+    assert!(spent < 25, "the wait took {spent} ticks of CPU time");
+    assert!(is_dead(leader));
+}
+
 // A runtime shut down (dropped) with waits in its tasks: every job ends, whole.
 #[test]
 fn runtime_shut_down() {

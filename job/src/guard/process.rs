@@ -24,7 +24,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::sys;
-use grouptimeout::__private::{ExitWatch, DROP_REAP_LIMIT};
+use grouptimeout::__private::DROP_REAP_LIMIT;
 
 /// The shell guard's body, after the traps that make it ignore every catchable signal: say so on standard output and
 /// close it, then read standard input until end of file (or a read error): each line there is the supervisor's death
@@ -233,13 +233,26 @@ impl Guard {
         process.has_exited().ok()?;
         // SIGKILL by pid (or pidfd) leaves the rest of the group alone.
         let _ = process.kill();
-        let mut watch = ExitWatch::on(process.pidfd().and_then(|fd| fd.try_clone_to_owned().ok()));
-        let deadline = Instant::now().checked_add(DROP_REAP_LIMIT);
-        watch
-            .wait_for(deadline, || process.has_exited(), ExitWatch::sleep)
-            .ok()?
-            .then(|| process.reap_if_exited().ok().flatten())
-            .flatten()
+        let deadline = Instant::now() + DROP_REAP_LIMIT;
+        // Sleeps on the pidfd until the exit (a pidfd readable while the guard cannot be waited for yet, a traced
+        // guard, and no pidfd at all: pauses of 1 ms), never past the deadline.
+        let mut ready = false;
+        while !process.has_exited().ok()? {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match process.pidfd().filter(|_| !ready) {
+                _ if left.is_zero() => return None,
+                Some(fd) => {
+                    let mut fds = [libc::pollfd {
+                        fd: std::os::fd::AsRawFd::as_raw_fd(&fd),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    }];
+                    ready = sys::poll(&mut fds, left).ok()? > 0;
+                }
+                None => std::thread::sleep(left.min(Duration::from_millis(1))),
+            }
+        }
+        process.reap_if_exited().ok().flatten()
     }
 }
 
