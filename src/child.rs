@@ -8,10 +8,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::boundary::Job;
-use crate::group::{is_stop_signal, signal_group};
+use crate::group::{is_stop_signal, leader_exited, signal_group};
 use crate::handle::{GroupHandle, Reaped};
 use crate::outcome::Outcome;
-use crate::wait::ExitWatch;
+use crate::wait::{drive, ExitWatch, Step, Woke};
 
 mod life;
 #[cfg(feature = "capture")]
@@ -49,6 +49,8 @@ pub struct GroupChild {
     child: Child,
     /// What the waits sleep on between checks of the leader (see `wait.rs`).
     watch: ExitWatch,
+    /// Where a stepped wait stands in the end-of-job sequence.
+    phase: Phase,
     grace: Option<(i32, Duration)>,
     kill_leftovers: bool,
     /// What the capturing waits are told (see `capture/`).
@@ -79,11 +81,20 @@ impl GroupChild {
         if let Some(outcome) = self.outcome {
             return Ok(Some(outcome.status()));
         }
-        if !self.leader_exited()? {
-            return Ok(None);
+        if matches!(self.phase, Phase::Running) {
+            if !self.leader_exited()? {
+                return Ok(None);
+            }
+            self.end_group(false, self.kill_leftovers, None)?;
         }
-        self.finish(false, self.kill_leftovers)
-            .map(|o| Some(o.status()))
+        let woke = Woke {
+            fds: None,
+            blocking: true,
+        };
+        Ok(match self.step_woke(None, woke)? {
+            Step::Done(outcome) => Some(outcome.status()),
+            Step::Pending(_) => None,
+        })
     }
 
     /// Waits for the leader to exit, with no deadline, then handles its leftovers as
@@ -314,9 +325,9 @@ impl GroupChild {
         }
         GroupHandle::new(self.id(), Arc::clone(reaped), self.job.clone())
     }
-
-    /// Reaps the leader, with the handles locked out: none signals after the reap. The guard is ended by the caller,
-    /// after the job's end. A kept job's keeper is told first to end the job (`kill`) or to keep what it left.
+    /// Reaps the leader (`judge` first tells a kept job's keeper to end the job, `kill`, or to keep what it left),
+    /// with the handles locked out: none signals after the reap. The guard is ended by the caller, after the job's
+    /// end.
     fn reap(&mut self, kill: bool) -> io::Result<ExitStatus> {
         self.job.judge(self.id(), kill);
         let status = match self.reaped.get() {
@@ -340,50 +351,188 @@ impl GroupChild {
         }
     }
 
+    /// [`wait_deadline`](GroupChild::wait_deadline) (no deadline for `None`): the steps, driven by the blocking
+    /// driver.
     fn wait_until(&mut self, deadline: Option<Instant>) -> io::Result<Outcome> {
-        self.wait_until_with(deadline, ExitWatch::sleep)
+        drive(|woke| self.step_woke(deadline, woke))
     }
 
-    /// [`wait_deadline`](GroupChild::wait_deadline) (no deadline for `None`), pausing between checks of the leader
-    /// with `pause` (see [`wait_for_exit`](GroupChild::wait_for_exit)).
-    pub(crate) fn wait_until_with(
-        &mut self,
-        deadline: Option<Instant>,
-        mut pause: impl FnMut(&ExitWatch, Option<Duration>) -> io::Result<()>,
-    ) -> io::Result<Outcome> {
-        if let Some(outcome) = self.outcome {
-            return Ok(outcome);
-        }
-        if self.wait_for_exit(deadline, &mut pause)? {
-            return self.finish(false, self.kill_leftovers);
-        }
-        let mut sent = Ok(());
-        if let Some((signal, grace)) = self.grace {
-            sent = self.signal_group(signal);
-            // A stopped member acts on nothing but SIGKILL until continued; but a stop signal must stay a stop.
-            if sent.is_ok() && !is_stop_signal(signal) {
-                sent = self.signal_group(crate::signal::SIGCONT);
-            }
-            if sent.is_ok() {
-                // A failed wait still ends in the kill and the reap below; its error is returned after them.
-                sent = self
-                    .wait_for_exit(Instant::now().checked_add(grace), &mut pause)
-                    .map(drop);
-            }
-        }
-        let outcome = self.finish(true, true)?;
-        sent.map(|()| outcome)
+    /// One non-blocking step of [`wait_deadline`](GroupChild::wait_deadline) (`None`: no deadline), for a loop of
+    /// the caller's own: `Done` with the outcome once the wait is over, else `Pending` with what to wait on before
+    /// the next step.
+    ///
+    /// Each step moves the wait on by one state of the same sequence the blocking waits follow (they are this step
+    /// and a sleep in `ppoll` on its [`Interest`]): it reads the clock, checks the leader, compares with the
+    /// deadline; when the leader has exited, it kills the leftovers of its group (see
+    /// [`set_kill_leftovers`](GroupChild::set_kill_leftovers)); at the deadline it sends the
+    /// [grace](GroupChild::set_grace) signal and `SIGCONT` (unless the signal stops), and a later step, when the
+    /// leader exited or the grace period ended, `SIGKILL` to the group; then the leader is reaped (under the lock
+    /// of the [`GroupHandle`]s) and the job ended. It never blocks: a killed leader that cannot be reaped yet (in
+    /// uninterruptible sleep, or traced) makes a `Pending` on its exit descriptor or on the poll schedule.
+    ///
+    /// - The deadline may differ from one call to the next: each step compares with the one it is given, until the
+    ///   sequence started at a deadline (then the grace period's end rules). A blocking wait after some steps
+    ///   continues from where they left.
+    /// - Once `Done`, every later call returns the same outcome, as the waits do.
+    /// - On `Pending`, sleep until a descriptor of [`Interest::readable`] is readable (or hung up),
+    ///   [`Interest::writable`] is writable, or [`Interest::until`] passes, whichever comes first; then step again.
+    ///   Stepping earlier is harmless (it costs a check of the leader). The descriptors are the child's (its pidfd,
+    ///   Linux): never close them; stop watching one that a step no longer lists, and all of them once `Done`.
+    ///   Without a pidfd (other systems, `--cfg grouptimeout_no_pidfd`, a kernel that refuses one, a traced leader)
+    ///   the interest is an instant alone, on the poll schedule of [How it waits](crate#how-it-waits); its first
+    ///   `Pending` asks for an instant that has already come (a yield).
+    ///
+    /// # Errors
+    ///
+    /// As for [`wait_deadline`](GroupChild::wait_deadline), at the step that met them; after an error the next step
+    /// goes on from where the wait stood (an error of the kill at the deadline, with the leader still running,
+    /// starts the sequence over at the next step, as a later wait does).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::process::Command;
+    /// use std::time::{Duration, Instant};
+    /// use grouptimeout::{GroupCommandExt, Step};
+    ///
+    /// # fn main() -> std::io::Result<()> {
+    /// let mut child = Command::new("sleep").arg("30").spawn_group()?;
+    /// let deadline = Instant::now() + Duration::from_millis(100);
+    /// let outcome = loop {
+    ///     match child.step(Some(deadline))? {
+    ///         Step::Done(outcome) => break outcome,
+    ///         // A real loop would `poll(2)` on `interest.readable()` until `interest.until()`.
+    ///         Step::Pending(interest) => {
+    ///             let until = interest.until().unwrap_or_else(|| Instant::now() + Duration::from_millis(10));
+    ///             std::thread::sleep(until.saturating_duration_since(Instant::now()).min(Duration::from_millis(10)));
+    ///         }
+    ///     }
+    /// };
+    /// assert!(outcome.timed_out());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn step(&mut self, deadline: Option<Instant>) -> io::Result<Step<Outcome>> {
+        self.step_woke(deadline, Woke::default())
     }
 
-    /// Waits until the leader has exited (`true`) or `deadline` passes (`false`), without reaping or signalling;
-    /// `pause` as for [`ExitWatch::wait_for`].
-    fn wait_for_exit(
+    /// [`step`](GroupChild::step), told what the driver saw while it slept (see [`Woke`]).
+    pub(crate) fn step_woke(
         &mut self,
         deadline: Option<Instant>,
-        pause: impl FnMut(&ExitWatch, Option<Duration>) -> io::Result<()>,
-    ) -> io::Result<bool> {
-        let (pid, job) = (self.id(), &self.job);
-        self.watch.wait_for(deadline, || job.exited(pid), pause)
+        woke: Woke<'_>,
+    ) -> io::Result<Step<Outcome>> {
+        loop {
+            if let Some(outcome) = self.outcome {
+                return Ok(Step::Done(outcome));
+            }
+            let (until, in_grace) = match self.phase {
+                Phase::Running => (deadline, false),
+                Phase::Grace(end) => (end, true),
+                Phase::Reaping { .. } => return self.reap_step(woke),
+            };
+            let (pid, job) = (self.id(), &self.job);
+            match self.watch.step(until, woke, || job.exited(pid)) {
+                Ok(Step::Pending(interest)) => return Ok(Step::Pending(interest)),
+                // The leader exited on its own, after a grace signal, or the grace period is over: the group's end.
+                Ok(Step::Done(exited)) if exited || in_grace => {
+                    let kill = in_grace || self.kill_leftovers;
+                    self.end_group(in_grace, kill, None)?;
+                }
+                // A failed check still ends a grace period in the kill and the reap; its error comes after them.
+                Err(e) if in_grace => self.end_group(true, true, Some(e))?,
+                Err(e) => return Err(e),
+                Ok(Step::Done(_)) => self.start_sequence()?,
+            }
+        }
+    }
+
+    /// The deadline passed with the leader running: the grace signal and `SIGCONT`, then the grace period; without
+    /// a grace (or when its signal failed), the group's end at once.
+    fn start_sequence(&mut self) -> io::Result<()> {
+        let Some((signal, grace)) = self.grace else {
+            return self.end_group(true, true, None);
+        };
+        let mut sent = self.signal_group(signal);
+        // A stopped member acts on nothing but SIGKILL until continued; but a stop signal must stay a stop.
+        if sent.is_ok() && !is_stop_signal(signal) {
+            sent = self.signal_group(crate::signal::SIGCONT);
+        }
+        match sent {
+            Ok(()) => {
+                self.phase = Phase::Grace(Instant::now().checked_add(grace));
+                Ok(())
+            }
+            Err(e) => self.end_group(true, true, Some(e)),
+        }
+    }
+
+    /// Kills the group if asked (`SIGKILL`), then tells a kept job's keeper what to do and goes on to the reap;
+    /// `sent` is an earlier error of the sequence, returned after the reap.
+    ///
+    /// A failed kill still reaps a leader that has exited (and then reports the error). A leader that is still
+    /// running after a failed kill (it switched to a user we may not signal) is not waited for, since that could
+    /// last as long as it runs: the error returns at once, and the wait starts over at the next step or wait (or the
+    /// drop tries again).
+    fn end_group(
+        &mut self,
+        timed_out: bool,
+        kill: bool,
+        sent: Option<io::Error>,
+    ) -> io::Result<()> {
+        let killed = if kill {
+            self.signal_group(crate::signal::SIGKILL)
+        } else {
+            Ok(())
+        };
+        if let Err(e) = killed {
+            if !self.job.exited_checked(self.id())? {
+                self.phase = Phase::Running;
+                return Err(e);
+            }
+            self.phase = Phase::Reaping(timed_out, kill, Some(e), sent);
+        } else {
+            self.phase = Phase::Reaping(timed_out, kill, None, sent);
+        }
+        self.take_reached();
+        self.job.judge(self.id(), kill);
+        Ok(())
+    }
+
+    /// The reap, once the group was dealt with: at once when the leader can be reaped (our own check), else
+    /// `Pending` on its exit (the blocking driver blocks in the reap instead, as a blocking wait does). Then the
+    /// outcome, the job's end, and the first error of the kill, the job's end and the sequence, in that order.
+    fn reap_step(&mut self, woke: Woke<'_>) -> io::Result<Step<Outcome>> {
+        if !woke.blocking {
+            let pid = self.id();
+            if let Step::Pending(interest) = self.watch.step(None, woke, || leader_exited(pid))? {
+                return Ok(Step::Pending(interest));
+            }
+        }
+        let Phase::Reaping(timed_out, kill, killed, sent) = std::mem::take(&mut self.phase) else {
+            unreachable!("reap_step runs in the phase Reaping");
+        };
+        let status = match self.reap(kill) {
+            Ok(status) => status,
+            Err(e) => {
+                self.phase = Phase::Reaping(timed_out, kill, killed, sent);
+                return Err(e);
+            }
+        };
+        let outcome = if timed_out {
+            Outcome::TimedOut(status)
+        } else {
+            Outcome::Exited(status)
+        };
+        self.outcome = Some(outcome);
+        self.take_reached();
+        // Also drops a guard: only now, for until the job's cgroup is gone, this process's death still ends it and
+        // removes it.
+        let ended = self.job.end(!kill);
+        match (killed, ended, sent) {
+            (Some(e), _, _) | (None, Err(e), _) | (None, Ok(()), Some(e)) => Err(e),
+            (None, Ok(()), None) => Ok(Step::Done(outcome)),
+        }
     }
 
     /// Whether the leader (for a kept job: the command) has exited, not reaped; `ECHILD` as for `has_exited`. The
@@ -409,35 +558,17 @@ impl GroupChild {
     fn take_reached(&mut self) {
         self.job.take_reached();
     }
+}
 
-    /// Kills the group if asked, then reaps the leader and records the outcome.
-    ///
-    /// A failed kill still reaps a leader that has exited (and then reports the error). A leader that is still
-    /// running after a failed kill (it switched to a user we may not signal) is not waited for, since that could
-    /// last as long as it runs: the error returns at once, and a later wait or the drop tries again.
-    fn finish(&mut self, timed_out: bool, kill_group: bool) -> io::Result<Outcome> {
-        let killed = if kill_group {
-            self.signal_group(crate::signal::SIGKILL)
-        } else {
-            Ok(())
-        };
-        match killed {
-            Err(e) if !self.job.exited_checked(self.id())? => Err(e),
-            killed => {
-                self.take_reached();
-                let status = self.reap(kill_group)?;
-                let outcome = if timed_out {
-                    Outcome::TimedOut(status)
-                } else {
-                    Outcome::Exited(status)
-                };
-                self.outcome = Some(outcome);
-                self.take_reached();
-                // Also drops a guard: only now, for until the job's cgroup is gone, this process's death still
-                // ends it and removes it.
-                let ended = self.job.end(!kill_group);
-                killed.and(ended).map(|()| outcome)
-            }
-        }
-    }
+/// Where a stepped wait stands in the end-of-job sequence (see [`GroupChild::step`]).
+#[derive(Debug, Default)]
+enum Phase {
+    /// Waiting for the leader's exit or the deadline.
+    #[default]
+    Running,
+    /// The grace signal was sent at the deadline; the grace period ends at this instant (`None`: too far to tell).
+    Grace(Option<Instant>),
+    /// The group was dealt with and the keeper told: the leader is reaped as soon as it can be. Whether the wait
+    /// timed out, whether the group was killed, the kill's error, and an earlier error of the sequence.
+    Reaping(bool, bool, Option<io::Error>, Option<io::Error>),
 }

@@ -242,10 +242,12 @@ pub use handle::GroupHandle;
 pub use outcome::Outcome;
 #[cfg(unix)]
 pub use spawn::GroupCommandExt;
+#[cfg(unix)]
+pub use wait::{Interest, Step};
 
 #[cfg(all(unix, feature = "capture"))]
 #[cfg_attr(docsrs, doc(cfg(feature = "capture")))]
-pub use capture::Captured;
+pub use capture::{Capture, Captured};
 
 /// The interface of the sibling crate `grouptimeout-job` (which pins this crate by its exact version): not a public
 /// API, and not covered by semantic versioning.

@@ -1,20 +1,188 @@
-//! How a wait sleeps between two checks of the leader: until the leader's exit, or on a poll schedule.
+//! How a wait sleeps between two steps: the stepped wait's public [`Interest`] and [`Step`], what a step of a wait
+//! for an exit asks to sleep on ([`ExitWatch`]), and the one blocking driver of every step ([`drive`]).
 //!
 //! On Linux (5.3 and later) a pidfd of the leader becomes readable when the leader exits: a wait sleeps in `ppoll` on
-//! it until the deadline, or indefinitely, and wakes at the exit. The pidfd is opened by the first wait that has to
-//! sleep, after one yield of the CPU (a short command that shares this CPU ends during it, and its wait needs no
+//! it until the deadline, or indefinitely, and wakes at the exit. The pidfd is opened by the first step that has to
+//! sleep after one yield of the CPU (a short command that shares this CPU ends during it, and its wait needs no
 //! pidfd at all: opening and closing one costs about a fifth of a spawn's CPU). It is opened while the leader is
 //! unreaped, so the pid names our child, and closed at the reap. Where no pidfd can be had (an older kernel, a
 //! seccomp filter, no descriptor left, another Unix, or the `grouptimeout_no_pidfd` or `grouptimeout_portable`
-//! cfg) the sleep follows [`poll_step`].
+//! cfg) the steps follow [`poll_step`].
 
 use std::io;
-use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::os::fd::{AsFd as _, AsRawFd as _, BorrowedFd, OwnedFd, RawFd};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// What a wait sleeps on: the leader's pidfd if there is one, else the poll schedule.
+/// What a stepped wait needs before its next step: the descriptors to wait on and the instant to wake at; see
+/// [`GroupChild::step`](crate::GroupChild::step).
+///
+/// A driver sleeps until one of [`readable`](Interest::readable) is readable (or has hung up, or an error), the
+/// [`writable`](Interest::writable) one is writable, or [`until`](Interest::until) passes, whichever comes first,
+/// then steps again. Waking earlier is always allowed: a step when nothing happened costs one check of the leader.
+/// Sleeping longer than asked is not: it delays a deadline, a grace period's end, or the poll schedule's next check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interest {
+    read: [RawFd; 3],
+    reads: usize,
+    write: Option<RawFd>,
+    until: Option<Instant>,
+}
+
+impl Interest {
+    /// An interest in nothing but the instant `until` (`None`: no instant).
+    pub(crate) fn until_at(until: Option<Instant>) -> Interest {
+        Interest {
+            read: [-1; 3],
+            reads: 0,
+            write: None,
+            until,
+        }
+    }
+
+    /// Adds `fd` to the descriptors to wait on for readability (at most 3).
+    pub(crate) fn and_read(mut self, fd: RawFd) -> Interest {
+        self.read[self.reads] = fd;
+        self.reads += 1;
+        self
+    }
+
+    /// Sets the descriptor to wait on for writability.
+    pub(crate) fn and_write(mut self, fd: Option<RawFd>) -> Interest {
+        self.write = fd;
+        self
+    }
+
+    /// Wakes at `until` at the latest (the earlier of it and the instant already set).
+    pub(crate) fn no_later_than(mut self, until: Option<Instant>) -> Interest {
+        self.until = match (self.until, until) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self
+    }
+
+    /// The descriptors to watch for readability (`POLLIN`, `EPOLLIN`; a hang-up or an error counts as readiness too):
+    /// the leader's exit descriptor (a pidfd, Linux) while the step waits for the leader's exit, and while capturing
+    /// the output pipes not yet at end of file. At most 3.
+    ///
+    /// Each descriptor belongs to the child: it stays open and names the same file until a later step no longer
+    /// lists it, the wait is done, or the child (or the [`Capture`](crate::Capture)) is dropped. A driver never
+    /// closes one, and stops watching it once a step no longer lists it (with `epoll`: `EPOLL_CTL_DEL` before the
+    /// next step, which may close it; a descriptor number may be reused by a later `open` after that).
+    pub fn readable(&self) -> impl Iterator<Item = RawFd> + '_ {
+        self.read[..self.reads].iter().copied()
+    }
+
+    /// The descriptor to watch for writability (`POLLOUT`): a capture's standard input while
+    /// [input](crate::GroupChild::set_input) is left to write; owned by the child, as the readable ones.
+    #[must_use]
+    pub fn writable(&self) -> Option<RawFd> {
+        self.write
+    }
+
+    /// Step again at this instant at the latest: a deadline, the end of a grace period or of a capture's drain, or
+    /// the poll schedule's next check where no descriptor tells the leader's exit (the first step that waits asks
+    /// for one yield: an instant at or before now, so a short command that shares the CPU can end). `None`: only
+    /// when a descriptor is ready. An instant at or before now means "step again at once" (a driver that can yield
+    /// the CPU before it does lets a child on the same CPU run).
+    #[must_use]
+    pub fn until(&self) -> Option<Instant> {
+        self.until
+    }
+}
+
+/// The result of one step of a stepped wait ([`GroupChild::step`](crate::GroupChild::step),
+/// [`Capture::step`](crate::Capture::step)).
+#[derive(Debug)]
+pub enum Step<T> {
+    /// The wait is over, and every promise of the blocking wait holds: the group was dealt with, the leader reaped,
+    /// the job ended.
+    Done(T),
+    /// Not over: sleep as the [`Interest`] says (or less), then step again.
+    Pending(Interest),
+}
+
+/// What the driver saw while it slept before a step: the `poll` entries of the last [`Interest`] with their events
+/// (the blocking driver knows them); or nothing (a caller's own driver), and then a step that needs to know polls
+/// the descriptor itself, without waiting. `blocking`: the step may block in the reap of a leader that was killed
+/// (the blocking driver's way, which costs no extra check).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Woke<'a> {
+    pub(crate) fds: Option<&'a [libc::pollfd]>,
+    pub(crate) blocking: bool,
+}
+
+impl Woke<'_> {
+    /// Whether `fd` is ready (any event: readable, writable, hung up).
+    pub(crate) fn ready(&self, fd: RawFd) -> bool {
+        if let Some(fds) = self.fds {
+            return fds.iter().any(|p| p.fd == fd && p.revents != 0);
+        }
+        let mut fds = [pollfd(fd, libc::POLLIN)];
+        crate::sys::poll(&mut fds, Duration::ZERO).is_ok_and(|n| n > 0)
+    }
+}
+
+/// A `poll` entry for `fd` and `events`.
+pub(crate) fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    }
+}
+
+/// Fills `fds` with the descriptors of `interest` (readable first, then the writable one); returns how many.
+pub(crate) fn poll_set(interest: &Interest, fds: &mut [libc::pollfd; 4]) -> usize {
+    let mut n = 0;
+    for fd in interest.readable() {
+        fds[n] = pollfd(fd, libc::POLLIN);
+        n += 1;
+    }
+    if let Some(fd) = interest.writable() {
+        fds[n] = pollfd(fd, libc::POLLOUT);
+        n += 1;
+    }
+    n
+}
+
+/// The blocking driver of every wait: steps, then sleeps in `ppoll` on the [`Interest`]'s descriptors until its
+/// instant (an instant already past: a zero-timeout `poll` of them, if any, and one yield of the CPU; no
+/// descriptor: a plain sleep), then steps again with what the sleep saw, until a step is done.
+pub(crate) fn drive<T>(mut step: impl FnMut(Woke<'_>) -> io::Result<Step<T>>) -> io::Result<T> {
+    let mut fds = [pollfd(-1, 0); 4];
+    let mut seen = None;
+    loop {
+        let woke = Woke {
+            fds: seen.map(|n| &fds[..n]),
+            blocking: true,
+        };
+        let interest = match step(woke)? {
+            Step::Done(done) => return Ok(done),
+            Step::Pending(interest) => interest,
+        };
+        let n = poll_set(&interest, &mut fds);
+        let left = interest
+            .until
+            .map(|until| until.saturating_duration_since(Instant::now()));
+        match left {
+            Some(Duration::ZERO) => {
+                if n > 0 {
+                    crate::sys::poll(&mut fds[..n], Duration::ZERO)?;
+                }
+                thread::yield_now();
+            }
+            Some(left) if n == 0 => thread::sleep(left),
+            left => {
+                crate::sys::poll(&mut fds[..n], left.unwrap_or(Duration::MAX))?;
+            }
+        }
+        seen = Some(n);
+    }
+}
+
+/// What a step of a wait for an exit asks to sleep on: the leader's pidfd if there is one, else the poll schedule.
 #[derive(Debug)]
 pub struct ExitWatch {
     /// The leader's pid, until a pidfd was opened for it or could not be (or the leader was reaped).
@@ -26,20 +194,16 @@ pub struct ExitWatch {
     /// Where the poll schedule counts from: the spawn, or the last signal sent to the group (after which the
     /// leader's exit is likely soon, whatever its age).
     since: Instant,
-    /// The last pause ended with the pidfd readable (set by the pauses, taken by [`next_pause`](Self::next_pause)).
-    /// Atomic only so that [`GroupChild`](crate::GroupChild) is `Sync`, as std's `Child` is: the waits that use it
-    /// take `&mut`.
-    seen: AtomicBool,
-    /// The pause before that did too, and the leader still could not be waited for.
+    /// The last step found the pidfd readable and the leader still running.
     fired: bool,
     /// The pidfd turned readable twice while the leader could not be waited for (its tracer was told first): the
-    /// pauses follow the schedule, and the pidfd stays open for [`exit_fd`](Self::exit_fd) until the reap.
+    /// steps follow the schedule, and the pidfd stays open for [`exit_fd`](Self::exit_fd) until the reap.
     traced: bool,
 }
 
 #[allow(
     clippy::missing_errors_doc,
-    reason = "public only for the hidden `__private`: the errors are those of `exited` and of the pause"
+    reason = "public only for the hidden `__private`: the errors are those of `exited` and of `poll`"
 )]
 impl ExitWatch {
     /// Watches our unreaped child `pid`: with a pidfd, opened when a wait first has to sleep, where one can be
@@ -50,56 +214,81 @@ impl ExitWatch {
             yielded: false,
             pidfd: None,
             since: Instant::now(),
-            seen: AtomicBool::new(false),
             fired: false,
             traced: false,
         }
     }
 
-    /// Watches a process through `pidfd` (opened while it was our unreaped child) from the first pause; without one,
+    /// Watches a process through `pidfd` (opened while it was our unreaped child) from the first step; without one,
     /// on the poll schedule.
     #[must_use]
     pub fn on(pidfd: Option<OwnedFd>) -> ExitWatch {
         ExitWatch {
-            pid: None,
             yielded: true,
             pidfd,
-            since: Instant::now(),
-            seen: AtomicBool::new(false),
-            fired: false,
-            traced: false,
+            ..ExitWatch::new(0)
         }
+        .without_pid()
     }
 
-    /// Checks with `exited` until it says the process has exited (`true`) or `deadline` passes (`false`; `None`: no
-    /// deadline), without reaping or signalling.
-    ///
-    /// Between checks it calls `pause` with the watch and the pause's length ([`next_pause`](Self::next_pause)):
-    /// with a pidfd, the time left before `deadline` (`None`: no limit), to be slept on the pidfd so that the exit
-    /// ends it; without one, the poll schedule's step, where zero means "yield the CPU once". The length is never
-    /// longer than the time left. `pause` may return early (the loop checks again), but must not take longer than
-    /// asked.
-    pub fn wait_for(
+    fn without_pid(mut self) -> ExitWatch {
+        self.pid = None;
+        self
+    }
+
+    /// Waits until `exited` says the process has exited (`true`) or `deadline` passes (`false`; `None`: no
+    /// deadline), without reaping or signalling: [`step`](Self::step) driven by the one blocking driver.
+    pub(crate) fn wait_exit(
         &mut self,
         deadline: Option<Instant>,
         mut exited: impl FnMut() -> io::Result<bool>,
-        mut pause: impl FnMut(&ExitWatch, Option<Duration>) -> io::Result<()>,
     ) -> io::Result<bool> {
-        loop {
-            let now = Instant::now();
-            if exited()? {
-                return Ok(true);
-            }
-            let left = match deadline.map(|d| d.saturating_duration_since(now)) {
-                Some(Duration::ZERO) => return Ok(false),
-                left => left,
-            };
-            let len = self.next_pause(now, left);
-            pause(self, len)?;
-        }
+        drive(|woke| self.step(deadline, woke, &mut exited))
     }
 
-    /// The leader's pidfd, while the wait sleeps on it.
+    /// [`wait_exit`](Self::wait_exit) for `grouptimeout-job`'s guard. `_pause` is not called any more (the driver
+    /// sleeps as every wait does); it stays until that crate stops passing [`ExitWatch::sleep`].
+    pub fn wait_for(
+        &mut self,
+        deadline: Option<Instant>,
+        exited: impl FnMut() -> io::Result<bool>,
+        _pause: impl FnMut(&ExitWatch, Option<Duration>) -> io::Result<()>,
+    ) -> io::Result<bool> {
+        self.wait_exit(deadline, exited)
+    }
+
+    /// Sleeps up to `pause` (`None`: no limit) on the pidfd, or on the schedule's step without one. Only a value for
+    /// [`wait_for`](Self::wait_for)'s ignored argument now.
+    pub fn sleep(&self, pause: Option<Duration>) -> io::Result<()> {
+        let until = pause.and_then(|p| Instant::now().checked_add(p));
+        let interest = match self.pidfd() {
+            Some(fd) => Interest::until_at(until).and_read(fd.as_raw_fd()),
+            None => Interest::until_at(until.or_else(|| Instant::now().checked_add(MAX_STEP))),
+        };
+        let mut once = Some(interest);
+        drive(|_| Ok(once.take().map_or(Step::Done(()), Step::Pending)))
+    }
+
+    /// One step of a wait for the exit: reads the clock, then checks with `exited`, then compares with `until`
+    /// (deadline order): `Done(true)` when the process has exited, `Done(false)` when `until` has passed, else
+    /// what to sleep on (see [`interest`](Self::interest)).
+    pub(crate) fn step(
+        &mut self,
+        until: Option<Instant>,
+        woke: Woke<'_>,
+        exited: impl FnOnce() -> io::Result<bool>,
+    ) -> io::Result<Step<bool>> {
+        let now = Instant::now();
+        if exited()? {
+            return Ok(Step::Done(true));
+        }
+        if until.is_some_and(|until| until <= now) {
+            return Ok(Step::Done(false));
+        }
+        Ok(Step::Pending(self.interest(now, until, woke)))
+    }
+
+    /// The leader's pidfd, while the steps wait on it.
     pub(crate) fn pidfd(&self) -> Option<BorrowedFd<'_>> {
         self.pidfd
             .as_ref()
@@ -107,7 +296,7 @@ impl ExitWatch {
             .map(|fd| fd.as_fd())
     }
 
-    /// The leader's pidfd for the caller's own event loop, opened now if no pause opened it yet (the caller has just
+    /// The leader's pidfd for the caller's own event loop, opened now if no step opened it yet (the caller has just
     /// found `pid`, the leader, unreaped); open until [`close`](Self::close). The error of `pidfd_open` as it is, or
     /// `Unsupported` where this build has no pidfds.
     pub(crate) fn exit_fd(&mut self, pid: u32) -> io::Result<BorrowedFd<'_>> {
@@ -125,74 +314,51 @@ impl ExitWatch {
         self.since = Instant::now();
     }
 
-    /// Closes the pidfd (the leader was reaped); later pauses follow the schedule.
+    /// Closes the pidfd (the leader was reaped); later steps follow the schedule.
     pub(crate) fn close(&mut self) {
         self.pid = None;
         self.pidfd = None;
     }
 
-    /// How long the pause after a check at `now` that found the leader running may last, with `left` until the
-    /// deadline (`None`: no deadline). With a pidfd that is `left`, since the sleep ends at the exit anyway; without
-    /// one, [`poll_step`] of the schedule's age, never more than `left`.
+    /// What to sleep on after a check at `now` that found the leader running, with `until` the deadline (`None`:
+    /// none): the pidfd until `until`, since the sleep ends at the exit anyway; without one, [`poll_step`] of the
+    /// schedule's age, never past `until`.
     ///
-    /// The first pause of all is zero (one yield); the second opens the pidfd. The caller has just found the leader
-    /// unreaped, and only the reap, which calls [`close`](Self::close), makes it go: so the pid is our child's.
+    /// The first interest of all is a yield (`now`); the second opens the pidfd. The caller has just found the
+    /// leader unreaped, and only the reap, which calls [`close`](Self::close), makes it go: so the pid is our
+    /// child's.
     ///
     /// A pidfd that is readable while the leader cannot be waited for yet (a leader traced by another process: its
     /// tracer sees the exit first, and the parent only once the tracer let go of it) would turn the sleep into a
-    /// busy loop. When the last pause ended on a readable pidfd and the leader still runs, the pause is zero (the
-    /// leader may have exited right after the check, and the zero pause polls the pidfd again); the second time in
-    /// a row, the watch restarts the schedule and follows it from then on (the pidfd stays open until the reap: an
+    /// busy loop. When the pidfd was readable (as `woke` saw it) and the leader still runs, the interest is the
+    /// pidfd at `now` (the leader may have exited right after the check); the second time in a row, the watch
+    /// restarts the schedule and follows it from then on (the pidfd stays open until the reap: an
     /// [`exit_fd`](Self::exit_fd) lent out must not close under its borrower).
-    pub(crate) fn next_pause(&mut self, now: Instant, left: Option<Duration>) -> Option<Duration> {
+    fn interest(&mut self, now: Instant, until: Option<Instant>, woke: Woke<'_>) -> Interest {
+        let mut fresh = false;
         if let Some(pid) = self.pid {
             if !self.yielded {
                 self.yielded = true;
-                return Some(Duration::ZERO);
+                return Interest::until_at(Some(now)).no_later_than(until);
             }
             self.pid = None;
             self.pidfd = open_pidfd(pid).ok();
+            fresh = true;
         }
-        if self.pidfd.is_some() && !self.traced {
-            if !self.seen.swap(false, Ordering::Relaxed) {
+        if let Some(fd) = self.pidfd().map(|fd| fd.as_raw_fd()) {
+            if fresh || !woke.ready(fd) {
                 self.fired = false;
-                return left;
+                return Interest::until_at(until).and_read(fd);
             }
             if !self.fired {
                 self.fired = true;
-                return Some(Duration::ZERO);
+                return Interest::until_at(Some(now)).and_read(fd);
             }
             self.traced = true;
             self.since = now;
         }
         let step = poll_step(now.saturating_duration_since(self.since));
-        Some(left.map_or(step, |left| left.min(step)))
-    }
-
-    /// A pause that polled the pidfd found it readable: the leader exited (or its tracer was told so).
-    pub(crate) fn exit_seen(&self) {
-        self.seen.store(true, Ordering::Relaxed);
-    }
-
-    /// The plain waits' pause: sleeps in `ppoll` on the pidfd until the leader exits or `pause` passes (`None`: no
-    /// limit); without one, as [`sleep_pause`] (a `None` pause does not happen there: [`next_pause`](Self::next_pause)
-    /// always gives the schedule's step).
-    pub fn sleep(&self, pause: Option<Duration>) -> io::Result<()> {
-        use std::os::fd::AsRawFd as _;
-        let Some(pidfd) = self.pidfd() else {
-            sleep_pause(pause.unwrap_or(MAX_STEP));
-            return Ok(());
-        };
-        let mut fds = [libc::pollfd {
-            fd: pidfd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        }];
-        crate::sys::poll(&mut fds, pause.unwrap_or(Duration::MAX))?;
-        if fds[0].revents != 0 {
-            self.exit_seen();
-        }
-        Ok(())
+        Interest::until_at(now.checked_add(step)).no_later_than(until)
     }
 }
 
@@ -231,15 +397,6 @@ pub const DROP_REAP_LIMIT: Duration = Duration::from_secs(1);
 
 /// The longest step of the poll schedule.
 const MAX_STEP: Duration = Duration::from_millis(10);
-
-/// The pause of the plain waits without a pidfd: yield the CPU once for a zero pause, sleep otherwise.
-pub(crate) fn sleep_pause(pause: Duration) {
-    if pause.is_zero() {
-        thread::yield_now();
-    } else {
-        thread::sleep(pause);
-    }
-}
 
 /// The pause before the next check of a leader that has been running (or was last signalled) `age` ago, when no
 /// pidfd tells its exit; zero means "yield the CPU once".

@@ -9,9 +9,10 @@
 //! checked on the same schedule, restarted once every pipe reached end of file, since the leader is then most
 //! likely exiting), and the deadline is handled by the very same code.
 
+use std::fmt;
 use std::fs::File;
 use std::io::{self, Read, Write as _};
-use std::os::fd::{AsFd, AsRawFd as _, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,7 +22,7 @@ use crate::boundary::{Job, Record};
 use crate::child::GroupChild;
 use crate::outcome::Outcome;
 use crate::sys;
-use crate::wait::{poll_step, sleep_pause, ExitWatch};
+use crate::wait::{drive, poll_set, poll_step, pollfd, Interest, Step, Woke};
 use kept::{Kept, READ_SIZE};
 
 /// The default for [`GroupChild::set_output_limit`]: 16 MiB per stream.
@@ -229,14 +230,27 @@ impl GroupChild {
         Ok(())
     }
 
-    fn capture(mut self, deadline: Option<Instant>) -> io::Result<Captured> {
+    /// Starts a capturing wait in steps, for a loop of the caller's own: the same wait as
+    /// [`wait_with_output_deadline`](GroupChild::wait_with_output_deadline) (`None`: no deadline), whose blocking
+    /// form is these steps and a sleep in `ppoll` on their [`Interest`](crate::Interest). See [`Capture`].
+    ///
+    /// Needs the `capture` feature (on by default).
+    ///
+    /// Standard input is closed now (or, with [`set_input`](GroupChild::set_input), its first bytes written), and
+    /// the output pipes set non-blocking.
+    ///
+    /// # Errors
+    ///
+    /// A pipe could not be set non-blocking or written; the child is dropped then (its group killed, the leader
+    /// reaped), as by a failed [`wait_with_output_deadline`](GroupChild::wait_with_output_deadline).
+    pub fn capture_steps(mut self, deadline: Option<Instant>) -> io::Result<Capture> {
         let settings = std::mem::take(&mut self.capture);
         let input = match (self.stdin.take(), settings.input) {
             (Some(stdin), Some(data)) => Some((OwnedFd::from(stdin), data)),
             _ => None,
         };
         let limit = settings.limit.unwrap_or(DEFAULT_OUTPUT_LIMIT);
-        let mut pipes = Pipes::new(
+        let pipes = Pipes::new(
             [
                 self.stdout.take().map(OwnedFd::from),
                 self.stderr.take().map(OwnedFd::from),
@@ -244,11 +258,142 @@ impl GroupChild {
             limit,
             input,
         )?;
-        let outcome = self.wait_until_with(deadline, |watch, pause| pipes.pause(watch, pause))?;
-        let pipes_closed = pipes.drain_until(Instant::now().checked_add(DRAIN_LIMIT))?;
-        let input_written = pipes.input.as_ref().map_or(0, |input| input.written);
-        let [(stdout, stdout_omitted), (stderr, stderr_omitted)] = pipes.finish(settings.marker);
-        Ok(Captured {
+        Ok(Capture {
+            child: self,
+            deadline,
+            pipes,
+            marker: settings.marker,
+            waiting: None,
+            listed: Interest::until_at(None),
+            reaped: None,
+        })
+    }
+
+    fn capture(self, deadline: Option<Instant>) -> io::Result<Captured> {
+        let mut capture = self.capture_steps(deadline)?;
+        drive(|woke| capture.step_woke(woke))
+    }
+}
+
+/// A capturing wait in steps, made by [`GroupChild::capture_steps`]: for a loop of the caller's own (`poll(2)`,
+/// `epoll`, an async runtime) that waits for many jobs and reads their output in one thread.
+///
+/// Needs the `capture` feature (on by default).
+///
+/// Each [`step`](Capture::step) writes and reads what is ready, checks the leader when something tells it may have
+/// exited (its pidfd, a pipe at end of file) or the interest's instant came, and moves the wait on as
+/// [`GroupChild::step`] does; after the reap it drains the pipes for up to about 100 ms, then returns the
+/// [`Captured`]. Its [`Interest`](crate::Interest) lists the leader's pidfd and the open output pipes (readable),
+/// and the standard input while input is left (writable).
+///
+/// Dropping a `Capture` drops its child: the group is killed and the leader reaped (bounded), unless the wait was
+/// over; the output read so far is lost.
+pub struct Capture {
+    child: GroupChild,
+    deadline: Option<Instant>,
+    pipes: Pipes,
+    marker: bool,
+    /// The child's last `Pending`; `None`: check the child at the next step.
+    waiting: Option<Interest>,
+    /// What the last step listed, which a step without news from its driver polls (without waiting).
+    listed: Interest,
+    /// The outcome, once the leader was reaped, and the end of the drain (`None`: `Done` was returned).
+    reaped: Option<(Outcome, Option<Instant>)>,
+}
+
+impl fmt::Debug for Capture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Capture")
+            .field("child", &self.child)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Capture {
+    /// The child, for its [`id`](GroupChild::id) and its [`handle`](GroupChild::handle) (to signal or cancel the job
+    /// from elsewhere). Its waits are not to be called through this (it is not lent out mutably).
+    pub fn child(&self) -> &GroupChild {
+        &self.child
+    }
+
+    /// One non-blocking step: writes the input and reads the output that are ready, checks the leader, and moves the
+    /// wait on by one state (see [`GroupChild::step`] for the sequence and the rules of the [`Interest`]s); `Done`
+    /// with what [`wait_with_output_deadline`](GroupChild::wait_with_output_deadline) returns once the leader was
+    /// reaped and the pipes drained (every writer closed them, or about 100 ms passed).
+    ///
+    /// # Errors
+    ///
+    /// As for [`wait_with_output_deadline`](GroupChild::wait_with_output_deadline), at the step that met them (the
+    /// `Capture` stays usable: a step after an error goes on); and [`InvalidInput`](io::ErrorKind::InvalidInput) for
+    /// a step after `Done`, whose output was handed over.
+    pub fn step(&mut self) -> io::Result<Step<Captured>> {
+        self.step_woke(Woke::default())
+    }
+
+    fn step_woke(&mut self, woke: Woke<'_>) -> io::Result<Step<Captured>> {
+        // A driver of the caller's own does not say what is ready: poll what the last step listed, without waiting.
+        let mut own = [pollfd(-1, 0); 4];
+        let mut n = 0;
+        if woke.fds.is_none() {
+            n = poll_set(&self.listed, &mut own);
+            if n > 0 {
+                sys::poll(&mut own[..n], Duration::ZERO)?;
+            }
+        }
+        let woke = Woke {
+            fds: Some(woke.fds.unwrap_or(&own[..n])),
+            blocking: woke.blocking,
+        };
+        let open = self.pipes.open_count();
+        self.pipes.serve(woke)?;
+        let now = Instant::now();
+        let waiting = match self.waiting {
+            _ if self.reaped.is_some() => None,
+            Some(i)
+                if i.until().is_some_and(|until| until > now)
+                    && self.pipes.open_count() == open
+                    && !i.readable().any(|fd| woke.ready(fd)) =>
+            {
+                Some(i)
+            }
+            _ => match self.child.step_woke(self.deadline, woke)? {
+                Step::Done(outcome) => {
+                    self.reaped = Some((outcome, Instant::now().checked_add(DRAIN_LIMIT)));
+                    None
+                }
+                Step::Pending(i) => Some(i),
+            },
+        };
+        self.waiting = waiting;
+        let interest = match (waiting, self.reaped) {
+            (Some(child), _) => self.pipes.interest(child, now),
+            (None, Some((outcome, end))) => {
+                if self.pipes.open_count() > 0 && end.is_none_or(|end| end > Instant::now()) {
+                    self.pipes.interest(Interest::until_at(end), now)
+                } else {
+                    self.reaped = None;
+                    return Ok(Step::Done(self.finish(outcome)));
+                }
+            }
+            (None, None) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "the capture is done: its output was handed over",
+                ))
+            }
+        };
+        self.listed = interest;
+        Ok(Step::Pending(interest))
+    }
+
+    fn finish(&mut self, outcome: Outcome) -> Captured {
+        let pipes_closed = self.pipes.open_count() == 0;
+        let input_written = self.pipes.input.as_ref().map_or(0, |input| input.written);
+        let [(stdout, stdout_omitted), (stderr, stderr_omitted)] =
+            std::mem::take(&mut self.pipes.streams)
+                .map(|s| s.map_or((Vec::new(), 0), |s| s.kept.finish(self.marker)));
+        Captured {
             outcome,
             stdout,
             stderr,
@@ -256,8 +401,8 @@ impl GroupChild {
             stderr_omitted,
             input_written,
             pipes_closed,
-            job: self.job.record(),
-        })
+            job: self.child.job.record(),
+        }
     }
 }
 
@@ -294,10 +439,6 @@ impl Input {
         }
         Ok(())
     }
-
-    fn pending(&self) -> bool {
-        self.pipe.is_some()
-    }
 }
 
 /// The output pipes being read, and the bytes kept from each; and the input being written.
@@ -306,7 +447,7 @@ struct Pipes {
     input: Option<Input>,
     /// The read buffer for streams past their limit, reused for every read.
     scratch: Vec<u8>,
-    /// When [`Pipes::pause`] first found every pipe at end of file.
+    /// When a step first found every pipe at end of file.
     closed: Option<Instant>,
 }
 
@@ -355,135 +496,52 @@ impl Pipes {
         })
     }
 
-    fn input_pending(&self) -> bool {
-        self.input.as_ref().is_some_and(Input::pending)
+    fn open(&self) -> impl Iterator<Item = &Stream> {
+        self.streams.iter().flatten().filter(|s| !s.eof)
     }
 
     fn open_count(&self) -> usize {
-        self.streams.iter().flatten().filter(|s| !s.eof).count()
+        self.open().count()
     }
 
-    /// The wait loop's pause: reads the pipes as they become readable for up to `pause` (`None`: no limit). Returns
-    /// early when the leader's pidfd, polled with the pipes, becomes readable (the leader exited) or a pipe reaches
-    /// end of file (often a sign that the leader exited). With no pipe left open this is the plain waits' pause;
-    /// without a pidfd, shortened to [`poll_step`] of the time since the pipes closed.
-    fn pause(&mut self, watch: &ExitWatch, pause: Option<Duration>) -> io::Result<()> {
-        let open = self.open_count();
-        let exit = watch.pidfd();
-        if open == 0 && !self.input_pending() {
-            if exit.is_some() || self.streams.iter().all(Option::is_none) {
-                return watch.sleep(pause);
-            }
-            // Every pipe reached end of file, usually because the leader is exiting (`exit` closes its files a
-            // moment before the leader can be waited for): check it as if it had started when the pipes closed, so
-            // that its exit is seen at once instead of after a whole step (up to 10 ms).
-            let since = self.closed.get_or_insert_with(Instant::now).elapsed();
-            let pause = pause.unwrap_or(Duration::MAX);
-            sleep_pause(pause.min(poll_step(since)));
-            return Ok(());
-        }
-        if pause == Some(Duration::ZERO) {
-            // Take what is there; without a pidfd, yield as the plain waits do: spinning on `poll` alone would keep
-            // a child that shares our CPU from running until the scheduler preempts us (about a millisecond).
-            if self.round(Duration::ZERO, exit)? {
-                watch.exit_seen();
-            }
-            if exit.is_none() {
-                sleep_pause(Duration::ZERO);
-            }
-            return Ok(());
-        }
-        let start = Instant::now();
-        loop {
-            let left = pause.map(|pause| pause.saturating_sub(start.elapsed()));
-            let exited = self.round(left.unwrap_or(Duration::MAX), exit)?;
-            if exited {
-                watch.exit_seen();
-            }
-            if exited
-                || left == Some(Duration::ZERO)
-                || self.open_count() < open
-                || pause.is_some_and(|pause| start.elapsed() >= pause)
+    /// Writes the input and reads each pipe that `woke` saw ready.
+    fn serve(&mut self, woke: Woke<'_>) -> io::Result<()> {
+        if let Some(input) = self.input.as_mut() {
+            if input
+                .pipe
+                .as_ref()
+                .is_some_and(|pipe| woke.ready(pipe.as_raw_fd()))
             {
-                return Ok(());
-            }
-        }
-    }
-
-    /// Reads until every pipe reached end of file (`true`) or `end` passes (`false`; `None` means no end), always
-    /// taking what is already in the pipes.
-    fn drain_until(&mut self, end: Option<Instant>) -> io::Result<bool> {
-        loop {
-            if self.open_count() == 0 {
-                return Ok(true);
-            }
-            let left = end.map_or(Duration::from_secs(1), |end| {
-                end.saturating_duration_since(Instant::now())
-            });
-            self.round(left, None)?;
-            if left.is_zero() {
-                return Ok(self.open_count() == 0);
-            }
-        }
-    }
-
-    /// One `poll` of the open pipes (and of the leader's pidfd `exit`, if given) for up to `timeout`, then reads
-    /// from each pipe that is ready. Returns whether `exit` is readable.
-    fn round(&mut self, timeout: Duration, exit: Option<BorrowedFd<'_>>) -> io::Result<bool> {
-        let mut fds = [libc::pollfd {
-            fd: -1,
-            events: libc::POLLIN,
-            revents: 0,
-        }; 4];
-        let mut n = 0;
-        let mut which = [0; 2];
-        for (i, stream) in self.streams.iter().enumerate() {
-            if let Some(stream) = stream.as_ref().filter(|s| !s.eof) {
-                fds[n].fd = stream.pipe.as_raw_fd();
-                which[n] = i;
-                n += 1;
-            }
-        }
-        let pipes = n;
-        let input = self
-            .input
-            .as_ref()
-            .and_then(|i| i.pipe.as_ref())
-            .map(|pipe| {
-                fds[n] = libc::pollfd {
-                    fd: pipe.as_raw_fd(),
-                    events: libc::POLLOUT,
-                    revents: 0,
-                };
-                n += 1;
-                n - 1
-            });
-        let at_exit = n;
-        if let Some(exit) = exit {
-            fds[n].fd = exit.as_raw_fd();
-            n += 1;
-        }
-        if sys::poll(&mut fds[..n], timeout)? == 0 {
-            return Ok(false);
-        }
-        if input.is_some_and(|i| fds[i].revents != 0) {
-            if let Some(input) = self.input.as_mut() {
                 input.write_ready()?;
             }
         }
-        for (fd, &i) in fds[..pipes].iter().zip(&which) {
-            if fd.revents != 0 {
-                if let Some(stream) = self.streams[i].as_mut() {
-                    stream.read_ready(&mut self.scratch)?;
-                }
+        for stream in self.streams.iter_mut().flatten() {
+            if !stream.eof && woke.ready(stream.pipe.as_raw_fd()) {
+                stream.read_ready(&mut self.scratch)?;
             }
         }
-        Ok(n > at_exit && fds[at_exit].revents != 0)
+        Ok(())
     }
 
-    fn finish(self, marker: bool) -> [(Vec<u8>, u64); 2] {
-        self.streams
-            .map(|s| s.map_or((Vec::new(), 0), |s| s.kept.finish(marker)))
+    /// The child's `interest` with the open pipes and the input added. Without a pidfd, once every pipe reached end
+    /// of file (usually because the leader is exiting: `exit` closes its files a moment before the leader can be
+    /// waited for), the leader is checked as if it had started when the pipes closed, so that its exit is seen at
+    /// once instead of after a whole step of the schedule (up to 10 ms).
+    fn interest(&mut self, child: Interest, now: Instant) -> Interest {
+        let mut interest = child;
+        for stream in self.open() {
+            interest = interest.and_read(stream.pipe.as_raw_fd());
+        }
+        let input = self.input.as_ref().and_then(|i| i.pipe.as_ref());
+        interest = interest.and_write(input.map(AsRawFd::as_raw_fd));
+        let closed =
+            self.open_count() == 0 && input.is_none() && self.streams.iter().any(Option::is_some);
+        if closed && child.readable().next().is_none() {
+            let since = *self.closed.get_or_insert(now);
+            interest = interest
+                .no_later_than(now.checked_add(poll_step(now.saturating_duration_since(since))));
+        }
+        interest
     }
 }
 

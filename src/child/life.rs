@@ -54,6 +54,7 @@ impl GroupChild {
             stderr: child.stderr.take(),
             child,
             watch,
+            phase: super::Phase::Running,
             grace: None,
             kill_leftovers: true,
             #[cfg(feature = "capture")]
@@ -79,10 +80,12 @@ impl Drop for GroupChild {
             return;
         }
         let _ = self.signal_group(crate::signal::SIGKILL);
-        let reapable = self.wait_for_exit(
-            Instant::now().checked_add(DROP_REAP_LIMIT),
-            ExitWatch::sleep,
-        );
+        let (pid, job) = (self.id(), &self.job);
+        let reapable = self
+            .watch
+            .wait_exit(Instant::now().checked_add(DROP_REAP_LIMIT), || {
+                job.exited(pid)
+            });
         if matches!(reapable, Ok(true)) {
             let _ = self.reap(true);
         } else {
