@@ -25,6 +25,10 @@ const MARK_VAR: &str = "GT_BENCH_MANY";
 const WHO: &[(&str, &str)] = &[
     ("baseline", "baseline: a worker that supervises nothing"),
     ("set", "grouptimeout-set `JobSet` (one thread)"),
+    (
+        "set-group",
+        "grouptimeout-set `JobSet`, every job `spawn_group` (no `spawn_contained`)",
+    ),
     ("threads", "a thread per job, `wait_timeout`"),
     ("adapter", "grouptimeout-tokio `wait` (current-thread runtime)"),
     (
@@ -90,15 +94,16 @@ fn plan(n: usize, seed: u64) -> Vec<Job> {
         .collect()
 }
 
-/// A job spawned the way our contenders spawn it: `spawn_contained` for the tenth with a daemon, `spawn_group` else.
-fn spawn_ours(job: &Job, mark: &str) -> GroupChild {
+/// A job spawned the way our contenders spawn it: `spawn_contained` for the tenth with a daemon when `contain`,
+/// `spawn_group` else.
+fn spawn_ours(job: &Job, mark: &str, contain: bool) -> GroupChild {
     let mut c = Command::new("sh");
     c.args(["-c", &job.script])
         .env(MARK_VAR, mark)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    if job.daemon {
+    if job.daemon && contain {
         c.spawn_contained()
     } else {
         c.spawn_group()
@@ -122,9 +127,9 @@ fn base() -> Base {
     (Instant::now(), sys::rusage(libc::RUSAGE_SELF))
 }
 
-fn run_set(jobs: &[Job], mark: &str) -> (Base, Vec<Done>) {
+fn run_set(jobs: &[Job], mark: &str, contain: bool) -> (Base, Vec<Done>) {
     use grouptimeout_set::{Finished, JobSet};
-    let children: Vec<GroupChild> = jobs.iter().map(|j| spawn_ours(j, mark)).collect();
+    let children: Vec<GroupChild> = jobs.iter().map(|j| spawn_ours(j, mark, contain)).collect();
     let b = base();
     let mut set = JobSet::new().expect("JobSet::new");
     for (i, c) in children.into_iter().enumerate() {
@@ -153,7 +158,7 @@ fn run_set(jobs: &[Job], mark: &str) -> (Base, Vec<Done>) {
 }
 
 fn run_threads(jobs: &[Job], mark: &str) -> (Base, Vec<Done>) {
-    let children: Vec<GroupChild> = jobs.iter().map(|j| spawn_ours(j, mark)).collect();
+    let children: Vec<GroupChild> = jobs.iter().map(|j| spawn_ours(j, mark, true)).collect();
     let b = base();
     let (tx, rx) = mpsc::channel();
     let threads: Vec<_> = children
@@ -193,7 +198,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 fn run_adapter(jobs: &[Job], mark: &str) -> (Base, Vec<Done>) {
     runtime().block_on(async {
-        let children: Vec<GroupChild> = jobs.iter().map(|j| spawn_ours(j, mark)).collect();
+        let children: Vec<GroupChild> = jobs.iter().map(|j| spawn_ours(j, mark, true)).collect();
         let b = base();
         let tasks: Vec<_> = children
             .into_iter()
@@ -351,7 +356,8 @@ pub fn worker(args: &[String]) -> ! {
     let r0 = sys::rusage(libc::RUSAGE_SELF);
     let (b, done) = match who.as_str() {
         "baseline" => (base(), vec![]),
-        "set" => run_set(&jobs, mark),
+        "set" => run_set(&jobs, mark, true),
+        "set-group" => run_set(&jobs, mark, false),
         "threads" => run_threads(&jobs, mark),
         "adapter" => run_adapter(&jobs, mark),
         "tokio" => run_tokio(&jobs, mark),
@@ -555,8 +561,16 @@ pub fn row11(o: &Opts) -> String {
             .position(|(w, _)| *w == name)
             .expect("a contender")
     };
-    let (set, threads, adapter, tok) = (idx("set"), idx("threads"), idx("adapter"), idx("tokio"));
+    let (set, set_group, threads, adapter, tok) = (
+        idx("set"),
+        idx("set-group"),
+        idx("threads"),
+        idx("adapter"),
+        idx("tokio"),
+    );
+    let base_rss = median(&per(idx("baseline"), "maxrss_kib", 0));
     let left_sum = |k: usize| res[k].iter().map(|(_, l)| *l).sum::<usize>();
+    let left_med = |k: usize| median(&res[k].iter().map(|(_, l)| *l as f64).collect::<Vec<_>>());
     let ours_left = left_sum(set) + left_sum(threads) + left_sum(adapter);
     let p99 = |k: usize| pct(&pooled(k, "late"), 0.99);
     let cpu = |k: usize| median(&per(k, "cpu", 1));
@@ -565,17 +579,18 @@ pub fn row11(o: &Opts) -> String {
     let _ = writeln!(
         s,
         "- nothing left by ours: {} ({ours_left} processes left by the set, the threads and the adapter over all \
-         rounds; tokio's own left {} in all, {} per round)",
+         rounds; tokio's own left {} per round (median), the set without `spawn_contained` {})",
         yes(ours_left == 0),
-        left_sum(tok),
-        median(&res[tok].iter().map(|(_, l)| *l as f64).collect::<Vec<_>>())
+        left_med(tok),
+        left_med(set_group)
     );
     let _ = writeln!(
         s,
-        "- lateness p99 ≤ 2 ms: the set {} ({}), the adapter {} ({}), a thread per job {} ({}); tokio's own {} to \
-         its reap, {} to its kill",
+        "- lateness p99 ≤ 2 ms: the set {} ({}; without `spawn_contained` {}), the adapter {} ({}), a thread per \
+         job {} ({}); tokio's own {} to its reap, {} to its kill",
         yes(p99(set) <= 2e-3),
         t(p99(set)),
+        t(p99(set_group)),
         yes(p99(adapter) <= 2e-3),
         t(p99(adapter)),
         yes(p99(threads) <= 2e-3),
@@ -585,19 +600,27 @@ pub fn row11(o: &Opts) -> String {
     );
     let _ = writeln!(
         s,
-        "- the set's CPU ≤ tokio's: {} (supervision, medians: {} vs {}; the adapter {})",
+        "- the set's CPU ≤ tokio's: {} (supervision, medians: the set {}, without `spawn_contained` {} ({}), tokio's \
+         own {}; the adapter {})",
         yes(cpu(set) <= cpu(tok)),
         t(cpu(set)),
+        t(cpu(set_group)),
+        yes(cpu(set_group) <= cpu(tok)),
         t(cpu(tok)),
         t(cpu(adapter))
     );
     let _ = writeln!(
         s,
-        "- the set's peak RSS ≤ ¼ of a thread per job's: {} (medians {} vs {}, ratio {:.2})",
+        "- the set's peak RSS ≤ ¼ of a thread per job's: {} (medians {} vs {}, ratio {:.2}; above the baseline \
+         worker's {}: {} vs {}, ratio {:.2})",
         yes(rss(set) <= rss(threads) / 4.0),
         mib(rss(set)),
         mib(rss(threads)),
-        rss(set) / rss(threads)
+        rss(set) / rss(threads),
+        mib(base_rss),
+        mib(rss(set) - base_rss),
+        mib(rss(threads) - base_rss),
+        (rss(set) - base_rss) / (rss(threads) - base_rss)
     );
     s
 }
