@@ -2,8 +2,9 @@
 """The auditor's map: per crate of the workspace, counted whole (every feature), its files, code lines, `unsafe`
 blocks and public items; per feature where a crate has features; and the budget of `grouptimeout`.
 
-The crates are the root package `grouptimeout` (`src/`), `grouptimeout-job` (`job/src/`) and `grouptimeout-cli`
-(`cli/src/`: its library, `host`, and the tool's binary in `cli/src/bin/grouptimeout/`, counted in its row). A crate
+The crates are the root package `grouptimeout` (`src/`), `grouptimeout-job` (`job/src/`), `grouptimeout-cli`
+(`cli/src/`: its library, `host`, and the tool's binary in `cli/src/bin/grouptimeout/`, counted in its row) and
+`grouptimeout-set` (`set/src/`: many jobs waited from one thread). A crate
 is counted whole, every feature on: what a reviewer who certifies a crate version reads, whatever features a
 dependent turns on. A file belongs to the feature named by the `#[cfg(...feature = "NAME"...)]` on its `mod` line (or
 on its parent module's), else to the crate's core (what `default-features = false` builds). Code lines are the lines
@@ -40,6 +41,7 @@ CRATES = [
     ("grouptimeout", ".", [("lib.rs", "library")]),
     ("grouptimeout-job", "job", [("lib.rs", "library")]),
     ("grouptimeout-cli", "cli", [("lib.rs", "library (`host`)"), ("bin/grouptimeout/main.rs", "the tool")]),
+    ("grouptimeout-set", "set", [("lib.rs", "library")]),
 ]
 BUDGETED = "grouptimeout"
 README = os.path.join(ROOT, "README.md")
@@ -288,7 +290,7 @@ def table():
     out += sys_lines
     b_lines, b_unsafe = totals[BUDGETED]
     core = parts.get((BUDGETED, "core (`default-features = false`)"), (b_lines, b_unsafe))
-    job, cli = totals["grouptimeout-job"], totals["grouptimeout-cli"]
+    job, cli, jobset = totals["grouptimeout-job"], totals["grouptimeout-cli"], totals["grouptimeout-set"]
     host = parts.get(("grouptimeout-cli", "library (`host`)"), (0, 0))
     tool = parts.get(("grouptimeout-cli", "the tool"), (0, 0))
     prose = (
@@ -297,8 +299,9 @@ def table():
         f"{BUDGET_UNSAFE} `unsafe` blocks in all of its `src/`**; it has {b_lines:,} and {b_unsafe} (a core-only "
         f"build, `default-features = false`, compiles {core[0]:,} and {core[1]}). `grouptimeout-job` has "
         f"{job[0]:,} code lines and {job[1]} `unsafe` blocks; `grouptimeout-cli` {cli[0]:,} and {cli[1]} (its "
-        f"library `host` {host[0]:,} and {host[1]}, the tool {tool[0]:,} and {tool[1]}). A dependent of "
-        f"`{BUDGETED}` alone compiles none of the other two (CI checks it)."
+        f"library `host` {host[0]:,} and {host[1]}, the tool {tool[0]:,} and {tool[1]}); `grouptimeout-set` "
+        f"{jobset[0]:,} and {jobset[1]}. A dependent of `{BUDGETED}` alone compiles none of the other three (CI "
+        "checks it)."
     )
     return prose + "\n\n" + "\n".join(out) + "\n", totals, problems
 

@@ -1,0 +1,88 @@
+//! One job of a set: its child (or its capture), stepped through the core's stepped wait, and what a job that
+//! ended gives back ([`Finished`]).
+
+use std::io;
+use std::time::Instant;
+
+#[cfg(feature = "capture")]
+use grouptimeout::{Capture, Captured};
+use grouptimeout::{GroupChild, Interest, Outcome, Step};
+
+use crate::sleep::Watch;
+
+/// What [`JobSet::next`](crate::JobSet) gives for a job that ended: the outcome of its wait, or (a job added with
+/// [`add_captured`](crate::JobSet::add_captured)) what its capturing wait captured.
+#[derive(Debug)]
+pub enum Finished {
+    /// A job added with [`JobSet::add`](crate::JobSet::add): how its wait ended, as
+    /// [`GroupChild::wait_deadline`] says it (its group dealt with, its leader reaped, the job ended).
+    Waited(Outcome),
+    /// A job added with [`JobSet::add_captured`](crate::JobSet::add_captured): what
+    /// `GroupChild::wait_with_output_deadline` would have returned. Needs the `capture` feature (on by default).
+    #[cfg(feature = "capture")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "capture")))]
+    Captured(Captured),
+}
+
+impl Finished {
+    /// How the job's wait ended, either way.
+    #[must_use]
+    pub fn outcome(&self) -> Outcome {
+        match self {
+            Finished::Waited(outcome) => *outcome,
+            #[cfg(feature = "capture")]
+            Finished::Captured(captured) => captured.outcome,
+        }
+    }
+}
+
+/// A job's wait in steps.
+#[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "the plain wait is the common one: boxed, it would cost an allocation per job"
+)]
+pub(crate) enum Waiting {
+    /// A plain wait, with its deadline (the same at every step).
+    Plain {
+        child: GroupChild,
+        deadline: Option<Instant>,
+    },
+    /// A capturing wait, which holds its deadline and its child (boxed: a capture's buffers and pipes are several
+    /// times a plain child's size).
+    #[cfg(feature = "capture")]
+    Captured(Box<Capture>),
+}
+
+impl Waiting {
+    /// One step of the job's wait: [`GroupChild::step`] or `Capture::step`.
+    pub(crate) fn step(&mut self) -> io::Result<Step<Finished>> {
+        Ok(match self {
+            Waiting::Plain { child, deadline } => match child.step(*deadline)? {
+                Step::Done(outcome) => Step::Done(Finished::Waited(outcome)),
+                Step::Pending(interest) => Step::Pending(interest),
+            },
+            #[cfg(feature = "capture")]
+            Waiting::Captured(capture) => match capture.step()? {
+                Step::Done(captured) => Step::Done(Finished::Captured(captured)),
+                Step::Pending(interest) => Step::Pending(interest),
+            },
+        })
+    }
+
+    /// The job's child (its id, its handle).
+    pub(crate) fn child(&self) -> &GroupChild {
+        match self {
+            Waiting::Plain { child, .. } => child,
+            #[cfg(feature = "capture")]
+            Waiting::Captured(capture) => capture.child(),
+        }
+    }
+}
+
+/// Fills `want` with the descriptors `interest` lists (for reading, then the one for writing).
+pub(crate) fn watches(interest: &Interest, want: &mut Vec<Watch>) {
+    want.clear();
+    want.extend(interest.readable().map(|fd| Watch { fd, write: false }));
+    want.extend(interest.writable().map(|fd| Watch { fd, write: true }));
+}

@@ -1,0 +1,398 @@
+//! Many [`grouptimeout`] jobs waited from one thread: a [`JobSet`] holds any number of
+//! [`GroupChild`]ren (plain [`spawn_group`](grouptimeout::GroupCommandExt::spawn_group) jobs, or jobs contained by
+//! `grouptimeout-job`), each with its own deadline, signal and grace period, and optionally its own bounded capture,
+//! and [`next`](JobSet::next) gives the next job that ended, with its key and its result, in the order the jobs ended.
+//!
+//! Every job gets what its blocking wait promises, because the set drives the very same end-of-job sequence, the
+//! core's stepped wait ([`GroupChild::step`], `GroupChild::capture_steps`): at its deadline the job's group gets its
+//! grace signal (and `SIGCONT`), then `SIGKILL` at the grace period's end, its leader is reaped, and the job is ended
+//! (its leftovers killed; a contained job's boundary ended); a leader that exits first has its leftovers killed
+//! before the job is reported. Only the sleeping is the set's: one sleep for every job.
+//!
+//! ```no_run
+//! use std::process::Command;
+//! use std::time::{Duration, Instant};
+//! use grouptimeout::{signal, GroupCommandExt};
+//! use grouptimeout_set::JobSet;
+//!
+//! # fn main() -> std::io::Result<()> {
+//! let mut set = JobSet::new()?;
+//! let start = Instant::now();
+//! for (name, script, secs) in [("quick", "exit 3", 5), ("slow", "sleep 60", 1)] {
+//!     let mut child = Command::new("sh").args(["-c", script]).spawn_group()?;
+//!     child.set_grace(signal::SIGTERM, Duration::from_millis(200));
+//!     set.add(name, child, Some(start + Duration::from_secs(secs)))?;
+//! }
+//! while let Some((name, result)) = set.next() {
+//!     println!("{name}: {}", result?.outcome()); // quick: exited with status 3, then slow: timed out; ...
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What it promises
+//!
+//! - **One thread, no signal handler, no thread.** Everything happens in the calls of the thread that owns the set
+//!   ([`add`](JobSet::add), [`next`](JobSet::next), [`next_timeout`](JobSet::next_timeout), the drop); between them
+//!   nothing runs, and a job whose deadline passes meanwhile is signalled at the next call (a deadline is kept to
+//!   within the wake-up's latency only while a call sleeps in the set).
+//! - **Each job's own plan.** Its deadline is given to `add`; its grace signal and period, whether its leftovers are
+//!   killed, and (captured) its output limit, omission marker and input are the child's settings
+//!   ([`GroupChild::set_grace`], [`GroupChild::set_kill_leftovers`], `set_output_limit`, `set_input`), made before
+//!   `add`.
+//! - **From other threads:** a [`GroupHandle`](grouptimeout::GroupHandle) taken before `add` signals or kills the job
+//!   from any thread; the set sees the leader's exit as any exit, ends the job and reports it.
+//! - **Dropping the set** ends every job still in it, as dropping its [`GroupChild`] does (the group killed, the
+//!   leader reaped, the job ended, bounded): all are sent `SIGKILL` first, then each is reaped, so that the drop takes
+//!   about as long as the slowest job takes to die, not their sum.
+//! - **A wake-up costs what happened.** On Linux one `epoll_wait` sleeps on every job's descriptors (the leader's exit
+//!   descriptor, a capture's pipes) and the jobs' next instants sit in a min-heap: a wake-up steps only the jobs
+//!   whose descriptor is ready or whose instant passed, so thousands of idle jobs do not make one job's exit slower
+//!   to see. Elsewhere (macOS, FreeBSD, a build with `--cfg grouptimeout_portable`) each sleep is one `poll(2)` over
+//!   every job's descriptors, and a job without an exit descriptor is stepped on its poll schedule (a check every
+//!   10 ms at most): correct, with a cost that grows with the number of jobs.
+//!
+//! # What a job costs
+//!
+//! The set itself holds one descriptor (its epoll instance, Linux) and a few dozen bytes per job. A job holds what
+//! its child holds, nothing more: a plain job one descriptor once stepped (its leader's pidfd, Linux 5.3+; none
+//! where a pidfd cannot be had) and one per pipe it has (a captured job three: stdin, stdout, stderr, each closed as
+//! it ends); a job contained by `grouptimeout-job` adds what its boundary holds (see that crate: in cgroup mode its
+//! `cgroup.kill` and `cgroup.events` files and its keeper's descriptors). In processes a plain job is its own, a
+//! contained one adds its keeper. With `RLIMIT_NOFILE` at 1,024 (a common default) a set of plain jobs holds about a
+//! thousand: raise the soft limit (`setrlimit`, up to the hard limit) for more. The set never drops a job for want
+//! of a descriptor: a spawn that finds none fails before the job exists, and [`add`](JobSet::add) fails with the OS
+//! error (`EMFILE`, `ENOMEM`, `ENOSPC` past the user's limit of epoll watches) and ends the job it was given.
+//!
+//! # Errors
+//!
+//! A job's own error (what its blocking wait would return: `ECHILD` when someone else reaped the leader, a group
+//! kill's `EPERM`) is that job's result in [`next`](JobSet::next), with its key; the job is then ended as a dropped
+//! [`GroupChild`] is. The set's own errors keep their errno: [`JobSet::new`] fails with `epoll_create1`'s,
+//! [`add`](JobSet::add) with the first step's or `epoll_ctl`'s. Should watching a descriptor fail later (a step
+//! that lists a new one, past the kernel's limit), the job is not dropped: it is stepped every 10 ms instead, and ends
+//! as it would have, up to that much later. Should the sleep itself fail (it does not, with a valid epoll
+//! instance), every job is stepped every 10 ms.
+//!
+//! # Features
+//!
+//! `capture` (on by default, and `grouptimeout`'s `capture` with it): [`JobSet::add_captured`] and
+//! [`Finished::Captured`].
+#![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io;
+use std::time::{Duration, Instant};
+
+use grouptimeout::{GroupChild, Step};
+
+mod job;
+mod sleep;
+mod sys;
+mod timers;
+
+pub use job::Finished;
+use job::Waiting;
+use sleep::{Sleep, Watch};
+use timers::Timers;
+
+/// How often a job whose descriptors cannot be watched is stepped (and every job, should the sleep fail).
+const BLIND_TICK: Duration = Duration::from_millis(10);
+
+/// Jobs waited from one thread; see the [crate docs](crate).
+///
+/// `K` is the caller's key for each job (a name, an index, a request id): [`next`](JobSet::next) gives it back with
+/// the job's result. Keys need not be unique.
+pub struct JobSet<K> {
+    /// The jobs, by slot; a slot is reused once its job ended.
+    slots: Vec<Option<Slot<K>>>,
+    /// The empty slots.
+    free: Vec<usize>,
+    /// How many slots hold a job.
+    live: usize,
+    timers: Timers,
+    sleep: Sleep,
+    /// Jobs that ended and are not given back yet, in the order they ended.
+    done: VecDeque<(K, io::Result<Finished>)>,
+    /// The slots to step in this round (a slot may be listed twice: it is stepped once).
+    woken: Vec<usize>,
+    /// What the last step of a job listed (kept to spare an allocation per step).
+    want: Vec<Watch>,
+    /// The count of rounds (a wake-up and the steps it brings).
+    round: u64,
+}
+
+/// One job in its slot.
+struct Slot<K> {
+    key: K,
+    job: Waiting,
+    /// What is registered with the sleep for it.
+    watched: Vec<Watch>,
+    /// Its next instant, and the stamp of its entry in the heap.
+    timer: Option<(Instant, u64)>,
+    /// The round it was last stepped in.
+    round: u64,
+    /// Its descriptors could not be watched: stepped every [`BLIND_TICK`] instead.
+    blind: bool,
+}
+
+impl<K> JobSet<K> {
+    /// An empty set.
+    ///
+    /// # Errors
+    ///
+    /// On Linux, the OS error of `epoll_create1` (`EMFILE` when this process has no descriptor left, `ENFILE`,
+    /// `ENOMEM`). Elsewhere it does not fail.
+    pub fn new() -> io::Result<JobSet<K>> {
+        Ok(JobSet {
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            timers: Timers::default(),
+            sleep: Sleep::new()?,
+            done: VecDeque::new(),
+            woken: Vec::new(),
+            want: Vec::new(),
+            round: 0,
+        })
+    }
+
+    /// Adds a job: `child`'s wait with `deadline` (`None`: none), as [`GroupChild::wait_deadline`] would wait, under
+    /// `key`. Its grace signal and period are the child's ([`GroupChild::set_grace`]; take a
+    /// [`handle`](GroupChild::handle) first to signal it from another thread). The job's first step is taken here: a
+    /// leader that already exited is reported by the next [`next`](JobSet::next).
+    ///
+    /// # Errors
+    ///
+    /// The first step's error (as [`GroupChild::step`]'s), or the OS error of registering the job's descriptors
+    /// (`ENOMEM`, `ENOSPC`: the user's limit of epoll watches). The job is then not in the set, and was ended as a
+    /// dropped [`GroupChild`] is.
+    pub fn add(&mut self, key: K, child: GroupChild, deadline: Option<Instant>) -> io::Result<()> {
+        self.insert(key, Waiting::Plain { child, deadline })
+    }
+
+    /// Adds a capturing job: `child`'s `wait_with_output_deadline(deadline)` (`None`: no deadline), in steps, under
+    /// `key`; its result is a [`Finished::Captured`]. The capture is the child's as it was set up: stdout and stderr
+    /// piped (the others are not captured), at most `set_output_limit` bytes kept per stream, stdin fed from
+    /// `set_input` (else closed). Needs the `capture` feature (on by default).
+    ///
+    /// # Errors
+    ///
+    /// As for [`add`](JobSet::add), and `capture_steps`'s (setting the pipes non-blocking).
+    #[cfg(feature = "capture")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "capture")))]
+    pub fn add_captured(
+        &mut self,
+        key: K,
+        child: GroupChild,
+        deadline: Option<Instant>,
+    ) -> io::Result<()> {
+        let capture = child.capture_steps(deadline)?;
+        self.insert(key, Waiting::Captured(Box::new(capture)))
+    }
+
+    /// How many jobs are in the set: added, and not yet given back by [`next`](JobSet::next).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.live + self.done.len()
+    }
+
+    /// Whether the set holds no job.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// As [`next`](JobSet::next), but waits at most `timeout`: `None` when the set is empty or no job ended in
+    /// time. A timeout too large to represent as an [`Instant`] means no limit.
+    pub fn next_timeout(&mut self, timeout: Duration) -> Option<(K, io::Result<Finished>)> {
+        self.next_until(Instant::now().checked_add(timeout))
+    }
+
+    /// Puts `job` in a free slot and takes its first step; on error takes it out again (its drop ends it).
+    fn insert(&mut self, key: K, job: Waiting) -> io::Result<()> {
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() - 1
+        });
+        self.slots[slot] = Some(Slot {
+            key,
+            job,
+            watched: Vec::new(),
+            timer: None,
+            round: self.round,
+            blind: false,
+        });
+        self.live += 1;
+        self.step(slot, true).inspect_err(|_| {
+            drop(self.remove(slot));
+        })
+    }
+
+    /// Takes the job in `slot` out of the set, its descriptors deregistered first (before its drop may close them).
+    fn remove(&mut self, slot: usize) -> Option<Slot<K>> {
+        let mut taken = self.slots.get_mut(slot)?.take()?;
+        self.sleep.unwatch(&mut taken.watched);
+        self.free.push(slot);
+        self.live -= 1;
+        Some(taken)
+    }
+
+    /// Steps the job in `slot`: a job that ended is moved to `done`; a pending one is watched as its step says. With
+    /// `strict` (the first step, in `add`), an error is returned and the job left in place for the caller to remove;
+    /// else a step's error ends the job (its result) and a failure to watch makes it blind.
+    fn step(&mut self, slot: usize, strict: bool) -> io::Result<()> {
+        let Some(s) = self.slots.get_mut(slot).and_then(Option::as_mut) else {
+            return Ok(());
+        };
+        s.round = self.round;
+        let interest = match s.job.step() {
+            Ok(Step::Pending(interest)) => interest,
+            Ok(Step::Done(finished)) => {
+                self.finish(slot, Ok(finished));
+                return Ok(());
+            }
+            Err(e) if strict => return Err(e),
+            Err(e) => {
+                self.finish(slot, Err(e));
+                return Ok(());
+            }
+        };
+        job::watches(&interest, &mut self.want);
+        if !s.blind {
+            if let Err(e) = self.sleep.watch(slot, &mut s.watched, &self.want) {
+                if strict {
+                    return Err(e);
+                }
+                self.sleep.unwatch(&mut s.watched);
+                s.blind = true;
+            }
+        }
+        let mut until = interest.until();
+        if s.blind {
+            let tick = Instant::now().checked_add(BLIND_TICK);
+            until = until.into_iter().chain(tick).min();
+        }
+        if until != s.timer.map(|(at, _)| at) {
+            s.timer = until.map(|at| (at, self.timers.push(at, slot)));
+        }
+        Ok(())
+    }
+
+    /// Records the end of the job in `slot`, and ends it (a drop, after its descriptors were deregistered).
+    fn finish(&mut self, slot: usize, result: io::Result<Finished>) {
+        if let Some(s) = self.remove(slot) {
+            self.done.push_back((s.key, result));
+            drop(s.job);
+        }
+    }
+
+    /// [`next`](JobSet::next), up to `limit` (`None`: no limit).
+    fn next_until(&mut self, limit: Option<Instant>) -> Option<(K, io::Result<Finished>)> {
+        loop {
+            if let Some(done) = self.done.pop_front() {
+                return Some(done);
+            }
+            if self.live == 0 {
+                return None;
+            }
+            self.round += 1;
+            let now = Instant::now();
+            let mut woken = std::mem::take(&mut self.woken);
+            woken.clear();
+            let slots = &mut self.slots;
+            while let Some(slot) = self
+                .timers
+                .pop_due(now, |slot, stamp| has_stamp(slots, slot, stamp))
+            {
+                if let Some(Some(s)) = slots.get_mut(slot) {
+                    s.timer = None;
+                }
+                woken.push(slot);
+            }
+            if woken.is_empty() {
+                if limit.is_some_and(|l| now >= l) {
+                    self.woken = woken;
+                    return None;
+                }
+                let earliest = self
+                    .timers
+                    .earliest(|slot, stamp| has_stamp(&self.slots, slot, stamp));
+                let wake = earliest.into_iter().chain(limit).min();
+                let timeout = wake.map(|w| w.saturating_duration_since(now));
+                let jobs = self
+                    .slots
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(slot, s)| Some((slot, s.as_ref()?.watched.as_slice())));
+                if self.sleep.sleep(timeout, jobs, &mut woken).is_err() {
+                    // Never spin on a sleep that fails: pause, then step every job.
+                    std::thread::sleep(timeout.map_or(BLIND_TICK, |t| t.min(BLIND_TICK)));
+                    woken.clear();
+                    woken.extend((0..self.slots.len()).filter(|&slot| self.slots[slot].is_some()));
+                }
+            }
+            for &slot in &woken {
+                let stepped = self
+                    .slots
+                    .get(slot)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|s| s.round == self.round);
+                if !stepped {
+                    // (A step's own error is the job's result; nothing else fails when not strict.)
+                    let _ = self.step(slot, false);
+                }
+            }
+            self.woken = woken;
+            let slots = &self.slots;
+            self.timers
+                .sweep(self.live, |slot, stamp| has_stamp(slots, slot, stamp));
+        }
+    }
+}
+
+/// Whether the job in `slot` is there and its heap entry's stamp is `stamp`.
+fn has_stamp<K>(slots: &[Option<Slot<K>>], slot: usize, stamp: u64) -> bool {
+    slots
+        .get(slot)
+        .and_then(Option::as_ref)
+        .is_some_and(|s| s.timer.is_some_and(|(_, own)| own == stamp))
+}
+
+/// The jobs in the order they end: [`next`](Iterator::next) blocks until the next job ended and gives its key and its
+/// result (`Ok`: how its wait ended; `Err`: the wait's error, the job then ended as a dropped
+/// [`GroupChild`]); `None` once the set is empty. Jobs that end in the same wake-up are given in the order they were
+/// stepped (those whose instant passed first, earliest first, then those whose descriptors were ready). Jobs may be
+/// added between calls (not while a `for` loop borrows the set: use `while let Some(..) = set.next()`).
+impl<K> Iterator for JobSet<K> {
+    type Item = (K, io::Result<Finished>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_until(None)
+    }
+}
+
+impl<K> fmt::Debug for JobSet<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobSet")
+            .field("running", &self.live)
+            .field("ended", &self.done.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Ends every job still in the set, as dropping its [`GroupChild`] does: every job's group is sent `SIGKILL` first
+/// (through its handle), then each job is dropped (its leader reaped, at most about a second each for a leader that
+/// does not die, its boundary ended), its descriptors deregistered before. Results not yet given back are dropped.
+impl<K> Drop for JobSet<K> {
+    fn drop(&mut self) {
+        for s in self.slots.iter().flatten() {
+            let _ = s.job.child().handle().kill();
+        }
+        for slot in 0..self.slots.len() {
+            drop(self.remove(slot));
+        }
+    }
+}

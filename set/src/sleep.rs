@@ -1,0 +1,207 @@
+//! The set's one sleep over every job's descriptors.
+//!
+//! On Linux, one `epoll` instance holds every descriptor of every job, registered when a job's step first lists it
+//! and deregistered (`EPOLL_CTL_DEL`) as soon as a step no longer lists it or the job's wait is done, before the
+//! job could close it; each registration's data is its job's slot. So a sleep costs one `epoll_wait`, and a
+//! wake-up hands over only the jobs whose descriptors are ready, whatever the number of jobs. The sleep's timeout
+//! counts milliseconds; a sleep shorter than one is a `ppoll` on the epoll descriptor (nanoseconds), so that a job's
+//! instant is not missed by up to a millisecond.
+//!
+//! Elsewhere (and with `--cfg grouptimeout_portable`), each sleep is one `poll(2)` over the descriptors of every
+//! job, listed anew: its cost grows with the number of jobs (there, without a pidfd, a job's exit is found by the
+//! poll schedule of its steps anyway).
+
+use std::io;
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+use crate::sys;
+
+/// One descriptor of a job, and whether it is watched for writing (else for reading).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Watch {
+    /// The descriptor (the job's: never closed here).
+    pub(crate) fd: RawFd,
+    /// Watched for writing (a capture's stdin), else for reading (an exit descriptor, an output pipe).
+    pub(crate) write: bool,
+}
+
+/// The one sleep of a set.
+#[derive(Debug)]
+pub(crate) struct Sleep {
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    epoll: sys::Epoll,
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    events: Vec<libc::epoll_event>,
+    #[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
+    fds: Vec<libc::pollfd>,
+}
+
+/// How many events one `epoll_wait` takes at most; more ready descriptors are taken by the next one (epoll hands
+/// them over in turn).
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+const EVENTS: usize = 256;
+
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+impl Sleep {
+    /// A new sleep: one epoll instance, so one descriptor (`EMFILE` when none is left).
+    pub(crate) fn new() -> io::Result<Sleep> {
+        Ok(Sleep {
+            epoll: sys::Epoll::new()?,
+            events: Vec::with_capacity(EVENTS),
+        })
+    }
+
+    /// What epoll is told to watch `watch.fd` for.
+    fn events(watch: Watch) -> u32 {
+        // (`EPOLLHUP` and `EPOLLERR` are reported always: a pipe's other end closed wakes its job too.)
+        if watch.write {
+            libc::EPOLLOUT as u32
+        } else {
+            libc::EPOLLIN as u32
+        }
+    }
+
+    /// Makes what is watched for the job in `slot` what its last step listed (`want`): deregisters first what is no
+    /// longer listed, then registers what is new. `watched` is kept equal to what is registered, also on error (the
+    /// OS error of the first `epoll_ctl` that failed: `ENOMEM`, `ENOSPC` past the user's limit of watches).
+    pub(crate) fn watch(
+        &mut self,
+        slot: usize,
+        watched: &mut Vec<Watch>,
+        want: &[Watch],
+    ) -> io::Result<()> {
+        let mut failed = None;
+        watched.retain(|&w| {
+            if want.contains(&w) {
+                return true;
+            }
+            match self.epoll.control(sys::Control::Delete, w.fd, 0, 0) {
+                Ok(()) => false,
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    true
+                }
+            }
+        });
+        for &w in want {
+            if failed.is_some() {
+                break;
+            }
+            if watched.contains(&w) {
+                continue;
+            }
+            let data = u64::try_from(slot).unwrap_or(u64::MAX);
+            match self
+                .epoll
+                .control(sys::Control::Add, w.fd, Self::events(w), data)
+            {
+                Ok(()) => watched.push(w),
+                Err(e) => failed = Some(e),
+            }
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// Deregisters everything in `watched` (a job whose wait is done, or that leaves the set), before the job may
+    /// close it. Errors are left: a descriptor that a step closed itself is no longer registered.
+    pub(crate) fn unwatch(&mut self, watched: &mut Vec<Watch>) {
+        for w in watched.drain(..) {
+            let _ = self.epoll.control(sys::Control::Delete, w.fd, 0, 0);
+        }
+    }
+
+    /// Sleeps until a watched descriptor is ready or `timeout` passed (`None`: no limit), and adds to `woken` the
+    /// slot of each job that has a ready descriptor (a job may be listed more than once). `jobs` is not used here:
+    /// epoll holds the registrations.
+    pub(crate) fn sleep<'a>(
+        &mut self,
+        timeout: Option<Duration>,
+        _jobs: impl Iterator<Item = (usize, &'a [Watch])>,
+        woken: &mut Vec<usize>,
+    ) -> io::Result<()> {
+        match timeout {
+            // Below epoll's millisecond: wait for the epoll descriptor itself, to the nanosecond, then take the events.
+            Some(t) if t < Duration::from_millis(1) => {
+                if !self.epoll.ready_within(t)? {
+                    return Ok(());
+                }
+                self.epoll.wait(&mut self.events, 0)?;
+            }
+            // Rounded down: the rest (below a millisecond) is the branch above.
+            t => self.epoll.wait(&mut self.events, sys::millis(t, false))?,
+        }
+        woken.extend(
+            self.events
+                .iter()
+                .map(|e| usize::try_from(e.u64).unwrap_or(usize::MAX)),
+        );
+        Ok(())
+    }
+}
+
+#[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
+impl Sleep {
+    /// A new sleep: nothing to open.
+    #[allow(
+        clippy::unnecessary_wraps,
+        reason = "the same signature as Linux's, whose epoll may fail"
+    )]
+    pub(crate) fn new() -> io::Result<Sleep> {
+        Ok(Sleep { fds: Vec::new() })
+    }
+
+    /// Notes what the job in `slot` waits on: `poll(2)` takes the lists anew at each sleep.
+    #[allow(
+        clippy::unnecessary_wraps,
+        clippy::unused_self,
+        reason = "the same signature as Linux's, whose epoll may fail"
+    )]
+    pub(crate) fn watch(
+        &mut self,
+        _slot: usize,
+        watched: &mut Vec<Watch>,
+        want: &[Watch],
+    ) -> io::Result<()> {
+        watched.clear();
+        watched.extend_from_slice(want);
+        Ok(())
+    }
+
+    /// Forgets what a job waits on.
+    #[allow(clippy::unused_self, reason = "the same signature as Linux's")]
+    pub(crate) fn unwatch(&mut self, watched: &mut Vec<Watch>) {
+        watched.clear();
+    }
+
+    /// One `poll(2)` over the descriptors of every job in `jobs`, for at most `timeout` (rounded up to a
+    /// millisecond); adds to `woken` the slot of each job that has a ready descriptor.
+    pub(crate) fn sleep<'a>(
+        &mut self,
+        timeout: Option<Duration>,
+        jobs: impl Iterator<Item = (usize, &'a [Watch])>,
+        woken: &mut Vec<usize>,
+    ) -> io::Result<()> {
+        self.fds.clear();
+        let mut slots = Vec::new();
+        for (slot, watched) in jobs {
+            for w in watched {
+                self.fds.push(libc::pollfd {
+                    fd: w.fd,
+                    events: if w.write { libc::POLLOUT } else { libc::POLLIN },
+                    revents: 0,
+                });
+                slots.push(slot);
+            }
+        }
+        sys::poll(&mut self.fds, sys::millis(timeout, true))?;
+        woken.extend(
+            self.fds
+                .iter()
+                .zip(slots)
+                .filter(|(fd, _)| fd.revents != 0)
+                .map(|(_, slot)| slot),
+        );
+        Ok(())
+    }
+}

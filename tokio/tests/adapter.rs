@@ -1,0 +1,311 @@
+//! The adapter under tokio's current-thread and multi-thread runtimes: many concurrent jobs with deadlines and
+//! capture, a future dropped mid-wait, `tokio::time::timeout` around a wait, a detached future; nothing left.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{is_dead, read_pid, survivors, with_pids, Scratch};
+use grouptimeout::{GroupChild, GroupCommandExt, Outcome};
+use tokio::time::{sleep, Instant};
+
+fn sh(line: &str) -> Command {
+    let mut command = Command::new("sh");
+    command.args(["-c", line]);
+    command
+}
+
+/// The leader's and the background child's pids, once the job wrote them.
+async fn pids(dir: &Scratch) -> [u32; 2] {
+    [
+        read_pid(&dir.path("leader")).await,
+        read_pid(&dir.path("bg")).await,
+    ]
+}
+
+// 100 jobs at once, each with a background child of its group: every other one exits in time (status 3), the others
+// run into their deadline; half of them are captured. Deadlines spread over 0.2–2 s (those that exit in time get
+// 1–2 s, a margin for a loaded machine to start a shell). Every outcome and every output right, no wait returned
+// before its deadline, and every leader and background child dead at the end.
+async fn hundred_jobs() {
+    const JOBS: u32 = 100;
+    let dir = Scratch::new("hundred");
+    let mut tasks = tokio::task::JoinSet::new();
+    let started = Instant::now();
+    for i in 0..JOBS {
+        let exits = i % 2 == 0;
+        let captured = i % 4 < 2;
+        let ms = if exits {
+            1000 + 1000 * u64::from(i) / u64::from(JOBS)
+        } else {
+            200 + 1800 * u64::from(i) / u64::from(JOBS)
+        };
+        let then = if exits { "exit 3" } else { "sleep 30" };
+        let line = format!(
+            "echo $$ > {0}/{i}.leader; sleep 30 & echo $! > {0}/{i}.bg; echo out-{i}; echo err-{i} >&2; {then}",
+            dir.0.display()
+        );
+        let mut command = sh(&line);
+        if captured {
+            command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        } else {
+            command.stdout(Stdio::null()).stderr(Stdio::null());
+        }
+        let child = command.spawn_group().unwrap();
+        let deadline = Instant::now() + Duration::from_millis(ms);
+        tasks.spawn(async move {
+            let outcome = if captured {
+                let out = grouptimeout_tokio::wait_with_output(child, Some(deadline))
+                    .await
+                    .unwrap();
+                assert_eq!(out.stdout, format!("out-{i}\n").into_bytes(), "job {i}");
+                assert_eq!(out.stderr, format!("err-{i}\n").into_bytes(), "job {i}");
+                assert!(out.pipes_closed, "job {i}");
+                out.outcome
+            } else {
+                grouptimeout_tokio::wait(child, Some(deadline))
+                    .await
+                    .unwrap()
+            };
+            if exits {
+                assert!(
+                    matches!(outcome, Outcome::Exited(s) if s.code() == Some(3)),
+                    "job {i}: {outcome}"
+                );
+            } else {
+                assert!(outcome.timed_out(), "job {i}: {outcome}");
+                assert!(
+                    Instant::now() >= deadline,
+                    "job {i} returned before its deadline"
+                );
+            }
+            i
+        });
+    }
+    let mut done = 0;
+    while let Some(joined) = tasks.join_next().await {
+        joined.unwrap();
+        done += 1;
+    }
+    assert_eq!(done, JOBS);
+    // Well past the last deadline (2 s), bounded for a loaded machine.
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    let mut all = Vec::new();
+    for i in 0..JOBS {
+        all.push(read_pid(&dir.path(&format!("{i}.leader"))).await);
+        all.push(read_pid(&dir.path(&format!("{i}.bg"))).await);
+    }
+    assert_eq!(survivors(&all).await, Vec::<u32>::new());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn hundred_jobs_current_thread() {
+    hundred_jobs().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hundred_jobs_multi_thread() {
+    hundred_jobs().await;
+}
+
+/// A job that runs for 30 s and has written both pids, and those pids, alive.
+async fn running_job(dir: &Scratch, captured: bool) -> (GroupChild, [u32; 2]) {
+    let mut command = sh(&with_pids(dir, "echo started; sleep 30"));
+    if captured {
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    } else {
+        command.stdout(Stdio::null());
+    }
+    let child = command.spawn_group().unwrap();
+    let pids = pids(dir).await;
+    assert!(pids.iter().all(|&pid| !is_dead(pid)), "{pids:?}");
+    (child, pids)
+}
+
+// The losing branch of `select!` is dropped mid-wait: its job ends, leader and background child.
+async fn dropped_mid_wait(captured: bool) {
+    let dir = Scratch::new("dropped");
+    let (child, pids) = running_job(&dir, captured).await;
+    let deadline = Some(Instant::now() + Duration::from_secs(30));
+    if captured {
+        tokio::select! {
+            out = grouptimeout_tokio::wait_with_output(child, deadline) => panic!("returned: {out:?}"),
+            () = sleep(Duration::from_millis(300)) => {}
+        }
+    } else {
+        tokio::select! {
+            outcome = grouptimeout_tokio::wait(child, deadline) => panic!("returned: {outcome:?}"),
+            () = sleep(Duration::from_millis(300)) => {}
+        }
+    }
+    assert_eq!(survivors(&pids).await, Vec::<u32>::new());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn dropped_mid_wait_current_thread() {
+    dropped_mid_wait(false).await;
+    dropped_mid_wait(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_mid_wait_multi_thread() {
+    dropped_mid_wait(false).await;
+    dropped_mid_wait(true).await;
+}
+
+// A wait inside `tokio::time::timeout` that runs out (no deadline of its own): the job ends; and a spawned task
+// that waits, aborted: the same.
+async fn cancelled() {
+    let dir = Scratch::new("timeout");
+    let (child, pids) = running_job(&dir, false).await;
+    let late = tokio::time::timeout(
+        Duration::from_millis(300),
+        grouptimeout_tokio::wait(child, None),
+    )
+    .await;
+    assert!(late.is_err(), "{late:?}");
+    assert_eq!(survivors(&pids).await, Vec::<u32>::new());
+
+    let dir = Scratch::new("abort");
+    let (child, pids) = running_job(&dir, true).await;
+    let task = tokio::spawn(grouptimeout_tokio::wait_with_output(child, None));
+    sleep(Duration::from_millis(300)).await;
+    task.abort();
+    assert!(task.await.unwrap_err().is_cancelled());
+    assert_eq!(survivors(&pids).await, Vec::<u32>::new());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn cancelled_current_thread() {
+    cancelled().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_multi_thread() {
+    cancelled().await;
+}
+
+// A detached future keeps its job running; the child (or the capture) then ends it when waited again.
+async fn detached() {
+    let dir = Scratch::new("detach");
+    let (child, pids) = running_job(&dir, false).await;
+    let mut waiting = grouptimeout_tokio::wait(child, None);
+    tokio::select! {
+        outcome = &mut waiting => panic!("returned: {outcome:?}"),
+        () = sleep(Duration::from_millis(200)) => {}
+    }
+    let child = waiting.detach();
+    sleep(Duration::from_millis(300)).await;
+    assert!(pids.iter().all(|&pid| !is_dead(pid)), "{pids:?}");
+    let outcome = grouptimeout_tokio::wait(child, Some(Instant::now()))
+        .await
+        .unwrap();
+    assert!(outcome.timed_out(), "{outcome}");
+    assert_eq!(survivors(&pids).await, Vec::<u32>::new());
+
+    let dir = Scratch::new("detach-capture");
+    let (child, pids) = running_job(&dir, true).await;
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    let mut capturing = grouptimeout_tokio::wait_with_output(child, Some(deadline));
+    tokio::select! {
+        out = &mut capturing => panic!("returned: {out:?}"),
+        () = sleep(Duration::from_millis(200)) => {}
+    }
+    let capture = capturing.detach().unwrap();
+    sleep(Duration::from_millis(300)).await;
+    assert!(pids.iter().all(|&pid| !is_dead(pid)), "{pids:?}");
+    let out = grouptimeout_tokio::Capturing::new(capture).await.unwrap();
+    assert!(out.outcome.timed_out(), "{}", out.outcome);
+    assert_eq!(out.stdout, b"started\n");
+    assert_eq!(survivors(&pids).await, Vec::<u32>::new());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn detached_current_thread() {
+    detached().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn detached_multi_thread() {
+    detached().await;
+}
+
+// `set_deadline(now)` ends a waited job without dropping (so without blocking in a drop), grace period included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deadline_moved_to_now() {
+    let dir = Scratch::new("moved");
+    let (mut child, pids) = running_job(&dir, false).await;
+    child.set_grace(grouptimeout::signal::SIGTERM, Duration::from_secs(5));
+    let mut waiting = grouptimeout_tokio::wait(child, None);
+    tokio::select! {
+        outcome = &mut waiting => panic!("returned: {outcome:?}"),
+        () = sleep(Duration::from_millis(200)) => {}
+    }
+    waiting.set_deadline(Some(Instant::now()));
+    let outcome = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("the job ended on its grace signal")
+        .unwrap();
+    assert!(outcome.timed_out(), "{outcome}");
+    assert_eq!(survivors(&pids).await, Vec::<u32>::new());
+}
+
+// A contained job (grouptimeout-job) whose daemon left the group with `setsid`: dropping its future mid-wait ends
+// the daemon too (the boundary's end is the child's drop).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_contained_job() {
+    use grouptimeout_job::JobCommandExt as _;
+    let dir = Scratch::new("contained");
+    let line = format!(
+        "echo $$ > {0}/leader; setsid sleep 30 & echo $! > {0}/bg; sleep 30",
+        dir.0.display()
+    );
+    let child = sh(&line).spawn_contained().unwrap();
+    let pids = pids(&dir).await;
+    assert!(pids.iter().all(|&pid| !is_dead(pid)), "{pids:?}");
+    tokio::select! {
+        outcome = grouptimeout_tokio::wait(child, None) => panic!("returned: {outcome:?}"),
+        () = sleep(Duration::from_millis(300)) => {}
+    }
+    assert_eq!(survivors(&pids).await, Vec::<u32>::new());
+}
+
+/// CPU time (user + system, in clock ticks, 10 ms here) of the calling thread.
+fn thread_cpu_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .collect();
+    // After the name: state is field 3 of stat(5), utime 14 and stime 15.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+// Waits do not spin: a job that writes a line every 100 ms for about a second (captured), and one that sleeps for a
+// second, waited together on the current-thread runtime (this test's thread), cost this thread a few ticks of CPU
+// time, where a driver that did not clear the readiness it saw, or woke on a timer that had fired, would step
+// for the whole second.
+#[tokio::test(flavor = "current_thread")]
+async fn waits_do_not_spin() {
+    let chatty = sh("for i in 1 2 3 4 5 6 7 8 9 10; do echo $i; sleep 0.1; done")
+        .stdout(Stdio::piped())
+        .spawn_group()
+        .unwrap();
+    let quiet = sh("sleep 1").spawn_group().unwrap();
+    let deadline = Some(Instant::now() + Duration::from_secs(20));
+    let before = thread_cpu_ticks();
+    let (chatty, quiet) = tokio::join!(
+        grouptimeout_tokio::wait_with_output(chatty, deadline),
+        grouptimeout_tokio::wait(quiet, deadline),
+    );
+    let spent = thread_cpu_ticks() - before;
+    let chatty = chatty.unwrap();
+    assert!(!chatty.outcome.timed_out(), "{}", chatty.outcome);
+    assert_eq!(chatty.stdout, b"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n");
+    assert!(!quiet.unwrap().timed_out());
+    assert!(spent < 25, "the waits took {spent} ticks of CPU time");
+}
