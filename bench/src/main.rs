@@ -17,7 +17,6 @@
 compile_error!("the grouptimeout bench runs on Linux only (it reads /proc and uses pidfds)");
 
 mod many;
-mod stubs;
 mod sys;
 
 use std::fmt::Write as _;

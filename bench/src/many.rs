@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 use grouptimeout::{GroupChild, GroupCommandExt as _};
 use grouptimeout_job::JobCommandExt as _;
 
-use crate::stubs::{grouptimeout_set, grouptimeout_tokio};
 use crate::{alternate, diff, median, pct, secs, sys, t, Opts};
 
 /// The environment variable that marks every process of a worker's jobs.
@@ -128,7 +127,7 @@ fn base() -> Base {
 }
 
 fn run_set(jobs: &[Job], mark: &str, contain: bool) -> (Base, Vec<Done>) {
-    use grouptimeout_set::{Finished, JobSet};
+    use grouptimeout_set::JobSet;
     let children: Vec<GroupChild> = jobs.iter().map(|j| spawn_ours(j, mark, contain)).collect();
     let b = base();
     let mut set = JobSet::new().expect("JobSet::new");
@@ -137,16 +136,9 @@ fn run_set(jobs: &[Job], mark: &str, contain: bool) -> (Base, Vec<Done>) {
             .expect("JobSet::add");
     }
     let mut done = Vec::with_capacity(jobs.len());
-    while let Some((i, r)) = set.next() {
+    for (i, r) in set {
         let ret = Instant::now();
-        let timed_out = match r.expect("a job's outcome") {
-            Finished::Waited(o) => o.timed_out(),
-            #[allow(
-                unreachable_patterns,
-                reason = "Captured exists with the set's feature `capture`"
-            )]
-            _ => unreachable!("no job was added captured"),
-        };
+        let timed_out = r.expect("a job's outcome").outcome().timed_out();
         done.push(Done {
             job: i,
             timed_out,
@@ -287,12 +279,14 @@ fn run_tokio(jobs: &[Job], mark: &str) -> (Base, Vec<Done>) {
     })
 }
 
-/// Row 12's worker: `idle` jobs (`sleep 3600`, no deadline) in a set, then `probes` times one job (`sleep 0.02`)
-/// that exits: the time from its exit (a watcher thread's `poll` on its pidfd wakes) to `next()` returning it.
+/// Row 12's worker: `idle` jobs (`sleep 3600`, no deadline) in a set, then `probes` times one more job
+/// (`sleep 3600`) that another thread kills (`pidfd_send_signal(SIGKILL)`) 10 ms after the set's thread went to
+/// sleep in `next()`: the time from that kill to `next()` returning the job, and the CPU time of the set's thread
+/// in that `next()` (`CLOCK_THREAD_CPUTIME_ID`).
 fn idle_worker(idle: usize, probes: usize, mark: &str) {
-    let spawn = |secs: &str| {
+    let spawn = || {
         Command::new("sleep")
-            .arg(secs)
+            .arg("3600")
             .env(MARK_VAR, mark)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -303,33 +297,38 @@ fn idle_worker(idle: usize, probes: usize, mark: &str) {
     let mut set = grouptimeout_set::JobSet::new().expect("JobSet::new");
     let t0 = Instant::now();
     for i in 0..idle {
-        set.add(i, spawn("3600"), None).expect("JobSet::add");
+        set.add(i, spawn(), None).expect("JobSet::add");
     }
     let added = secs(t0.elapsed());
-    let mut samples = Vec::with_capacity(probes);
+    let mut latency = Vec::with_capacity(probes);
+    let mut cpu = Vec::with_capacity(probes);
     for p in 0..probes {
-        let c = spawn("0.02");
+        let c = spawn();
         // The leader is unreaped until the set reaps it, so the pid is this child's.
         let fd = sys::pidfd_open(c.id()).expect("pidfd_open");
-        let (tx, rx) = mpsc::channel();
-        let watcher = thread::spawn(move || {
-            sys::poll_in(&fd);
-            tx.send(Instant::now()).expect("send");
-        });
         set.add(idle + p, c, None).expect("JobSet::add");
+        let killer = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(10));
+            let at = Instant::now();
+            sys::pidfd_kill(&fd).expect("pidfd_send_signal");
+            at
+        });
+        let c0 = sys::thread_cpu();
         let (k, r) = set.next().expect("the probe ends");
         let ret = Instant::now();
-        assert_eq!(k, idle + p, "only the probe exits");
+        let c1 = sys::thread_cpu();
+        assert_eq!(k, idle + p, "only the probe ends");
         r.expect("the probe's outcome");
-        let seen = rx.recv().expect("the watcher's stamp");
-        watcher.join().expect("watcher");
-        samples.push(diff(ret, seen));
+        let at = killer.join().expect("killer");
+        latency.push(diff(ret, at));
+        cpu.push(c1 - c0);
     }
     let t1 = Instant::now();
     drop(set);
     let dropped = secs(t1.elapsed());
     let r = sys::rusage(libc::RUSAGE_SELF);
-    println!("probe {}", join(&samples));
+    println!("probe {}", join(&latency));
+    println!("probe_cpu {}", join(&cpu));
     println!("added {added}");
     println!("dropped {dropped}");
     println!("maxrss_kib {}", r.maxrss_kib);
@@ -663,30 +662,39 @@ pub fn row12(o: &Opts) -> String {
     );
     let _ = writeln!(
         s,
-        "| Idle jobs | Exit → `next()` returns, median | p99 | vs 10 idle | Adding the idle jobs | Dropping the set | Peak RSS |"
+        "| Idle jobs | Kill → `next()` returns, median | p99 | vs 10 idle | CPU of `next()`, median | p99 | vs 10 idle | \
+         Adding the idle jobs | Dropping the set | Peak RSS |"
     );
-    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let m0 = median(&pooled(0, "probe"));
+    let c0 = median(&pooled(0, "probe_cpu"));
     for (k, n) in idle.iter().enumerate() {
         let p = pooled(k, "probe");
+        let c = pooled(k, "probe_cpu");
         let _ = writeln!(
             s,
-            "| {n} | {} | {} | {:.2}× | {} | {} | {} |",
+            "| {n} | {} | {} | {:.2}× | {} | {} | {:.2}× | {} | {} | {} |",
             t(median(&p)),
             t(pct(&p, 0.99)),
             median(&p) / m0,
+            t(median(&c)),
+            t(pct(&c, 0.99)),
+            median(&c) / c0,
             t(median(&pooled(k, "added"))),
             t(median(&pooled(k, "dropped"))),
             mib(median(&pooled(k, "maxrss_kib")))
         );
     }
     let last = median(&pooled(idle.len() - 1, "probe"));
+    let last_cpu = median(&pooled(idle.len() - 1, "probe_cpu"));
     let _ = writeln!(
         s,
-        "\nGoal: {} idle jobs add ≤ 2× to one exit's wake-up: {} ({:.2}×)",
+        "\nGoal: {} idle jobs add ≤ 2× to one exit's wake-up: {} (latency {:.2}×, CPU {:.2}× the medians at 10 idle \
+         jobs)",
         idle[idle.len() - 1],
-        yes(last <= 2.0 * m0),
-        last / m0
+        yes(last <= 2.0 * m0 && last_cpu <= 2.0 * c0),
+        last / m0,
+        last_cpu / c0
     );
     s
 }

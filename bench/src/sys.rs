@@ -200,7 +200,12 @@ pub fn kill_marked(pid: u32, entry: &str) -> bool {
     if !has_env(pid, entry.as_bytes()) {
         return false;
     }
-    // SAFETY: plain syscall on a pidfd we own; no siginfo (null), no flags.
+    pidfd_kill(&fd).is_ok()
+}
+
+/// Sends `SIGKILL` to the process of a pidfd (`pidfd_send_signal`).
+pub fn pidfd_kill(fd: &OwnedFd) -> io::Result<()> {
+    // SAFETY: plain syscall on a valid pidfd; no siginfo (null), no flags.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_pidfd_send_signal,
@@ -210,5 +215,9 @@ pub fn kill_marked(pid: u32, entry: &str) -> bool {
             0,
         )
     };
-    rc == 0
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
