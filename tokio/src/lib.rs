@@ -2,7 +2,8 @@
 //! deadline, when its future is dropped, and when a wait is cancelled.
 //!
 //! A [`grouptimeout::GroupChild`] (spawned with `spawn_group`, or contained with `grouptimeout-job`'s
-//! `spawn_contained`) is handed to [`wait`] or [`wait_with_output`], which return a future that owns it:
+//! `spawn_contained`) is handed to [`wait`] or [`wait_with_output`][wait-with-output], which return a future that
+//! owns it:
 //!
 //! ```
 //! use std::process::{Command, Stdio};
@@ -10,6 +11,8 @@
 //! use grouptimeout::GroupCommandExt;
 //! use tokio::time::Instant;
 //!
+//! # #[cfg(not(feature = "capture"))] fn main() {}
+//! # #[cfg(feature = "capture")]
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> std::io::Result<()> {
 //! let slow = Command::new("sh").args(["-c", "sleep 30 & sleep 30"]).spawn_group()?;
@@ -33,18 +36,18 @@
 //! # What is promised
 //!
 //! 1. The same end-of-job sequence as the blocking waits, taken by the same code: the futures drive the core's
-//!    stepped wait ([`GroupChild::step`](grouptimeout::GroupChild::step), [`grouptimeout::Capture::step`]), and
+//!    stepped wait ([`GroupChild::step`](grouptimeout::GroupChild::step), [`Capture::step`][capture-step]), and
 //!    nothing of the sequence (deadline, grace signal and `SIGCONT`, `SIGKILL`, the reap, the job's end, the reads
 //!    and the drain of a capture) is written here again. The outcome, the captured output and the errors are those
 //!    of [`GroupChild::wait_deadline`](grouptimeout::GroupChild::wait_deadline) and
-//!    [`GroupChild::wait_with_output_deadline`](grouptimeout::GroupChild::wait_with_output_deadline), with every
+//!    [`GroupChild::wait_with_output_deadline`][wait-with-output-deadline], with every
 //!    promise of the core's documentation.
 //! 2. A future dropped before it returned ends its job: it owns the child, whose drop kills the group (and a
 //!    contained job's whole boundary) and reaps the leader, bounded. So cancellation never leaves a survivor that
 //!    the blocking wait would not have left: the losing branch of `tokio::select!`, a wait inside
 //!    [`tokio::time::timeout`] that ran out, an aborted task, a runtime that shuts down with the task in it.
-//! 3. Unless detached: [`Waiting::detach`] gives the child back (and [`Capturing::detach`] the capture), and the
-//!    job goes on.
+//! 3. Unless detached: [`Waiting::detach`] gives the child back (and [`Capturing::detach`][capturing-detach] the
+//!    capture), and the job goes on.
 //! 4. No thread of its own, no signal handler, no `SIGCHLD`: between steps the future sleeps in the runtime's
 //!    reactor, on descriptors of its own, and on the runtime's timer.
 //!
@@ -67,8 +70,8 @@
 //!
 //! - **The drop blocks.** Dropping an unfinished future runs [`GroupChild`](grouptimeout::GroupChild)'s `Drop` in
 //!   the thread that drops it, which kills and reaps before it returns (at most about a second; a `SIGKILL` and a
-//!   reap are usually well under a millisecond; a contained job's end waits for its boundary to empty). A drop cannot
-//!   be awaited: to end a job without blocking a worker, use [`Waiting::set_deadline`] with now, and await.
+//!   reap usually take a fraction of a millisecond; a contained job's end waits for its boundary to empty). A drop
+//!   cannot be awaited: to end a job without blocking a worker, use [`Waiting::set_deadline`] with now, and await.
 //! - **The runtime.** The futures need a tokio runtime with IO and time enabled
 //!   ([`tokio::runtime::Builder::enable_all`], as `#[tokio::main]` sets); polled elsewhere they panic, as tokio's IO
 //!   types do. Both the current-thread and the multi-thread runtime work (the futures are `Send`). A reactor error
@@ -83,13 +86,28 @@
 //!
 //! # Features
 //!
-//! `capture` (on by default): [`wait_with_output`] and [`Capturing`], over grouptimeout's `capture` feature.
+//! `capture` (on by default): [`wait_with_output`][wait-with-output] and [`Capturing`][capturing], over grouptimeout's
+//! `capture` feature. Without it the crate is [`wait`] and [`Waiting`].
 //!
 //! # Auditing
 //!
 //! The crate's only `unsafe` is in its private module `sys`, two blocks, each with its `SAFETY` argument: the
 //! borrow of a descriptor number that the core listed, while the core keeps it open, to duplicate it; and the
 //! registration of that duplicate (an `OwnedFd`) with the reactor.
+//!
+// Links to what the `capture` feature adds go to the item in a build with the feature, else to "Features" above, so
+// that the docs of every build have no broken link.
+#![cfg_attr(
+    feature = "capture",
+    doc = "[wait-with-output]: wait_with_output\n[capturing]: Capturing\n[capturing-detach]: Capturing::detach\n\
+           [capture-step]: grouptimeout::Capture::step\n\
+           [wait-with-output-deadline]: grouptimeout::GroupChild::wait_with_output_deadline"
+)]
+#![cfg_attr(
+    not(feature = "capture"),
+    doc = "[wait-with-output]: crate#features\n[capturing]: crate#features\n[capturing-detach]: crate#features\n\
+           [capture-step]: crate#features\n[wait-with-output-deadline]: crate#features"
+)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

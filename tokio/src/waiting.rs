@@ -20,7 +20,7 @@ use crate::driver::Driver;
 /// (and a contained job's whole boundary, with `grouptimeout-job`) is killed and the leader reaped before the drop
 /// returns, waiting at most about a second. That is what happens to the losing branch of `tokio::select!`, to a wait
 /// in [`tokio::time::timeout`] whose time ran out, to an aborted task and to the tasks of a runtime that shuts
-/// down. The drop blocks the thread that runs it meanwhile (a `SIGKILL` and a reap: usually well under a
+/// down. The drop blocks the thread that runs it meanwhile (a `SIGKILL` and a reap: usually a fraction of a
 /// millisecond; longer only for a leader that the kernel is slow to tear down, and for a contained job, whose end
 /// waits for its boundary to empty).
 ///

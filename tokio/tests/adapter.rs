@@ -309,3 +309,81 @@ async fn waits_do_not_spin() {
     assert!(!quiet.unwrap().timed_out());
     assert!(spent < 25, "the waits took {spent} ticks of CPU time");
 }
+
+// The capture's other descriptors: input written to standard input as `cat` reads it (the writable registration,
+// dropped when the core closes the pipe after the last byte, so that `cat` sees end of file), and a chatty command
+// bounded by the output limit (20 MB read through, head and tail kept); under both runtimes.
+async fn input_and_chatty_output() {
+    let input: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    let mut cat = sh("cat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_group()
+        .unwrap();
+    cat.set_input(input.clone()).unwrap();
+    let deadline = Some(Instant::now() + Duration::from_secs(20));
+    let mut chatty = sh("head -c 20000000 /dev/zero; echo done >&2")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn_group()
+        .unwrap();
+    chatty.set_output_limit(64 << 10);
+    let (cat, chatty) = tokio::join!(
+        grouptimeout_tokio::wait_with_output(cat, deadline),
+        grouptimeout_tokio::wait_with_output(chatty, deadline),
+    );
+    let cat = cat.unwrap();
+    assert!(!cat.outcome.timed_out(), "cat: {}", cat.outcome);
+    assert_eq!(cat.input_written, input.len());
+    assert!(
+        cat.stdout == input,
+        "cat gave back {} bytes",
+        cat.stdout.len()
+    );
+    let chatty = chatty.unwrap();
+    assert!(!chatty.outcome.timed_out(), "chatty: {}", chatty.outcome);
+    assert_eq!(
+        chatty.stdout.len() as u64 + chatty.stdout_omitted,
+        20_000_000
+    );
+    assert!(chatty.stdout.len() <= 64 << 10 && chatty.stdout_omitted > 0);
+    assert_eq!(chatty.stderr, b"done\n");
+    assert!(chatty.pipes_closed);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn input_and_chatty_output_current_thread() {
+    input_and_chatty_output().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_and_chatty_output_multi_thread() {
+    input_and_chatty_output().await;
+}
+
+// A runtime shut down (dropped) with waits in its tasks: every job ends, whole.
+#[test]
+fn runtime_shut_down() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dirs = [Scratch::new("shutdown"), Scratch::new("shutdown-capture")];
+    let pids = runtime.block_on(async {
+        let (plain, first) = running_job(&dirs[0], false).await;
+        let (captured, second) = running_job(&dirs[1], true).await;
+        let mut all = first.to_vec();
+        all.extend(second);
+        tokio::spawn(grouptimeout_tokio::wait(plain, None));
+        tokio::spawn(grouptimeout_tokio::wait_with_output(captured, None));
+        sleep(Duration::from_millis(300)).await;
+        all
+    });
+    drop(runtime);
+    let check = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    assert_eq!(check.block_on(survivors(&pids)), Vec::<u32>::new());
+}

@@ -1,0 +1,543 @@
+//! `JobSet` (issue 38.2): many jobs waited from one thread, each with its own deadline, grace and capture, reported in
+//! the order they ended, nothing left behind (read from `/proc/PID/stat`, the processes found by the pid files the
+//! jobs write); contained jobs in the same set (a cgroup as root, the job's own reaper as nobody); a job cancelled
+//! from another thread; jobs added between calls; the set dropped halfway.
+#![cfg(unix)]
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+#[path = "../../tests/common/job.rs"]
+mod job_common;
+
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{is_dead, pids_from_file, skip_or_fail, survivors_after, TempDir};
+use grouptimeout::{signal, GroupChild, GroupCommandExt as _};
+use grouptimeout_set::{Finished, JobSet};
+
+/// How the contained jobs of a test are spawned: `spawn_contained` with a boundary that reaches a `setsid` child,
+/// or `None` where there is none (another Unix, a `grouptimeout_portable` build): those jobs are then plain, with no
+/// `setsid` child (a plain group does not reach one, by design).
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+type Boundary = Option<grouptimeout_job::Contain>;
+#[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
+type Boundary = Option<()>;
+
+/// The boundary for this user: as root a cgroup (where one can be made, else the test says it is skipped and uses
+/// the reaper), as anyone else the job's own reaper; `None` where neither exists.
+#[allow(clippy::unnecessary_wraps, reason = "`None` on other systems")]
+fn boundary(test: &str) -> Boundary {
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    {
+        use grouptimeout_job::{Contain, Containment};
+        if common::is_root() {
+            if let Some(how) = job_common::cgroup_or_skip(test) {
+                return Some(how);
+            }
+        }
+        let mut how = Contain::new();
+        how.cgroup(false).require(Containment::Reaper);
+        Some(how)
+    }
+    #[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
+    {
+        let _ = test;
+        None
+    }
+}
+
+/// Spawns `sh -c script`, contained with `how` if given (else as a plain group), stdout and stderr piped if
+/// `piped` (for a capture), else to /dev/null; stdin from /dev/null.
+fn spawn(how: Option<&Boundary>, script: &str, piped: bool) -> GroupChild {
+    let mut command = Command::new("sh");
+    command.args(["-c", script]).stdin(Stdio::null());
+    if piped {
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    } else {
+        command.stdout(Stdio::null()).stderr(Stdio::null());
+    }
+    match how {
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        Some(Some(how)) => how.spawn(&mut command).expect("spawn_contained"),
+        _ => command.spawn_group().expect("spawn_group"),
+    }
+}
+
+/// The background children a job starts, each writing its pid to `pids`: a plain one, and with a boundary a
+/// `setsid` one too (which only the boundary reaches); how many.
+fn background(pids: &Path, contained: bool) -> (String, usize) {
+    let pids = pids.display();
+    let plain = format!("sleep 60 >/dev/null 2>&1 & echo $! >> {pids}; ");
+    if contained {
+        let setsid = format!("setsid sleep 60 >/dev/null 2>&1 & echo $! >> {pids}; ");
+        return (plain + &setsid, 2);
+    }
+    (plain, 1)
+}
+
+/// Waits (bounded) until every process in the pid files is dead (gone, zombie, dying), and says which are not.
+fn left_running(files: &[(PathBuf, usize)]) -> Vec<u32> {
+    let pids: Vec<u32> = files
+        .iter()
+        .flat_map(|(file, n)| pids_from_file(file, *n))
+        .collect();
+    assert!(!pids.is_empty());
+    let left = survivors_after(Duration::from_secs(10), &pids);
+    common::kill_pids(&left);
+    left
+}
+
+/// One job of the fifty, as planned.
+struct Planned {
+    deadline: Instant,
+    /// When it ends, as planned: its exit (in time) or its deadline (plus its grace, for one that ignores the grace
+    /// signal).
+    ends: Instant,
+    /// The status its leader exits with, when in time.
+    code: Option<i32>,
+    /// Its grace signal, if it has a grace period.
+    grace: Option<i32>,
+    /// It ignores its grace signal: killed at the grace period's end.
+    ignores_grace: bool,
+    captured: bool,
+}
+
+/// Adds to `set` fifty jobs with deadlines spread over 0.2–3 s: the even ones exit in time (at half their
+/// deadline) with statuses of their own, the odd ones run into it (some with a grace period, one that ignores its
+/// grace signal); every job leaves a background child (its pid in a file in `dir`), every fifth job is contained
+/// (with a `setsid` child too), every third is captured. Returns the plans, and the pid files with their counts.
+fn add_fifty(
+    test: &str,
+    set: &mut JobSet<u32>,
+    dir: &Path,
+) -> (Vec<Planned>, Vec<(PathBuf, usize)>) {
+    const GRACE: Duration = Duration::from_millis(300);
+    let how = boundary(test);
+    let mut plans = Vec::new();
+    let mut files = Vec::new();
+    let start = Instant::now();
+    for i in 0..50_u32 {
+        let offset = Duration::from_millis(200 + u64::from(i) * 2800 / 49);
+        let contained = how.is_some() && i % 5 == 0;
+        let captured = cfg!(feature = "capture") && i % 3 == 0;
+        let file = dir.join(format!("job-{i}"));
+        let (script, n) = background(&file, contained);
+        files.push((file, n));
+        let in_time = i % 2 == 0;
+        let ignores_grace = i == 25;
+        let script = script
+            + &if in_time {
+                format!(
+                    "echo job-{i}; sleep {:.3}; exit {}",
+                    offset.as_secs_f64() / 2.0,
+                    i + 1
+                )
+            } else if ignores_grace {
+                format!("echo job-{i}; trap '' TERM; sleep 60")
+            } else {
+                format!("echo job-{i}; sleep 60")
+            };
+        let mut child = spawn(contained.then_some(&how), &script, captured);
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if contained {
+            use grouptimeout_job::{Containment, JobChildExt as _};
+            let mode = child.containment();
+            assert!(
+                matches!(mode, Containment::Cgroup | Containment::Reaper),
+                "job {i}: {mode:?}"
+            );
+            if i == 0 {
+                println!("contained jobs: {mode:?}");
+            }
+        }
+        let grace = (!in_time && i % 4 == 1).then_some(signal::SIGTERM);
+        if let Some(sig) = grace {
+            child.set_grace(sig, GRACE);
+        }
+        let deadline = start + offset;
+        let ends = if in_time {
+            Instant::now() + offset / 2
+        } else if ignores_grace {
+            deadline + GRACE
+        } else {
+            deadline
+        };
+        plans.push(Planned {
+            deadline,
+            ends,
+            code: in_time.then_some(i32::try_from(i).unwrap() + 1),
+            grace,
+            ignores_grace,
+            captured,
+        });
+        #[cfg(feature = "capture")]
+        if captured {
+            set.add_captured(i, child, Some(deadline)).unwrap();
+            continue;
+        }
+        set.add(i, child, Some(deadline)).unwrap();
+    }
+    (plans, files)
+}
+
+/// Checks what the set gave for job `i` at `at` against its plan.
+fn check(i: u32, plan: &Planned, finished: &Finished, at: Instant) {
+    let outcome = finished.outcome();
+    let status = outcome.status();
+    if let Some(code) = plan.code {
+        assert!(!outcome.timed_out(), "job {i}: {outcome}");
+        assert_eq!(status.code(), Some(code), "job {i}: {outcome}");
+    } else {
+        assert!(outcome.timed_out(), "job {i}: {outcome}");
+        // Not before its deadline (nor before its grace period's end when it ignores the grace signal).
+        assert!(
+            at >= plan.deadline && at >= plan.ends,
+            "job {i} came {:?} early",
+            plan.ends - at
+        );
+        let killed_by = if plan.ignores_grace { None } else { plan.grace };
+        assert_eq!(
+            status.signal(),
+            Some(killed_by.unwrap_or(signal::SIGKILL)),
+            "job {i}: {outcome}"
+        );
+    }
+    // Late only by the load of the machine (generously).
+    assert!(
+        at < plan.ends + Duration::from_secs(2),
+        "job {i} came {:?} late",
+        at - plan.ends
+    );
+    match finished {
+        #[cfg(feature = "capture")]
+        Finished::Captured(out) => {
+            assert!(plan.captured, "job {i}");
+            assert_eq!(String::from_utf8_lossy(&out.stdout), format!("job-{i}\n"));
+        }
+        Finished::Waited(_) => assert!(!plan.captured, "job {i}"),
+    }
+}
+
+/// The fifty jobs of [`add_fifty`] in one set: every outcome is right, the jobs come in the order they ended (pairs
+/// half a second apart or more), none before its end, and nothing is left running.
+fn fifty_jobs(test: &str) {
+    let dir = TempDir::new(test);
+    let mut set = JobSet::new().unwrap();
+    let start = Instant::now();
+    let (plans, files) = add_fifty(test, &mut set, &dir.0);
+    assert_eq!(set.len(), 50);
+    let mut order = Vec::new();
+    for (i, result) in set.by_ref() {
+        let at = Instant::now();
+        let finished = result.unwrap_or_else(|e| panic!("job {i}: {e}"));
+        check(i, &plans[i as usize], &finished, at);
+        order.push(i as usize);
+    }
+    assert!(set.is_empty());
+    assert_eq!(order.len(), 50, "{order:?}");
+    // In the order they ended: a job that ended half a second before another came first.
+    let position = |i: usize| order.iter().position(|&j| j == i).unwrap();
+    for a in 0..50 {
+        for b in 0..50 {
+            if plans[a].ends + Duration::from_millis(500) < plans[b].ends {
+                assert!(
+                    position(a) < position(b),
+                    "job {a} ended well before job {b}, but came after it: {order:?}"
+                );
+            }
+        }
+    }
+    assert_eq!(left_running(&files), [] as [u32; 0]);
+    println!("fifty jobs in {:?}", start.elapsed());
+}
+
+/// The fifty jobs as this user (root: the contained ones in cgroups of their own).
+#[test]
+fn fifty_jobs_in_one_set_end_in_order_and_leave_nothing() {
+    fifty_jobs("fifty_jobs_in_one_set_end_in_order_and_leave_nothing");
+}
+
+/// The fifty jobs as nobody (this test binary run again through `setpriv`): the contained ones get the job's own
+/// reaper, which still ends their `setsid` children.
+#[test]
+fn fifty_jobs_as_nobody_contained_by_the_reaper() {
+    let test = "fifty_jobs_as_nobody_contained_by_the_reaper";
+    if std::env::var_os("GROUPTIMEOUT_TEST_UNPRIVILEGED").is_some() {
+        fifty_jobs(test);
+        return;
+    }
+    if !common::is_root() {
+        skip_or_fail(test, "not root, so setpriv cannot switch to nobody");
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        // A copy every user may run: the checkout may be in a folder only we may enter.
+        .arg(common::runnable_by_anyone(
+            &std::env::current_exe().unwrap(),
+        ))
+        .args(["--exact", test, "--nocapture"])
+        .env("GROUPTIMEOUT_TEST_UNPRIVILEGED", "1")
+        .output();
+    match out {
+        Err(e) => skip_or_fail(test, &format!("setpriv cannot run: {e}")),
+        Ok(out) => assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+/// A job cancelled from another thread through its handle, taken before `add`: the set reports it killed (not timed
+/// out) at once, long before its deadline; the other jobs go on; the rest of the set ends at its drop.
+#[test]
+fn a_job_cancelled_from_another_thread_is_reported_at_once() {
+    let test = "a_job_cancelled_from_another_thread_is_reported_at_once";
+    let dir = TempDir::new(test);
+    let how = boundary(test);
+    let mut set = JobSet::new().unwrap();
+    let deadline = Some(Instant::now() + Duration::from_secs(30));
+    let mut files = Vec::new();
+    let mut leaders = Vec::new();
+    let mut handle = None;
+    for (key, contained) in [
+        ("cancelled", false),
+        ("cancelled-contained", true),
+        ("running", false),
+    ] {
+        let file = dir.0.join(key);
+        let (script, n) = background(&file, contained && how.is_some());
+        files.push((file, n));
+        let child = spawn(contained.then_some(&how), &(script + "sleep 60"), false);
+        leaders.push(child.id());
+        if key != "running" {
+            handle.get_or_insert_with(Vec::new).push(child.handle());
+        }
+        set.add(key, child, deadline).unwrap();
+    }
+    let handles = handle.unwrap();
+    let canceller = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(300));
+        let at = Instant::now();
+        for h in &handles {
+            h.kill().unwrap();
+        }
+        at
+    });
+    let mut got = Vec::new();
+    for _ in 0..2 {
+        let (key, result) = set.next().unwrap();
+        let outcome = result.unwrap().outcome();
+        assert!(!outcome.timed_out(), "{key}: {outcome}");
+        assert_eq!(
+            outcome.status().signal(),
+            Some(signal::SIGKILL),
+            "{key}: {outcome}"
+        );
+        got.push((key, Instant::now()));
+    }
+    let killed_at = canceller.join().unwrap();
+    for (key, at) in &got {
+        assert!(*at >= killed_at, "{key}");
+        assert!(
+            *at < killed_at + Duration::from_secs(3),
+            "{key} came {:?} after the kill",
+            *at - killed_at
+        );
+    }
+    got.sort_unstable();
+    assert_eq!(
+        got.iter().map(|g| g.0).collect::<Vec<_>>(),
+        ["cancelled", "cancelled-contained"]
+    );
+    // The third job runs on: nothing more ends for now.
+    assert_eq!(set.len(), 1);
+    assert!(set.next_timeout(Duration::from_millis(200)).is_none());
+    assert!(!is_dead(leaders[2]));
+    drop(set);
+    assert_eq!(
+        survivors_after(Duration::from_secs(5), &leaders),
+        [] as [u32; 0]
+    );
+    assert_eq!(left_running(&files), [] as [u32; 0]);
+}
+
+/// Jobs added between calls of `next`: each call gives the next job that ended among those added so far; an empty set
+/// gives `None` at once.
+#[test]
+fn jobs_added_between_calls() {
+    let mut set = JobSet::new().unwrap();
+    assert!(set.next().is_none());
+    assert!(set.next_timeout(Duration::from_secs(5)).is_none());
+    let in_a_while = |ms| Some(Instant::now() + Duration::from_millis(ms));
+    set.add(
+        "first",
+        spawn(None, "sleep 0.2; exit 4", false),
+        in_a_while(20_000),
+    )
+    .unwrap();
+    let (key, result) = set.next().unwrap();
+    assert_eq!(
+        (key, result.unwrap().outcome().status().code()),
+        ("first", Some(4))
+    );
+    assert!(set.is_empty());
+    set.add("slow", spawn(None, "sleep 60", false), in_a_while(700))
+        .unwrap();
+    set.add(
+        "quick",
+        spawn(None, "sleep 0.1; exit 5", false),
+        in_a_while(20_000),
+    )
+    .unwrap();
+    assert_eq!(set.len(), 2);
+    let (key, result) = set.next().unwrap();
+    assert_eq!(
+        (key, result.unwrap().outcome().status().code()),
+        ("quick", Some(5))
+    );
+    // Added while `slow` runs: ends before it.
+    set.add("quicker", spawn(None, "exit 6", false), in_a_while(20_000))
+        .unwrap();
+    let (key, result) = set.next().unwrap();
+    assert_eq!(
+        (key, result.unwrap().outcome().status().code()),
+        ("quicker", Some(6))
+    );
+    let (key, result) = set.next().unwrap();
+    assert_eq!(key, "slow");
+    assert!(result.unwrap().outcome().timed_out());
+    assert!(set.is_empty());
+    assert!(set.next().is_none());
+}
+
+/// Every job captured, each with what it wrote on both streams and its status; a chatty one bounded by its output
+/// limit (and cut at its deadline); one fed its input.
+#[cfg(feature = "capture")]
+#[test]
+fn every_job_captured_and_a_chatty_one_bounded() {
+    let test = "every_job_captured_and_a_chatty_one_bounded";
+    let how = boundary(test);
+    let mut set = JobSet::new().unwrap();
+    let deadline = Some(Instant::now() + Duration::from_secs(20));
+    for i in 0..8 {
+        let script = format!("echo out-{i}; echo err-{i} >&2; exit {i}");
+        set.add_captured(
+            i,
+            spawn((i % 4 == 0).then_some(&how), &script, true),
+            deadline,
+        )
+        .unwrap();
+    }
+    let mut chatty = spawn(None, "yes chatty", true);
+    chatty.set_output_limit(1000);
+    set.add_captured(
+        100,
+        chatty,
+        Some(Instant::now() + Duration::from_millis(500)),
+    )
+    .unwrap();
+    let mut command = Command::new("cat");
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut fed_child = command.spawn_group().unwrap();
+    fed_child.set_input("hello, set").unwrap();
+    set.add_captured(200, fed_child, deadline).unwrap();
+    let mut seen = Vec::new();
+    for (i, result) in set.by_ref() {
+        let Finished::Captured(out) = result.unwrap() else {
+            panic!("job {i} was added captured");
+        };
+        match i {
+            100 => {
+                assert!(out.outcome.timed_out(), "{}", out.outcome);
+                assert_eq!(out.stdout.len(), 1000);
+                assert!(out.stdout_omitted > 0);
+                assert!(out.stdout.starts_with(b"chatty\nchatty\n"));
+            }
+            200 => {
+                assert_eq!(out.outcome.status().code(), Some(0));
+                assert_eq!(out.stdout, b"hello, set");
+                assert_eq!(out.input_written, 10);
+            }
+            i => {
+                assert_eq!(out.outcome.status().code(), Some(i), "{}", out.outcome);
+                assert_eq!(String::from_utf8_lossy(&out.stdout), format!("out-{i}\n"));
+                assert_eq!(String::from_utf8_lossy(&out.stderr), format!("err-{i}\n"));
+                assert!(out.pipes_closed);
+            }
+        }
+        seen.push(i);
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, [0, 1, 2, 3, 4, 5, 6, 7, 100, 200]);
+}
+
+/// The set dropped halfway: the jobs still in it all die (their background children too, `setsid` ones of
+/// contained jobs included, and a job in its grace period, and a capture), and the drop is bounded.
+#[test]
+fn the_set_dropped_halfway_ends_the_rest() {
+    let test = "the_set_dropped_halfway_ends_the_rest";
+    let dir = TempDir::new(test);
+    let how = boundary(test);
+    let mut set = JobSet::new().unwrap();
+    let start = Instant::now();
+    let mut files = Vec::new();
+    let mut leaders = Vec::new();
+    for i in 0..12_u32 {
+        let contained = how.is_some() && i % 3 == 0;
+        let file = dir.0.join(format!("job-{i}"));
+        let (mut script, n) = background(&file, contained);
+        files.push((file, n));
+        let quick = i < 6;
+        script += if quick {
+            "sleep 0.1"
+        } else {
+            "trap '' TERM; sleep 60"
+        };
+        let captured = cfg!(feature = "capture") && i == 7;
+        let mut child = spawn(contained.then_some(&how), &script, captured);
+        leaders.push(child.id());
+        // Job 11 is in its grace period (which it ignores, for 30 s) when the set is dropped.
+        let deadline = if i == 11 {
+            Duration::from_millis(100)
+        } else {
+            Duration::from_secs(30)
+        };
+        child.set_grace(signal::SIGTERM, Duration::from_secs(30));
+        #[cfg(feature = "capture")]
+        if captured {
+            set.add_captured(i, child, Some(start + deadline)).unwrap();
+            continue;
+        }
+        set.add(i, child, Some(start + deadline)).unwrap();
+    }
+    for _ in 0..6 {
+        let (i, result) = set.next().unwrap();
+        assert!(i < 6, "job {i}");
+        assert_eq!(result.unwrap().outcome().status().code(), Some(0));
+    }
+    assert_eq!(set.len(), 6);
+    // Job 11's deadline has passed: it is in its grace period by now (the set stepped it while waiting).
+    assert!(start.elapsed() > Duration::from_millis(100));
+    assert!(set.next_timeout(Duration::from_millis(300)).is_none());
+    let dropped = Instant::now();
+    drop(set);
+    let took = dropped.elapsed();
+    assert!(took < Duration::from_secs(5), "the drop took {took:?}");
+    assert_eq!(
+        survivors_after(Duration::from_secs(5), &leaders),
+        [] as [u32; 0]
+    );
+    assert_eq!(left_running(&files), [] as [u32; 0]);
+    println!("dropped 6 jobs in {took:?}");
+}
