@@ -367,6 +367,7 @@ pub fn worker(args: &[String]) -> ! {
     let (b_t, b_r) = b;
     let mut late = vec![];
     let mut late_kill = vec![];
+    let mut late_plain = vec![];
     let mut wrong = 0;
     for d in &done {
         let job = &jobs[d.job];
@@ -376,6 +377,9 @@ pub fn worker(args: &[String]) -> ! {
         if d.timed_out {
             let deadline = b_t + job.after;
             late.push(diff(d.ret, deadline));
+            if !job.daemon {
+                late_plain.push(diff(d.ret, deadline));
+            }
             if let Some(k) = d.kill {
                 late_kill.push(diff(k, deadline));
             }
@@ -388,6 +392,7 @@ pub fn worker(args: &[String]) -> ! {
     println!("ended {} {wrong}", done.len());
     println!("late {}", join(&late));
     println!("late_kill {}", join(&late_kill));
+    println!("late_plain {}", join(&late_plain));
     std::process::exit(0)
 }
 
@@ -545,6 +550,16 @@ pub fn row11(o: &Opts) -> String {
                 format!("{wrong:.0} of {}", n * rounds)
             },
         );
+        if *w == "set" {
+            let plain = pooled(k, "late_plain");
+            let _ = writeln!(
+                s,
+                "| ↳ same, lateness of the jobs without a daemon (`spawn_group`) only | | | | | | | {} | {} | {} | | |",
+                lat(&plain, 0.5),
+                lat(&plain, 0.99),
+                lat(&plain, 1.0)
+            );
+        }
         if !late_kill.is_empty() {
             let _ = writeln!(
                 s,
