@@ -1,174 +1,210 @@
-//! Three jobs waited for in one thread, without a thread per job: an event loop `poll(2)`s the jobs' exit
-//! descriptors ([`GroupChild::exit_fd`], Linux) and reaps each job through `try_wait` when its descriptor turns
-//! readable. The deadlines are the loop's business: a job past its deadline is killed, then reaped with `wait`.
+//! Four jobs waited for in one thread, without a thread per job: an event loop of its own drives the crate's stepped
+//! waits ([`GroupChild::step`], and [`Capture::step`] for a job whose output it captures). Each step says what to
+//! wait on (an [`Interest`]: descriptors, and an instant); the loop `poll(2)`s all of them at once, and steps the
+//! jobs whose descriptors turned ready or whose instant came. The end-of-job sequence (the deadline's kill, the
+//! leftovers' kill, the reap) is the crate's, not the loop's.
 //!
 //! - `quick` exits with status 3 after 0.2 s;
-//! - `leaves a child` starts `sleep 60` in the background and exits after 0.5 s: `try_wait` kills the `sleep`;
-//! - `too slow` runs past its deadline of 1 s and is killed.
+//! - `leaves a child` starts `sleep 60` in the background and exits after 0.5 s: its step kills the `sleep`;
+//! - `too slow` runs past its deadline of 1 s and is killed;
+//! - `talks` writes a line, which the loop captures (with the `capture` feature, on by default), and exits.
 //!
-//! At the end the example checks the statuses and that no process of the three groups is left running (in
-//! `/proc`), and exits non-zero if something is wrong. Where a job has no exit descriptor (other systems, a build
-//! with `--cfg grouptimeout_no_pidfd`) or its descriptor is readable while `try_wait` still says "running" (a tracer
-//! was told of the exit first), the loop calls `try_wait` every 10 ms for that job instead.
+//! At the end the example checks the outcomes and that no process of the four groups is left running (in `/proc`),
+//! and exits non-zero if something is wrong. The same loop works where no exit descriptor exists (other systems, a
+//! build with `--cfg grouptimeout_no_pidfd`): the interests then hold instants of the poll schedule instead.
 //!
 //! ```sh
 //! cargo run --example event_loop
 //! ```
 
 use std::io::{self, BufRead, BufReader};
-use std::os::fd::AsRawFd as _;
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use grouptimeout::{signal, GroupChild, GroupCommandExt};
+#[cfg(feature = "capture")]
+use grouptimeout::Capture;
+use grouptimeout::{signal, GroupChild, GroupCommandExt, Interest, Outcome, Step};
 
-/// How often the loop calls `try_wait` for a job it cannot poll.
-const TICK: Duration = Duration::from_millis(10);
+/// A job's stepped wait: a plain one, or one that captures its output.
+#[allow(clippy::large_enum_variant, reason = "four of them, never moved")]
+enum Wait {
+    Plain(GroupChild, Instant),
+    #[cfg(feature = "capture")]
+    Captured(Capture),
+}
 
 struct Job {
     name: &'static str,
-    child: GroupChild,
-    deadline: Instant,
-    /// No descriptor to poll for this job: `try_wait` on every tick.
-    on_timer: bool,
-    /// The status, whether the deadline passed, and when the loop learnt it.
-    end: Option<(ExitStatus, bool, Duration)>,
+    wait: Wait,
+    /// What its last step asked to wait on, until it is done.
+    interest: Option<Interest>,
+    /// The outcome, the captured standard output, and when the loop learnt it.
+    end: Option<(Outcome, Vec<u8>, Duration)>,
+}
+
+impl Job {
+    /// One step of the job's wait: it never blocks.
+    fn step(&mut self, start: Instant) -> io::Result<()> {
+        let step = match &mut self.wait {
+            Wait::Plain(child, deadline) => match child.step(Some(*deadline))? {
+                Step::Done(outcome) => Step::Done((outcome, Vec::new())),
+                Step::Pending(interest) => Step::Pending(interest),
+            },
+            #[cfg(feature = "capture")]
+            Wait::Captured(capture) => match capture.step()? {
+                Step::Done(captured) => Step::Done((captured.outcome, captured.stdout)),
+                Step::Pending(interest) => Step::Pending(interest),
+            },
+        };
+        // Done: its descriptors are closed, or about to be; the loop must not poll them any more.
+        self.interest = None;
+        match step {
+            Step::Done((outcome, stdout)) => self.end = Some((outcome, stdout, start.elapsed())),
+            Step::Pending(interest) => self.interest = Some(interest),
+        }
+        Ok(())
+    }
 }
 
 #[allow(clippy::too_many_lines, reason = "an example, read top to bottom")]
 fn main() -> io::Result<ExitCode> {
     let start = Instant::now();
-    let job = |name, script: &str, deadline: u64| -> io::Result<Job> {
-        let child = Command::new("sh")
+    let spawn = |script: &str| {
+        Command::new("sh")
             .args(["-c", script])
             .stdout(Stdio::piped())
-            .spawn_group()?;
-        Ok(Job {
-            name,
-            child,
-            deadline: start + Duration::from_millis(deadline),
-            on_timer: false,
-            end: None,
-        })
+            .spawn_group()
     };
-    let mut jobs = [
-        job("quick", "sleep 0.2; exit 3", 10_000)?,
-        job("leaves a child", "sleep 60 & echo $!; sleep 0.5", 10_000)?,
-        job("too slow", "sleep 60", 1_000)?,
-    ];
+    let plain = |name, child, deadline_ms| Job {
+        name,
+        wait: Wait::Plain(child, start + Duration::from_millis(deadline_ms)),
+        interest: None,
+        end: None,
+    };
+    let mut leaves = spawn("sleep 60 & echo $!; sleep 0.5")?;
     let mut line = String::new();
-    BufReader::new(jobs[1].child.stdout.take().expect("piped")).read_line(&mut line)?;
+    BufReader::new(leaves.stdout.take().expect("piped")).read_line(&mut line)?;
     let background: u32 = line
         .trim()
         .parse()
         .expect("the shell printed the pid of its sleep");
-    let groups: Vec<u32> = jobs.iter().map(|j| j.child.id()).collect();
+    let talks = spawn("echo hello; sleep 0.3")?;
+    #[cfg(feature = "capture")]
+    let talks = Wait::Captured(talks.capture_steps(Some(start + Duration::from_secs(10)))?);
+    #[cfg(not(feature = "capture"))]
+    let talks = Wait::Plain(talks, start + Duration::from_secs(10));
+    let mut jobs = [
+        plain("quick", spawn("sleep 0.2; exit 3")?, 10_000),
+        plain("leaves a child", leaves, 10_000),
+        plain("too slow", spawn("sleep 60")?, 1_000),
+        Job {
+            name: "talks",
+            wait: talks,
+            interest: None,
+            end: None,
+        },
+    ];
+    let groups: Vec<u32> = jobs
+        .iter()
+        .map(|j| match &j.wait {
+            Wait::Plain(child, _) => child.id(),
+            #[cfg(feature = "capture")]
+            Wait::Captured(capture) => capture.child().id(),
+        })
+        .collect();
     println!("process groups {groups:?}; `leaves a child` started sleep 60 as pid {background}");
 
+    // Every job is due for its first step.
+    let mut due = [true; 4];
     loop {
-        let now = Instant::now();
-        for job in jobs
+        for (job, _) in jobs
             .iter_mut()
-            .filter(|j| j.end.is_none() && now >= j.deadline)
+            .zip(due)
+            .filter(|(j, due)| *due && j.end.is_none())
         {
-            // Past the deadline: kill the group, then reap the leader (at once: it was sent SIGKILL).
-            job.child.kill()?;
-            job.end = Some((job.child.wait()?, true, start.elapsed()));
+            job.step(start)?;
         }
+        // One `poll` over every descriptor of every waiting job, until the earliest instant any of them asked for.
         let mut fds = Vec::new();
-        let mut polled = Vec::new();
-        for (i, job) in jobs.iter_mut().enumerate() {
-            if job.end.is_some() || job.on_timer {
-                continue;
+        let mut owner = Vec::new();
+        let mut until: Option<Instant> = None;
+        for (i, interest) in jobs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, j)| Some((i, j.interest?)))
+        {
+            let read = interest.readable().map(|fd| (fd, libc::POLLIN));
+            for (fd, events) in read.chain(interest.writable().map(|fd| (fd, libc::POLLOUT))) {
+                fds.push(libc::pollfd {
+                    fd,
+                    events,
+                    revents: 0,
+                });
+                owner.push(i);
             }
-            match job.child.exit_fd() {
-                Ok(fd) => {
-                    fds.push(libc::pollfd {
-                        fd: fd.as_raw_fd(),
-                        events: libc::POLLIN,
-                        revents: 0,
-                    });
-                    polled.push(i);
-                }
-                Err(e) => {
-                    println!(
-                        "{}: no exit descriptor ({e}); try_wait every {TICK:?}",
-                        job.name
-                    );
-                    job.on_timer = true;
-                }
-            }
+            until = match (until, interest.until()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
         }
-        let waiting = jobs.iter().filter(|j| j.end.is_none());
-        let Some(next_deadline) = waiting.clone().map(|j| j.deadline).min() else {
+        if jobs.iter().all(|j| j.end.is_some()) {
             break;
-        };
-        let mut timeout = next_deadline.saturating_duration_since(now);
-        if waiting.clone().any(|j| j.on_timer) {
-            timeout = timeout.min(TICK);
         }
-        // Rounded up, so that the loop does not wake just before a deadline and spin until it.
-        let ms =
-            libc::c_int::try_from(timeout.as_micros().div_ceil(1000)).unwrap_or(libc::c_int::MAX);
-        let nfds = libc::nfds_t::try_from(fds.len()).expect("three descriptors at most");
+        // Rounded up, so that the loop does not wake just before an instant and spin until it; -1: no limit.
+        let ms = until.map_or(-1, |until| {
+            let left = until.saturating_duration_since(Instant::now());
+            libc::c_int::try_from(left.as_micros().div_ceil(1000)).unwrap_or(libc::c_int::MAX)
+        });
+        let nfds = libc::nfds_t::try_from(fds.len()).expect("a few descriptors");
         // SAFETY: `fds` holds `nfds` initialised pollfd entries and lives across the call; the descriptors are the
-        // jobs' exit descriptors, open until their job is reaped.
+        // jobs' own, open until a later step of their job no longer lists them (none ran since they were listed).
         if unsafe { libc::poll(fds.as_mut_ptr(), nfds, ms) } < 0 {
             let e = io::Error::last_os_error();
             if e.kind() != io::ErrorKind::Interrupted {
                 return Err(e);
             }
-            continue;
         }
-        for (fd, &i) in fds.iter().zip(&polled) {
-            let job = &mut jobs[i];
-            if fd.revents == 0 {
-                continue;
-            }
-            // Readable: the leader exited. try_wait kills what it left in its group, reaps it, and gives the status.
-            if let Some(status) = job.child.try_wait()? {
-                job.end = Some((status, false, start.elapsed()));
-            } else {
-                // Its tracer was told first; the descriptor stays readable until the reap.
-                println!(
-                    "{}: exit seen before it can be reaped (traced?); try_wait every {TICK:?}",
-                    job.name
-                );
-                job.on_timer = true;
-            }
-        }
-        for job in jobs.iter_mut().filter(|j| j.end.is_none() && j.on_timer) {
-            if let Some(status) = job.child.try_wait()? {
-                job.end = Some((status, false, start.elapsed()));
-            }
+        // Due: a job whose descriptor is ready, or whose instant came (stepping a job early is harmless).
+        let now = Instant::now();
+        for (i, job) in jobs.iter().enumerate() {
+            due[i] = job
+                .interest
+                .is_some_and(|j| j.until().is_some_and(|until| until <= now))
+                || fds
+                    .iter()
+                    .zip(&owner)
+                    .any(|(fd, &o)| o == i && fd.revents != 0);
         }
     }
 
     let mut ok = true;
     for job in &jobs {
-        let (status, timed_out, at) = job.end.expect("every job ended");
+        let (outcome, stdout, at) = job.end.as_ref().expect("every job ended");
+        let status = outcome.status();
         let expected = match job.name {
-            "quick" => !timed_out && status.code() == Some(3),
-            "leaves a child" => !timed_out && status.code() == Some(0),
-            _ => timed_out && status.signal() == Some(signal::SIGKILL),
+            "quick" => !outcome.timed_out() && status.code() == Some(3),
+            "leaves a child" => !outcome.timed_out() && status.code() == Some(0),
+            // Without the `capture` feature its output is not read.
+            "talks" => {
+                !outcome.timed_out()
+                    && status.code() == Some(0)
+                    && (stdout == b"hello\n" || cfg!(not(feature = "capture")))
+            }
+            _ => outcome.timed_out() && status.signal() == Some(signal::SIGKILL),
         };
         ok &= expected;
-        let how = if timed_out {
-            "past its deadline, killed"
-        } else {
-            "exited"
-        };
         let verdict = if expected { "as expected" } else { "WRONG" };
+        let said = String::from_utf8_lossy(stdout);
         println!(
-            "{:>15}: {how}, {status}, after {at:.2?}: {verdict}",
+            "{:>15}: {outcome}, after {at:.2?}, wrote {said:?}: {verdict}",
             job.name
         );
     }
     match running_in(&groups) {
         Ok(running) if running.is_empty() => {
-            println!("no process of the three groups is left running (pid {background} included)");
+            println!("no process of the four groups is left running (pid {background} included)");
         }
         Ok(running) => {
             println!("STILL RUNNING in the groups: {running:?}");
@@ -214,6 +250,6 @@ fn running_in(groups: &[u32]) -> io::Result<Vec<u32>> {
         if running.is_empty() || Instant::now() >= settle {
             return Ok(running);
         }
-        thread::sleep(TICK);
+        thread::sleep(Duration::from_millis(10));
     }
 }

@@ -1,6 +1,8 @@
-//! [`GroupChild`]: the one place a reader follows a wait from start to reap — check the leader, sleep, signal the
-//! group at the deadline, reap. Its spawn, its `Debug` view and the drop that does the same for a handle nobody
-//! waited for are in `child/life.rs`.
+//! [`GroupChild`]: the one place a reader follows a wait from start to reap, the end-of-job sequence as a state
+//! machine moved on by [`GroupChild::step`] — check the leader, at the deadline the grace signal and `SIGCONT`, the
+//! grace period, `SIGKILL`, the reap under the handles' lock, the job's end — which the blocking waits drive (the
+//! driver and the watch that says what a step sleeps on are in `wait.rs`). Its spawn, its `Debug` view and the drop
+//! that does the same for a handle nobody waited for are in `child/life.rs`.
 
 use std::io;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, ExitStatus};
@@ -87,11 +89,7 @@ impl GroupChild {
             }
             self.end_group(false, self.kill_leftovers, None)?;
         }
-        let woke = Woke {
-            fds: None,
-            blocking: true,
-        };
-        Ok(match self.step_woke(None, woke)? {
+        Ok(match self.step_in(None, Woke(None, true))? {
             Step::Done(outcome) => Some(outcome.status()),
             Step::Pending(_) => None,
         })
@@ -150,7 +148,8 @@ impl GroupChild {
     ///   exit first, and this process can reap the leader only after it did).
     ///
     /// In between, the wait sleeps: on Linux until the leader exits (a pidfd), elsewhere on a poll schedule; see
-    /// [How it waits](crate#how-it-waits).
+    /// [How it waits](crate#how-it-waits). The wait is [`step`](GroupChild::step)s with this deadline and a sleep
+    /// between them: a wait after some steps goes on from where they left the sequence.
     ///
     /// The clock is read before the leader is checked, so a leader found exited is reported as exited even when the
     /// check ran after the deadline. A deadline in the past still checks once. After the leader was reaped, every
@@ -183,7 +182,9 @@ impl GroupChild {
     /// returns `Ok(None)`, and stays readable. Take it out of the poll set then and call `try_wait` on a timer (every
     /// few milliseconds) until it returns the status.
     ///
-    /// `examples/event_loop.rs` waits for three jobs with `poll(2)` in one thread.
+    /// [`step`](GroupChild::step) does all of this for an event loop (the deadline, the grace, the kill, the reap,
+    /// the traced leader), and lists this same descriptor in its [`Interest`](crate::Interest) where it has one;
+    /// `examples/event_loop.rs` steps four jobs with one `poll(2)` in one thread.
     ///
     /// # Errors
     ///
@@ -354,7 +355,7 @@ impl GroupChild {
     /// [`wait_deadline`](GroupChild::wait_deadline) (no deadline for `None`): the steps, driven by the blocking
     /// driver.
     fn wait_until(&mut self, deadline: Option<Instant>) -> io::Result<Outcome> {
-        drive(|woke| self.step_woke(deadline, woke))
+        drive(|woke| self.step_in(deadline, woke))
     }
 
     /// One non-blocking step of [`wait_deadline`](GroupChild::wait_deadline) (`None`: no deadline), for a loop of
@@ -362,8 +363,8 @@ impl GroupChild {
     /// the next step.
     ///
     /// Each step moves the wait on by one state of the same sequence the blocking waits follow (they are this step
-    /// and a sleep in `ppoll` on its [`Interest`]): it reads the clock, checks the leader, compares with the
-    /// deadline; when the leader has exited, it kills the leftovers of its group (see
+    /// and a sleep in `ppoll` on its [`Interest`](crate::Interest)): it reads the clock, checks the leader, compares
+    /// with the deadline; when the leader has exited, it kills the leftovers of its group (see
     /// [`set_kill_leftovers`](GroupChild::set_kill_leftovers)); at the deadline it sends the
     /// [grace](GroupChild::set_grace) signal and `SIGCONT` (unless the signal stops), and a later step, when the
     /// leader exited or the grace period ended, `SIGKILL` to the group; then the leader is reaped (under the lock
@@ -374,8 +375,9 @@ impl GroupChild {
     ///   sequence started at a deadline (then the grace period's end rules). A blocking wait after some steps
     ///   continues from where they left.
     /// - Once `Done`, every later call returns the same outcome, as the waits do.
-    /// - On `Pending`, sleep until a descriptor of [`Interest::readable`] is readable (or hung up),
-    ///   [`Interest::writable`] is writable, or [`Interest::until`] passes, whichever comes first; then step again.
+    /// - On `Pending`, sleep until a descriptor of [`Interest::readable`](crate::Interest::readable) is readable
+    ///   (or hung up), [`writable`](crate::Interest::writable) is writable, or [`until`](crate::Interest::until)
+    ///   passes, whichever comes first; then step again.
     ///   Stepping earlier is harmless (it costs a check of the leader). The descriptors are the child's (its pidfd,
     ///   Linux): never close them; stop watching one that a step no longer lists, and all of them once `Done`.
     ///   Without a pidfd (other systems, `--cfg grouptimeout_no_pidfd`, a kernel that refuses one, a traced leader)
@@ -413,36 +415,34 @@ impl GroupChild {
     /// # }
     /// ```
     pub fn step(&mut self, deadline: Option<Instant>) -> io::Result<Step<Outcome>> {
-        self.step_woke(deadline, Woke::default())
+        self.step_in(deadline, Woke::default())
     }
 
     /// [`step`](GroupChild::step), told what the driver saw while it slept (see [`Woke`]).
-    pub(crate) fn step_woke(
+    pub(crate) fn step_in(
         &mut self,
-        deadline: Option<Instant>,
-        woke: Woke<'_>,
+        until: Option<Instant>,
+        woke: Woke,
     ) -> io::Result<Step<Outcome>> {
         loop {
             if let Some(outcome) = self.outcome {
                 return Ok(Step::Done(outcome));
             }
             let (until, in_grace) = match self.phase {
-                Phase::Running => (deadline, false),
+                Phase::Running => (until, false),
                 Phase::Grace(end) => (end, true),
                 Phase::Reaping { .. } => return self.reap_step(woke),
             };
-            let (pid, job) = (self.id(), &self.job);
+            let (pid, job, kill) = (self.id(), &self.job, in_grace || self.kill_leftovers);
             match self.watch.step(until, woke, || job.exited(pid)) {
                 Ok(Step::Pending(interest)) => return Ok(Step::Pending(interest)),
+                // The deadline passed with the leader running: the sequence starts.
+                Ok(Step::Done(false)) if !in_grace => self.start_sequence()?,
                 // The leader exited on its own, after a grace signal, or the grace period is over: the group's end.
-                Ok(Step::Done(exited)) if exited || in_grace => {
-                    let kill = in_grace || self.kill_leftovers;
-                    self.end_group(in_grace, kill, None)?;
-                }
+                Ok(Step::Done(_)) => self.end_group(in_grace, kill, None)?,
                 // A failed check still ends a grace period in the kill and the reap; its error comes after them.
                 Err(e) if in_grace => self.end_group(true, true, Some(e))?,
                 Err(e) => return Err(e),
-                Ok(Step::Done(_)) => self.start_sequence()?,
             }
         }
     }
@@ -458,52 +458,44 @@ impl GroupChild {
         if sent.is_ok() && !is_stop_signal(signal) {
             sent = self.signal_group(crate::signal::SIGCONT);
         }
-        match sent {
-            Ok(()) => {
-                self.phase = Phase::Grace(Instant::now().checked_add(grace));
-                Ok(())
-            }
-            Err(e) => self.end_group(true, true, Some(e)),
+        if let Err(e) = sent {
+            return self.end_group(true, true, Some(e));
         }
+        self.phase = Phase::Grace(Instant::now().checked_add(grace));
+        Ok(())
     }
 
-    /// Kills the group if asked (`SIGKILL`), then tells a kept job's keeper what to do and goes on to the reap;
+    /// Kills the group if asked (`SIGKILL`; `late`: at the end of the sequence, the outcome is `TimedOut`), then
+    /// tells a kept job's keeper what to do and goes on to the reap;
     /// `sent` is an earlier error of the sequence, returned after the reap.
     ///
     /// A failed kill still reaps a leader that has exited (and then reports the error). A leader that is still
     /// running after a failed kill (it switched to a user we may not signal) is not waited for, since that could
     /// last as long as it runs: the error returns at once, and the wait starts over at the next step or wait (or the
     /// drop tries again).
-    fn end_group(
-        &mut self,
-        timed_out: bool,
-        kill: bool,
-        sent: Option<io::Error>,
-    ) -> io::Result<()> {
-        let killed = if kill {
-            self.signal_group(crate::signal::SIGKILL)
-        } else {
-            Ok(())
-        };
-        if let Err(e) = killed {
-            if !self.job.exited_checked(self.id())? {
+    fn end_group(&mut self, late: bool, kill: bool, sent: Option<io::Error>) -> io::Result<()> {
+        let killed = kill
+            .then(|| self.signal_group(crate::signal::SIGKILL).err())
+            .flatten();
+        match killed {
+            Some(e) if !self.job.exited_checked(self.id())? => {
                 self.phase = Phase::Running;
-                return Err(e);
+                Err(e)
             }
-            self.phase = Phase::Reaping(timed_out, kill, Some(e), sent);
-        } else {
-            self.phase = Phase::Reaping(timed_out, kill, None, sent);
+            killed => {
+                self.phase = Phase::Reaping(late, kill, killed, sent);
+                self.take_reached();
+                self.job.judge(self.id(), kill);
+                Ok(())
+            }
         }
-        self.take_reached();
-        self.job.judge(self.id(), kill);
-        Ok(())
     }
 
     /// The reap, once the group was dealt with: at once when the leader can be reaped (our own check), else
     /// `Pending` on its exit (the blocking driver blocks in the reap instead, as a blocking wait does). Then the
     /// outcome, the job's end, and the first error of the kill, the job's end and the sequence, in that order.
     fn reap_step(&mut self, woke: Woke<'_>) -> io::Result<Step<Outcome>> {
-        if !woke.blocking {
+        if !woke.1 {
             let pid = self.id();
             if let Step::Pending(interest) = self.watch.step(None, woke, || leader_exited(pid))? {
                 return Ok(Step::Pending(interest));
@@ -512,13 +504,8 @@ impl GroupChild {
         let Phase::Reaping(timed_out, kill, killed, sent) = std::mem::take(&mut self.phase) else {
             unreachable!("reap_step runs in the phase Reaping");
         };
-        let status = match self.reap(kill) {
-            Ok(status) => status,
-            Err(e) => {
-                self.phase = Phase::Reaping(timed_out, kill, killed, sent);
-                return Err(e);
-            }
-        };
+        // A failed reap (someone else reaped the leader) leaves the phase `Running`: the next step's check fails too.
+        let status = self.reap(kill)?;
         let outcome = if timed_out {
             Outcome::TimedOut(status)
         } else {
@@ -529,10 +516,10 @@ impl GroupChild {
         // Also drops a guard: only now, for until the job's cgroup is gone, this process's death still ends it and
         // removes it.
         let ended = self.job.end(!kill);
-        match (killed, ended, sent) {
-            (Some(e), _, _) | (None, Err(e), _) | (None, Ok(()), Some(e)) => Err(e),
-            (None, Ok(()), None) => Ok(Step::Done(outcome)),
-        }
+        killed
+            .or(ended.err())
+            .or(sent)
+            .map_or(Ok(Step::Done(outcome)), Err)
     }
 
     /// Whether the leader (for a kept job: the command) has exited, not reaped; `ECHILD` as for `has_exited`. The

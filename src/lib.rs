@@ -106,9 +106,10 @@
 //! # Features
 //!
 //! With `default-features = false` the crate is its core: [`spawn_group`](GroupCommandExt::spawn_group),
-//! [`GroupChild`]'s waits, `kill`, `signal`, `set_grace` and `set_kill_leftovers`, [`GroupHandle`], [`Outcome`] and
-//! the [`signal`] constants. One feature, `capture` (on by default), adds the capturing waits; each item it adds says
-//! so. Features only add: code that builds with some features builds with more. [`GroupCommandExt`], whose
+//! [`GroupChild`]'s waits and their steps ([`GroupChild::step`], [`Step`], [`Interest`]), `kill`, `signal`, `set_grace`
+//! and `set_kill_leftovers`, [`GroupHandle`], [`Outcome`] and the [`signal`] constants. One feature, `capture` (on by
+//! default), adds the capturing waits and their steps ([`Capture`][capture-type]); each item it adds says so.
+//! Features only add: code that builds with some features builds with more. [`GroupCommandExt`], whose
 //! `output_timeout` only `capture` adds, is sealed (no other crate can implement it), so a feature that another crate
 //! in the build turns on breaks no implementation. The README's "Auditing" section counts the crate's code lines, and
 //! its blocks that call libc unchecked, all in `src/sys/`.
@@ -160,38 +161,51 @@
 //! # How it waits
 //!
 //! No threads, no signal handlers, no process-wide state (the process-wide facilities a supervisor program asks for by
-//! name are `grouptimeout-cli`'s `host`, not this crate's): a wait checks the leader with
-//! `waitid(…, WNOWAIT)`, which notices an exit without reaping, and sleeps between checks, never past the deadline.
+//! name are `grouptimeout-cli`'s `host`, not this crate's). Every wait is one state machine, the end-of-job sequence,
+//! moved on by steps ([`GroupChild::step`]): a step reads the clock, checks the leader with `waitid(…, WNOWAIT)`
+//! (which notices an exit without reaping), compares with the deadline, and takes the next step of the sequence (the
+//! leftovers' kill after an exit; at the deadline the grace signal and `SIGCONT`, then after the grace period
+//! `SIGKILL`; the reap, under the handles' lock; the job's end). It never blocks: it returns
+//! [`Step::Pending`] with an [`Interest`], the descriptors and the instant to wait for, or [`Step::Done`]. The
+//! blocking waits ([`wait`](GroupChild::wait), [`wait_timeout`](GroupChild::wait_timeout),
+//! [`wait_deadline`](GroupChild::wait_deadline), and the capturing waits through [`Capture`][capture-type]) are
+//! these steps and a sleep in `ppoll` on each interest, never past the deadline; a loop of the caller's own (`poll`,
+//! `epoll`, mio, an async runtime) can drive the same steps for many jobs in one thread
+//! (`examples/event_loop.rs`).
 //!
-//! - On Linux 5.3 and later, the sleep ends when the leader exits: the first time a wait has to sleep, it yields
-//!   the CPU once (a short command that shares the CPU ends meanwhile, and needs nothing more), then opens a pidfd
-//!   for the leader, which is unreaped (so its pid cannot name anyone else), and sleeps in `ppoll` on it until the
+//! - On Linux 5.3 and later, the sleep ends when the leader exits: the first step that has to wait asks for one
+//!   yield of the CPU (a short command that shares the CPU ends meanwhile, and needs nothing more), the next opens a
+//!   pidfd for the leader, which is unreaped (so its pid cannot name anyone else), and asks to sleep on it until the
 //!   deadline. The exit is noticed as soon as a blocking `wait` would notice it, and a long wait does not wake up
 //!   in between. The pidfd is close-on-exec (no command inherits it) and is closed when the leader is reaped or the
 //!   handle dropped. Grace periods, the drop and the capturing waits sleep on it too (a capturing wait polls it
 //!   together with the output pipes).
 //! - Where no pidfd can be had (older kernels, a seccomp filter that refuses `pidfd_open`, no free descriptor,
-//!   other Unix systems, or a build with `--cfg grouptimeout_no_pidfd` or `--cfg grouptimeout_portable`), the wait falls back, silently, to a poll
-//!   schedule: it checks without sleeping (yielding the CPU) for the leader's first millisecond, then sleeps 1/20
-//!   of the leader's age, at most 10 ms. After the group was sent a signal (a grace signal, [`GroupChild::kill`], a
-//!   drop), the schedule starts over from that moment, so a leader that exits on the signal is noticed at once. A
-//!   capturing wait spends those pauses in `poll(2)` on the output pipes, reading whatever arrives; once every pipe
-//!   reached end of file it restarts the schedule too, since the leader is then most likely exiting.
+//!   other Unix systems, or a build with `--cfg grouptimeout_no_pidfd` or `--cfg grouptimeout_portable`), the steps
+//!   fall back, silently, to a poll schedule: they ask to be stepped again at once (with a yield) for the leader's
+//!   first millisecond, then after 1/20 of the leader's age, at most 10 ms. After the group was sent a signal (a
+//!   grace signal, [`GroupChild::kill`], a drop), the schedule starts over from that moment, so a leader that exits
+//!   on the signal is noticed at once. A capturing wait spends those pauses in `poll(2)` on the output pipes,
+//!   reading whatever arrives; once every pipe reached end of file it restarts the schedule too, since the leader is
+//!   then most likely exiting.
 //! - A leader traced by another process (a debugger, `strace -p`) shows its exit to the tracer first: its pidfd is
-//!   readable before this process can wait for it. The wait then switches to the schedule for this leader rather
-//!   than spin.
-//! - An event loop can wait without a thread per job: [`GroupChild::exit_fd`] lends out the leader's pidfd (opened
-//!   then if no wait opened it yet), readable once the leader exits; [`GroupChild::try_wait`] then reaps.
+//!   readable before this process can wait for it. The steps then switch to the schedule for this leader rather
+//!   than spin. A killed leader that cannot be reaped yet (traced, or in uninterruptible sleep) makes a step
+//!   `Pending`, never a blocked step; the blocking waits block in the reap then, as std's `wait` does.
+//! - [`GroupChild::exit_fd`] lends out the leader's pidfd (opened then if no step opened it yet), readable once the
+//!   leader exits, for a loop that reaps through [`GroupChild::try_wait`] and keeps the deadlines itself; the steps
+//!   do both for it.
 //!
 // Links to what a feature adds go to the item in a build with the feature, else to "Features" above, so that the
 // docs of every build have no broken link (CI builds the core-only docs with warnings denied).
 #![cfg_attr(
     feature = "capture",
-    doc = "[output-timeout]: GroupChild::wait_with_output_timeout\n[output-limit]: GroupChild::set_output_limit"
+    doc = "[output-timeout]: GroupChild::wait_with_output_timeout\n[output-limit]: GroupChild::set_output_limit\n\
+           [capture-type]: Capture"
 )]
 #![cfg_attr(
     not(feature = "capture"),
-    doc = "[output-timeout]: crate#features\n[output-limit]: crate#features"
+    doc = "[output-timeout]: crate#features\n[output-limit]: crate#features\n[capture-type]: crate#features"
 )]
 //! [die-with-parent]: https://docs.rs/grouptimeout-job/latest/grouptimeout_job/trait.JobChildExt.html#tymethod.die_with_parent
 //! [spawn-contained]: https://docs.rs/grouptimeout-job/latest/grouptimeout_job/trait.JobCommandExt.html#tymethod.spawn_contained

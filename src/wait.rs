@@ -10,7 +10,7 @@
 //! cfg) the steps follow [`poll_step`].
 
 use std::io;
-use std::os::fd::{AsFd as _, AsRawFd as _, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd as _, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -48,6 +48,7 @@ impl Interest {
     }
 
     /// Sets the descriptor to wait on for writability.
+    #[cfg(feature = "capture")]
     pub(crate) fn and_write(mut self, fd: Option<RawFd>) -> Interest {
         self.write = fd;
         self
@@ -67,7 +68,7 @@ impl Interest {
     /// the output pipes not yet at end of file. At most 3.
     ///
     /// Each descriptor belongs to the child: it stays open and names the same file until a later step no longer
-    /// lists it, the wait is done, or the child (or the [`Capture`](crate::Capture)) is dropped. A driver never
+    /// lists it, the wait is done, or the child (or its capture, `Capture`) is dropped. A driver never
     /// closes one, and stops watching it once a step no longer lists it (with `epoll`: `EPOLL_CTL_DEL` before the
     /// next step, which may close it; a descriptor number may be reused by a later `open` after that).
     pub fn readable(&self) -> impl Iterator<Item = RawFd> + '_ {
@@ -75,7 +76,7 @@ impl Interest {
     }
 
     /// The descriptor to watch for writability (`POLLOUT`): a capture's standard input while
-    /// [input](crate::GroupChild::set_input) is left to write; owned by the child, as the readable ones.
+    /// input (`set_input`) is left to write; owned by the child, as the readable ones.
     #[must_use]
     pub fn writable(&self) -> Option<RawFd> {
         self.write
@@ -93,7 +94,7 @@ impl Interest {
 }
 
 /// The result of one step of a stepped wait ([`GroupChild::step`](crate::GroupChild::step),
-/// [`Capture::step`](crate::Capture::step)).
+/// and, with the `capture` feature, `Capture::step`).
 #[derive(Debug)]
 pub enum Step<T> {
     /// The wait is over, and every promise of the blocking wait holds: the group was dealt with, the leader reaped,
@@ -105,18 +106,15 @@ pub enum Step<T> {
 
 /// What the driver saw while it slept before a step: the `poll` entries of the last [`Interest`] with their events
 /// (the blocking driver knows them); or nothing (a caller's own driver), and then a step that needs to know polls
-/// the descriptor itself, without waiting. `blocking`: the step may block in the reap of a leader that was killed
+/// the descriptor itself, without waiting. Then whether the step may block in the reap of a leader that was killed
 /// (the blocking driver's way, which costs no extra check).
 #[derive(Clone, Copy, Default)]
-pub(crate) struct Woke<'a> {
-    pub(crate) fds: Option<&'a [libc::pollfd]>,
-    pub(crate) blocking: bool,
-}
+pub(crate) struct Woke<'a>(pub(crate) Option<&'a [libc::pollfd]>, pub(crate) bool);
 
 impl Woke<'_> {
     /// Whether `fd` is ready (any event: readable, writable, hung up).
     pub(crate) fn ready(&self, fd: RawFd) -> bool {
-        if let Some(fds) = self.fds {
+        if let Some(fds) = self.0 {
             return fds.iter().any(|p| p.fd == fd && p.revents != 0);
         }
         let mut fds = [pollfd(fd, libc::POLLIN)];
@@ -154,11 +152,7 @@ pub(crate) fn drive<T>(mut step: impl FnMut(Woke<'_>) -> io::Result<Step<T>>) ->
     let mut fds = [pollfd(-1, 0); 4];
     let mut seen = None;
     loop {
-        let woke = Woke {
-            fds: seen.map(|n| &fds[..n]),
-            blocking: true,
-        };
-        let interest = match step(woke)? {
+        let interest = match step(Woke(seen.map(|n| &fds[..n]), true))? {
             Step::Done(done) => return Ok(done),
             Step::Pending(interest) => interest,
         };
@@ -166,17 +160,12 @@ pub(crate) fn drive<T>(mut step: impl FnMut(Woke<'_>) -> io::Result<Step<T>>) ->
         let left = interest
             .until
             .map(|until| until.saturating_duration_since(Instant::now()));
-        match left {
-            Some(Duration::ZERO) => {
-                if n > 0 {
-                    crate::sys::poll(&mut fds[..n], Duration::ZERO)?;
-                }
-                thread::yield_now();
-            }
-            Some(left) if n == 0 => thread::sleep(left),
-            left => {
-                crate::sys::poll(&mut fds[..n], left.unwrap_or(Duration::MAX))?;
-            }
+        // An instant already past with no descriptor: a yield alone (no `poll` with nothing to poll).
+        if n > 0 || left != Some(Duration::ZERO) {
+            crate::sys::poll(&mut fds[..n], left.unwrap_or(Duration::MAX))?;
+        }
+        if left == Some(Duration::ZERO) {
+            thread::yield_now();
         }
         seen = Some(n);
     }
@@ -223,17 +212,9 @@ impl ExitWatch {
     /// on the poll schedule.
     #[must_use]
     pub fn on(pidfd: Option<OwnedFd>) -> ExitWatch {
-        ExitWatch {
-            yielded: true,
-            pidfd,
-            ..ExitWatch::new(0)
-        }
-        .without_pid()
-    }
-
-    fn without_pid(mut self) -> ExitWatch {
-        self.pid = None;
-        self
+        let mut watch = ExitWatch::new(0);
+        (watch.pid, watch.yielded, watch.pidfd) = (None, true, pidfd);
+        watch
     }
 
     /// Waits until `exited` says the process has exited (`true`) or `deadline` passes (`false`; `None`: no
@@ -257,16 +238,9 @@ impl ExitWatch {
         self.wait_exit(deadline, exited)
     }
 
-    /// Sleeps up to `pause` (`None`: no limit) on the pidfd, or on the schedule's step without one. Only a value for
-    /// [`wait_for`](Self::wait_for)'s ignored argument now.
-    pub fn sleep(&self, pause: Option<Duration>) -> io::Result<()> {
-        let until = pause.and_then(|p| Instant::now().checked_add(p));
-        let interest = match self.pidfd() {
-            Some(fd) => Interest::until_at(until).and_read(fd.as_raw_fd()),
-            None => Interest::until_at(until.or_else(|| Instant::now().checked_add(MAX_STEP))),
-        };
-        let mut once = Some(interest);
-        drive(|_| Ok(once.take().map_or(Step::Done(()), Step::Pending)))
+    /// Does nothing: only a value for [`wait_for`](Self::wait_for)'s ignored argument, which the steps replaced.
+    pub fn sleep(&self, _: Option<Duration>) -> io::Result<()> {
+        Ok(())
     }
 
     /// One step of a wait for the exit: reads the clock, then checks with `exited`, then compares with `until`
@@ -286,14 +260,6 @@ impl ExitWatch {
             return Ok(Step::Done(false));
         }
         Ok(Step::Pending(self.interest(now, until, woke)))
-    }
-
-    /// The leader's pidfd, while the steps wait on it.
-    pub(crate) fn pidfd(&self) -> Option<BorrowedFd<'_>> {
-        self.pidfd
-            .as_ref()
-            .filter(|_| !self.traced)
-            .map(|fd| fd.as_fd())
     }
 
     /// The leader's pidfd for the caller's own event loop, opened now if no step opened it yet (the caller has just
@@ -345,7 +311,12 @@ impl ExitWatch {
             self.pidfd = open_pidfd(pid).ok();
             fresh = true;
         }
-        if let Some(fd) = self.pidfd().map(|fd| fd.as_raw_fd()) {
+        if let Some(fd) = self
+            .pidfd
+            .as_ref()
+            .filter(|_| !self.traced)
+            .map(AsRawFd::as_raw_fd)
+        {
             if fresh || !woke.ready(fd) {
                 self.fired = false;
                 return Interest::until_at(until).and_read(fd);

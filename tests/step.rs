@@ -1,19 +1,31 @@
-//! The stepped waits driven by hand, as a caller's own event loop would: `step`, then `poll(2)` on the
-//! `Interest`'s descriptors until its instant, then `step` again.
+//! The stepped waits driven by hand, as a caller's own event loop would drive them: `step`, then `poll(2)` on the
+//! `Interest`'s descriptors until its instant, then `step` again. Every step must return at once (it never
+//! blocks), and the outcomes, signals and leftovers must be those of the blocking waits.
 
 mod common;
 
+use std::fs;
 use std::io;
 use std::os::unix::process::ExitStatusExt as _;
 use std::process::{Command, Stdio};
+use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{is_dead, read_pid, survivors_after};
-use grouptimeout::{GroupChild, GroupCommandExt, Interest, Outcome, Step};
+use common::{is_dead, read_pid, survivors_after, temp_path, KillOnDrop};
+use grouptimeout::{signal, GroupChild, GroupCommandExt, Interest, Outcome, Step};
+
+const LONG: Duration = Duration::from_secs(60);
+
+/// Whether this build sleeps on a pidfd (Linux, not turned off by the cfg).
+const PIDFD: bool = cfg!(all(
+    target_os = "linux",
+    not(grouptimeout_no_pidfd),
+    not(grouptimeout_portable)
+));
 
 /// Sleeps as a driver does: `poll(2)` on the interest's descriptors until its instant (rounded up to whole
-/// milliseconds, as `poll` counts them); returns whether a descriptor was ready.
-fn sleep_on(interest: &Interest) -> bool {
+/// milliseconds, as `poll` counts them).
+fn sleep_on(interest: &Interest) {
     let mut fds: Vec<libc::pollfd> = interest
         .readable()
         .map(|fd| libc::pollfd {
@@ -22,6 +34,7 @@ fn sleep_on(interest: &Interest) -> bool {
             revents: 0,
         })
         .collect();
+    assert!(fds.len() <= 3, "at most 3 readable descriptors");
     if let Some(fd) = interest.writable() {
         fds.push(libc::pollfd {
             fd,
@@ -29,7 +42,6 @@ fn sleep_on(interest: &Interest) -> bool {
             revents: 0,
         });
     }
-    assert!(fds.len() <= 4, "at most 3 readable and 1 writable");
     let ms = interest.until().map_or(-1, |until| {
         let left = until.saturating_duration_since(Instant::now());
         i32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i32::MAX)
@@ -38,59 +50,370 @@ fn sleep_on(interest: &Interest) -> bool {
     let nfds = libc::nfds_t::try_from(fds.len()).unwrap();
     // SAFETY: `fds` holds `nfds` initialised entries and lives across the call.
     let n = unsafe { libc::poll(fds.as_mut_ptr(), nfds, ms) };
-    n > 0
+    assert!(
+        n >= 0 || io::Error::last_os_error().kind() == io::ErrorKind::Interrupted,
+        "poll: {}",
+        io::Error::last_os_error()
+    );
 }
 
-/// Steps `step` to its end, sleeping on each `Pending` as [`sleep_on`] does; returns the result and how many
-/// steps it took. Panics if it takes more than `limit` (the test would hang otherwise).
-fn drive<T>(
-    limit: Duration,
-    mut step: impl FnMut() -> io::Result<Step<T>>,
-) -> (io::Result<T>, usize) {
-    let end = Instant::now() + limit;
-    let mut steps = 0;
+/// What a driven wait saw: its result, how many steps it took, and every interest it was given.
+struct Driven<T> {
+    result: io::Result<T>,
+    steps: usize,
+    interests: Vec<Interest>,
+}
+
+/// Steps `step` to its end, sleeping on each `Pending` as [`sleep_on`] does. Panics if the wait takes more than
+/// [`LONG`], or if one step takes more than a second (a step must never block).
+fn drive<T>(mut step: impl FnMut() -> io::Result<Step<T>>) -> Driven<T> {
+    let end = Instant::now() + LONG;
+    let mut interests = Vec::new();
     loop {
-        steps += 1;
-        match step() {
-            Ok(Step::Done(done)) => return (Ok(done), steps),
-            Err(e) => return (Err(e), steps),
+        let started = Instant::now();
+        let stepped = step();
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(1), "a step blocked for {took:?}");
+        match stepped {
             Ok(Step::Pending(interest)) => {
-                assert!(
-                    Instant::now() < end,
-                    "the stepped wait did not end within {limit:?}"
-                );
+                assert!(Instant::now() < end, "the stepped wait did not end");
+                interests.push(interest);
                 sleep_on(&interest);
+            }
+            done => {
+                return Driven {
+                    result: done.map(|step| match step {
+                        Step::Done(done) => done,
+                        Step::Pending(_) => unreachable!(),
+                    }),
+                    steps: interests.len() + 1,
+                    interests,
+                }
             }
         }
     }
 }
 
+fn sh(script: &str) -> Command {
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", script]);
+    cmd
+}
+
 fn spawn_sh(script: &str) -> GroupChild {
-    Command::new("sh")
-        .args(["-c", script])
-        .stdout(Stdio::piped())
-        .spawn_group()
-        .unwrap()
+    sh(script).stdout(Stdio::piped()).spawn_group().unwrap()
 }
 
 #[test]
 fn a_job_that_exits_in_time_has_its_leftovers_killed() {
     let mut child = spawn_sh("sleep 30 & echo $!; sleep 0.2; exit 3");
     let background = read_pid(child.stdout.take().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let started = Instant::now();
-    let (outcome, steps) = drive(Duration::from_secs(20), || child.step(Some(deadline)));
-    let outcome = outcome.unwrap();
+    let _cleanup = KillOnDrop::new(vec![background]);
+    let deadline = Instant::now() + LONG;
+    let driven = drive(|| child.step(Some(deadline)));
     assert_eq!(
-        outcome,
+        driven.result.unwrap(),
         Outcome::Exited(std::process::ExitStatus::from_raw(3 << 8))
     );
-    assert!(started.elapsed() < Duration::from_secs(10));
     // The sleep left in the group was killed before the last step returned.
-    assert!(survivors_after(Duration::from_secs(2), &[background]).is_empty());
-    assert!(is_dead(background));
-    // On Linux with a pidfd, the wait slept on it: a handful of steps, not one per millisecond.
-    if cfg!(all(target_os = "linux", not(grouptimeout_no_pidfd))) {
-        assert!(steps <= 5, "{steps} steps for one exit");
+    assert!(
+        is_dead(background) || survivors_after(Duration::from_secs(2), &[background]).is_empty()
+    );
+    // The first step that waits asks for a yield; then, with a pidfd, the wait sleeps on it until the exit: a
+    // handful of steps, not one per poll-schedule tick.
+    let first = driven.interests[0];
+    assert!(first.until().is_some_and(|until| until <= Instant::now()));
+    assert_eq!(first.readable().count(), 0);
+    if PIDFD {
+        assert!(driven.steps <= 5, "{} steps for one exit", driven.steps);
+        let slept = driven.interests[1];
+        assert_eq!(slept.readable().count(), 1, "{slept:?}");
+        assert_eq!(slept.until(), Some(deadline));
+    } else {
+        // The poll schedule: never an interest without an instant, never a descriptor.
+        assert!(driven
+            .interests
+            .iter()
+            .all(|i| i.until().is_some() && i.readable().count() == 0));
     }
+}
+
+/// A member of the group that was stopped before the deadline acts on the grace signal only if `SIGCONT` follows
+/// it; a leader that ignores the grace signal is killed with `SIGKILL` at the end of the grace period.
+#[test]
+fn at_the_deadline_the_grace_signal_and_sigcont_then_sigkill() {
+    let file = temp_path("step-grace");
+    // The member writes the file when it gets SIGTERM (it prints its pid once its trap is set); the leader ignores
+    // SIGTERM.
+    let script = format!(
+        "sh -c 'trap \"echo term > {f}; exit 0\" TERM; echo $$; while :; do sleep 0.05; done' & \
+         trap '' TERM; while :; do sleep 0.05; done",
+        f = file.display()
+    );
+    let mut child = spawn_sh(&script);
+    let member = read_pid(child.stdout.take().unwrap());
+    let _cleanup = KillOnDrop::new(vec![member]);
+    // Stopped: it runs its trap only once continued.
+    let member_pid = i32::try_from(member).unwrap();
+    // SAFETY: `member` is a live process of the group this test just started (a pid > 1).
+    let stopped = unsafe { libc::kill(member_pid, libc::SIGSTOP) };
+    assert_eq!(stopped, 0);
+    assert!(common::eventually(LONG, || matches!(
+        common::state_and_group(member),
+        Some(('T', _))
+    )));
+    let grace = Duration::from_millis(700);
+    child.set_grace(signal::SIGTERM, grace);
+    let deadline = Instant::now() + Duration::from_millis(300);
+    let cpu = cpu_time();
+    let driven = drive(|| child.step(Some(deadline)));
+    let cpu = cpu_time().checked_sub(cpu).unwrap();
+    let outcome = driven.result.unwrap();
+    let returned = Instant::now();
+    assert!(outcome.timed_out(), "{outcome:?}");
+    assert_eq!(
+        outcome.status().signal(),
+        Some(signal::SIGKILL),
+        "{outcome:?}"
+    );
+    // Not before the end of the grace period, which the leader did not shorten.
+    assert!(returned >= deadline + grace);
+    let written = fs::read_to_string(&file);
+    let _ = fs::remove_file(&file);
+    assert_eq!(
+        written.ok().as_deref(),
+        Some("term\n"),
+        "the stopped member did not act on the grace signal: no SIGCONT?"
+    );
+    assert!(survivors_after(Duration::from_secs(5), &[member]).is_empty());
+    // The grace period was slept on the pidfd, or on the poll schedule (which checks without sleeping only for a
+    // millisecond after each signal), not spun through.
+    assert!(cpu < grace / 2, "the steps used {cpu:?} of CPU");
+    if PIDFD {
+        assert!(driven.steps < 50, "{} steps", driven.steps);
+    }
+}
+
+/// A leader that exits on the grace signal ends the grace period at once: its members get `SIGKILL` then.
+#[test]
+fn a_leader_that_exits_on_the_grace_signal_ends_the_grace_period() {
+    let mut child =
+        spawn_sh("sleep 30 & echo $!; trap 'exit 7' TERM; while :; do sleep 0.05; done");
+    let member = read_pid(child.stdout.take().unwrap());
+    let _cleanup = KillOnDrop::new(vec![member]);
+    child.set_grace(signal::SIGTERM, LONG);
+    let deadline = Instant::now() + Duration::from_millis(200);
+    let outcome = drive(|| child.step(Some(deadline))).result.unwrap();
+    assert!(Instant::now() < deadline + LONG / 2);
+    assert_eq!(
+        outcome,
+        Outcome::TimedOut(std::process::ExitStatus::from_raw(7 << 8))
+    );
+    // The background `sleep` ignores nothing but is not the leader: it got SIGTERM too, or SIGKILL after.
+    assert!(survivors_after(Duration::from_secs(5), &[member]).is_empty());
+}
+
+#[test]
+fn a_step_after_done_returns_the_same_outcome_and_signals_nothing() {
+    let mut child = sh("exit 4").spawn_group().unwrap();
+    let outcome = drive(|| child.step(None)).result.unwrap();
+    assert_eq!(outcome.status().code(), Some(4));
+    for deadline in [None, Some(Instant::now())] {
+        match child.step(deadline).unwrap() {
+            Step::Done(again) => assert_eq!(again, outcome),
+            Step::Pending(i) => panic!("pending after done: {i:?}"),
+        }
+    }
+    assert_eq!(child.wait().unwrap(), outcome.status());
+    assert_eq!(child.try_wait().unwrap(), Some(outcome.status()));
+}
+
+#[test]
+fn a_handle_kill_from_another_thread_ends_a_stepped_wait() {
+    let mut child = Command::new("sleep").arg("30").spawn_group().unwrap();
+    let handle = child.handle();
+    let killer = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(200));
+        handle.kill()
+    });
+    let started = Instant::now();
+    let outcome = drive(|| child.step(Some(started + LONG))).result.unwrap();
+    killer.join().unwrap().unwrap();
+    assert!(started.elapsed() < LONG / 2);
+    assert!(!outcome.timed_out(), "{outcome:?}");
+    assert_eq!(outcome.status().signal(), Some(signal::SIGKILL));
+}
+
+/// The deadline is the one of each call, until the sequence started.
+#[test]
+fn a_later_deadline_given_to_a_later_step_wins() {
+    let mut child = Command::new("sleep").arg("0.3").spawn_group().unwrap();
+    let near = Instant::now() + Duration::from_millis(1);
+    thread::sleep(Duration::from_millis(5));
+    // One step with a deadline past: it checks once, then the sequence starts (SIGKILL at once, no grace) ...
+    let mut early = Command::new("sleep").arg("30").spawn_group().unwrap();
+    let outcome = drive(|| early.step(Some(near))).result.unwrap();
+    assert!(outcome.timed_out());
+    // ... while a wait that is given a later deadline at its next step lets the command finish.
+    assert!(matches!(
+        child.step(Some(near + LONG)).unwrap(),
+        Step::Pending(_)
+    ));
+    let outcome = drive(|| child.step(Some(near + LONG))).result.unwrap();
+    assert!(
+        !outcome.timed_out() && outcome.status().success(),
+        "{outcome:?}"
+    );
+}
+
+#[cfg(feature = "capture")]
+#[test]
+fn a_capture_in_steps_bounds_a_chatty_writer() {
+    let mut child = sh("echo err >&2; exec yes chatty")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn_group()
+        .unwrap();
+    child.set_output_limit(1000);
+    let id = child.id();
+    let mut capture = child
+        .capture_steps(Some(Instant::now() + Duration::from_millis(300)))
+        .unwrap();
+    assert_eq!(capture.child().id(), id);
+    let driven = drive(|| capture.step());
+    let captured = driven.result.unwrap();
+    assert!(captured.outcome.timed_out(), "{:?}", captured.outcome);
+    assert_eq!(captured.stdout.len(), 1000);
+    assert!(captured.stdout.starts_with(b"chatty\nchatty\n"));
+    assert!(captured.stdout_omitted > 0);
+    assert_eq!(captured.stderr, b"err\n");
+    assert!(captured.pipes_closed);
+    // While it ran, a step listed both pipes (and, with a pidfd, the leader's exit descriptor).
+    assert!(driven
+        .interests
+        .iter()
+        .any(|i| i.readable().count() == if PIDFD { 3 } else { 2 }));
+    // The output was handed over: a later step says so.
+    let again = capture.step().unwrap_err();
+    assert_eq!(again.kind(), io::ErrorKind::InvalidInput);
+    assert!(is_dead(id));
+}
+
+#[cfg(feature = "capture")]
+#[test]
+fn a_capture_in_steps_writes_its_input() {
+    // More than a pipe holds, so that the input is written over several steps while `cat` reads it.
+    let input: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let mut child = Command::new("cat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_group()
+        .unwrap();
+    child.set_input(input.clone()).unwrap();
+    let mut capture = child.capture_steps(Some(Instant::now() + LONG)).unwrap();
+    let driven = drive(|| capture.step());
+    let captured = driven.result.unwrap();
+    assert!(!captured.outcome.timed_out() && captured.outcome.status().success());
+    assert_eq!(captured.input_written, input.len());
+    assert!(
+        captured.stdout == input,
+        "the output differs from the input"
+    );
+    assert!(driven.interests.iter().any(|i| i.writable().is_some()));
+}
+
+#[cfg(feature = "capture")]
+#[test]
+fn dropping_a_capture_mid_wait_kills_the_group() {
+    let mut child = spawn_sh("sleep 30 & echo $!; sleep 30");
+    let member = read_pid(child.stdout.take().unwrap());
+    let _cleanup = KillOnDrop::new(vec![member]);
+    let leader = child.id();
+    let mut capture = child.capture_steps(None).unwrap();
+    assert!(matches!(capture.step().unwrap(), Step::Pending(_)));
+    drop(capture);
+    assert!(is_dead(leader));
+    assert!(survivors_after(Duration::from_secs(5), &[member]).is_empty());
+}
+
+/// The `ptrace` system call's number, for a tracer written in perl.
+#[cfg(target_arch = "x86_64")]
+const SYS_PTRACE: u32 = 101;
+#[cfg(target_arch = "aarch64")]
+const SYS_PTRACE: u32 = 117;
+
+/// A killed leader that cannot be reaped yet (its tracer does not run, so its exit waits for the tracer) must not
+/// block a step: the steps go on (`Pending`) without spinning until the tracer lets go.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[test]
+fn a_killed_leader_that_is_not_reapable_yet_does_not_block_a_step() {
+    let test = "a_killed_leader_that_is_not_reapable_yet_does_not_block_a_step";
+    if !common::have(test, "perl", "-v") {
+        return;
+    }
+    let mut leader = Command::new("sleep").arg("30").spawn_group().unwrap();
+    let script = format!(
+        "$| = 1; syscall({SYS_PTRACE}, 0x4206, {}, 0, 0) == 0 or die \"PTRACE_SEIZE: $!\"; print \"seized\\n\"; \
+         sleep 2",
+        leader.id()
+    );
+    let mut tracer = Command::new("perl")
+        .args(["-e", &script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn perl");
+    let _cleanup = KillOnDrop::new(vec![tracer.id()]);
+    let mut line = String::new();
+    io::BufRead::read_line(
+        &mut io::BufReader::new(tracer.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line, "seized\n", "the tracer failed");
+    let started = Instant::now();
+    let cpu = cpu_time();
+    // `drive` fails if one step takes a second: the tracer holds the exit for about 2 s.
+    let outcome = drive(|| leader.step(Some(started + Duration::from_millis(100))))
+        .result
+        .unwrap();
+    let cpu = cpu_time().checked_sub(cpu).unwrap();
+    assert!(outcome.timed_out(), "{outcome:?}");
+    assert_eq!(outcome.status().signal(), Some(signal::SIGKILL));
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "reaped while traced?"
+    );
+    assert!(
+        cpu < Duration::from_millis(300),
+        "the steps used {cpu:?} of CPU"
+    );
+    assert!(tracer.wait().unwrap().success());
+}
+
+/// The CPU time of this thread.
+fn cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a live timespec that clock_gettime fills in.
+    let ret = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut ts) };
+    assert_eq!(ret, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    Duration::new(
+        u64::try_from(ts.tv_sec).unwrap(),
+        u32::try_from(ts.tv_nsec).unwrap(),
+    )
+}
+
+/// A set or an async runtime moves waits between threads: the stepped types are `Send` and `Sync`, as `GroupChild`
+/// is.
+#[test]
+fn the_stepped_types_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Interest>();
+    check::<Step<Outcome>>();
+    #[cfg(feature = "capture")]
+    check::<grouptimeout::Capture>();
+    #[cfg(feature = "capture")]
+    check::<Step<grouptimeout::Captured>>();
 }

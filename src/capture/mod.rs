@@ -1,13 +1,14 @@
 //! Capturing a group's standard output and standard error under a deadline, in the calling thread, with bounded
-//! memory (the `capture` feature): [`GroupChild::wait_with_output_timeout`] and [`Captured`]. `kept` holds the bytes
-//! kept from each stream.
+//! memory (the `capture` feature): [`GroupChild::wait_with_output_timeout`], its steps [`Capture`], and
+//! [`Captured`]. `kept` holds the bytes kept from each stream.
 //!
-//! The wait loop of [`GroupChild`] pauses between checks of the leader; while capturing, that pause is a `poll(2)`
-//! on the output pipes (set non-blocking) and the leader's pidfd if it has one, with the pause as its timeout, and
-//! every readable pipe is read at once. So the pipes are drained while the command runs (it never blocks on a full
-//! pipe), the leader's exit ends the pause as in [`GroupChild::wait_deadline`] (without a pidfd, the leader is
-//! checked on the same schedule, restarted once every pipe reached end of file, since the leader is then most
-//! likely exiting), and the deadline is handled by the very same code.
+//! A capture's step adds the output pipes (set non-blocking) and the input pipe to the child's own
+//! [`Interest`](crate::Interest), reads and writes whatever turned ready, and steps the child only when something
+//! says that its state may have changed: its pidfd turned readable, a pipe reached end of file, or the instant the
+//! child asked for came. So the pipes are drained while the command runs (it never blocks on a full pipe), the
+//! leader's exit ends the sleep as in [`GroupChild::wait_deadline`] (without a pidfd, the leader is checked on the
+//! same schedule, restarted once every pipe reached end of file, since the leader is then most likely exiting), and
+//! the deadline is handled by the very same steps. After the reap, the steps drain the pipes for up to about 100 ms.
 
 use std::fmt;
 use std::fs::File;
@@ -249,15 +250,11 @@ impl GroupChild {
             (Some(stdin), Some(data)) => Some((OwnedFd::from(stdin), data)),
             _ => None,
         };
-        let limit = settings.limit.unwrap_or(DEFAULT_OUTPUT_LIMIT);
-        let pipes = Pipes::new(
-            [
-                self.stdout.take().map(OwnedFd::from),
-                self.stderr.take().map(OwnedFd::from),
-            ],
-            limit,
-            input,
-        )?;
+        let out = [
+            self.stdout.take().map(OwnedFd::from),
+            self.stderr.take().map(OwnedFd::from),
+        ];
+        let pipes = Pipes::new(out, settings.limit.unwrap_or(DEFAULT_OUTPUT_LIMIT), input)?;
         Ok(Capture {
             child: self,
             deadline,
@@ -266,6 +263,7 @@ impl GroupChild {
             waiting: None,
             listed: Interest::until_at(None),
             reaped: None,
+            done: false,
         })
     }
 
@@ -297,16 +295,15 @@ pub struct Capture {
     waiting: Option<Interest>,
     /// What the last step listed, which a step without news from its driver polls (without waiting).
     listed: Interest,
-    /// The outcome, once the leader was reaped, and the end of the drain (`None`: `Done` was returned).
+    /// The outcome, once the leader was reaped, and the end of the drain.
     reaped: Option<(Outcome, Option<Instant>)>,
+    /// `Done` was returned, with the output.
+    done: bool,
 }
 
 impl fmt::Debug for Capture {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Capture")
-            .field("child", &self.child)
-            .field("deadline", &self.deadline)
-            .finish_non_exhaustive()
+        f.debug_tuple("Capture").field(&self.child).finish()
     }
 }
 
@@ -332,32 +329,33 @@ impl Capture {
     }
 
     fn step_woke(&mut self, woke: Woke<'_>) -> io::Result<Step<Captured>> {
+        if self.done {
+            let done = "the capture is done: its output was handed over";
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, done));
+        }
         // A driver of the caller's own does not say what is ready: poll what the last step listed, without waiting.
         let mut own = [pollfd(-1, 0); 4];
         let mut n = 0;
-        if woke.fds.is_none() {
+        if woke.0.is_none() {
             n = poll_set(&self.listed, &mut own);
             if n > 0 {
                 sys::poll(&mut own[..n], Duration::ZERO)?;
             }
         }
-        let woke = Woke {
-            fds: Some(woke.fds.unwrap_or(&own[..n])),
-            blocking: woke.blocking,
-        };
+        let woke = Woke(Some(woke.0.unwrap_or(&own[..n])), woke.1);
         let open = self.pipes.open_count();
         self.pipes.serve(woke)?;
         let now = Instant::now();
         let waiting = match self.waiting {
             _ if self.reaped.is_some() => None,
             Some(i)
-                if i.until().is_some_and(|until| until > now)
+                if i.until().is_none_or(|until| until > now)
                     && self.pipes.open_count() == open
                     && !i.readable().any(|fd| woke.ready(fd)) =>
             {
                 Some(i)
             }
-            _ => match self.child.step_woke(self.deadline, woke)? {
+            _ => match self.child.step_in(self.deadline, woke)? {
                 Step::Done(outcome) => {
                     self.reaped = Some((outcome, Instant::now().checked_add(DRAIN_LIMIT)));
                     None
@@ -368,19 +366,16 @@ impl Capture {
         self.waiting = waiting;
         let interest = match (waiting, self.reaped) {
             (Some(child), _) => self.pipes.interest(child, now),
-            (None, Some((outcome, end))) => {
-                if self.pipes.open_count() > 0 && end.is_none_or(|end| end > Instant::now()) {
-                    self.pipes.interest(Interest::until_at(end), now)
-                } else {
-                    self.reaped = None;
-                    return Ok(Step::Done(self.finish(outcome)));
-                }
+            // Drained until every pipe is closed, or the drain's time is up.
+            (None, Some((_, end)))
+                if self.pipes.open_count() > 0 && end.is_none_or(|end| end > Instant::now()) =>
+            {
+                self.pipes.interest(Interest::until_at(end), now)
             }
-            (None, None) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "the capture is done: its output was handed over",
-                ))
+            (None, reaped) => {
+                let (outcome, _) = reaped.expect("a capture without a child's step is reaped");
+                self.done = true;
+                return Ok(Step::Done(self.finish(outcome)));
             }
         };
         self.listed = interest;

@@ -81,11 +81,8 @@ impl Drop for GroupChild {
         }
         let _ = self.signal_group(crate::signal::SIGKILL);
         let (pid, job) = (self.id(), &self.job);
-        let reapable = self
-            .watch
-            .wait_exit(Instant::now().checked_add(DROP_REAP_LIMIT), || {
-                job.exited(pid)
-            });
+        let limit = Instant::now().checked_add(DROP_REAP_LIMIT);
+        let reapable = self.watch.wait_exit(limit, || job.exited(pid));
         if matches!(reapable, Ok(true)) {
             let _ = self.reap(true);
         } else {

@@ -99,7 +99,9 @@ impl Driver {
             let stepped = step();
             // The step read, wrote or checked what was ready: forget that readiness, so that the next `poll` waits
             // for news instead of stepping again on the same event. A readiness the reactor reported after the guard
-            // was taken survives this (tokio clears only the event the guard saw).
+            // was taken survives this (tokio clears only the event the guard saw). The core writes until the pipe is
+            // full and reads until it is empty, or 1 MiB per step: only a pipe resized past 1 MiB could keep unread
+            // bytes with no news to come, and they are read at the next event (a write, the exit, an instant).
             for mut guard in guards {
                 guard.clear_ready();
             }
@@ -113,6 +115,8 @@ impl Driver {
                         return Poll::Pending;
                     }
                 }
+                // Nothing more to wait for; a future polled again (after an error, which the core goes on from) steps
+                // at once.
                 Ok(Step::Done(value)) => {
                     self.forget();
                     return Poll::Ready(Ok(value));
@@ -183,11 +187,13 @@ impl Driver {
         false
     }
 
-    /// Drops every registration (the copies, deregistered and closed) and disarms the timer.
-    pub(crate) fn forget(&mut self) {
+    /// Drops every registration (the copies, deregistered and closed) and disarms the timer; the next `poll` steps
+    /// at once.
+    fn forget(&mut self) {
         self.readable.clear();
         self.writable = None;
         self.armed_at = None;
         self.timer = None;
+        self.due = true;
     }
 }

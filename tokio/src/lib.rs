@@ -128,3 +128,8 @@ mod waiting;
 pub use capturing::{wait_with_output, Capturing};
 #[cfg(unix)]
 pub use waiting::{wait, Waiting};
+
+/// The README's examples, compiled as doctests so that they stay true.
+#[cfg(all(doctest, feature = "capture"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

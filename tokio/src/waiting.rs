@@ -43,7 +43,8 @@ pub struct Waiting {
 /// # Errors
 ///
 /// As [`GroupChild::wait_deadline`]'s; and the runtime's reactor failed (it shut down). After an error the future
-/// still owns the child, whose drop ends the job.
+/// still owns the child, whose drop ends the job; awaited again, it steps again (the core goes on after an error).
+/// Polled again after it returned the outcome, it returns the same outcome, as the child's waits do.
 ///
 /// # Panics
 ///

@@ -387,3 +387,19 @@ fn runtime_shut_down() {
         .unwrap();
     assert_eq!(check.block_on(survivors(&pids)), Vec::<u32>::new());
 }
+
+// A `Waiting` awaited again after it returned gives the same outcome (as the child's waits do), at once.
+#[tokio::test(flavor = "current_thread")]
+async fn awaited_again_after_the_end() {
+    let child = sh("exit 7").spawn_group().unwrap();
+    let mut waiting =
+        grouptimeout_tokio::wait(child, Some(Instant::now() + Duration::from_secs(20)));
+    let first = (&mut waiting).await.unwrap();
+    let again = tokio::time::timeout(Duration::from_secs(5), &mut waiting)
+        .await
+        .expect("the second await returned at once")
+        .unwrap();
+    assert_eq!(first.status().code(), Some(7));
+    assert_eq!(again, first);
+    assert_eq!(waiting.detach().try_wait().unwrap(), Some(first.status()));
+}
