@@ -38,6 +38,14 @@ const WHO: &[(&str, &str)] = &[
         "tokio",
         "tokio::process: `process_group(0)`, `timeout_at`, `kill(-pgid)`, `kill_on_drop` (current-thread runtime)",
     ),
+    (
+        "adapter-mt",
+        "grouptimeout-tokio `wait` (multi-thread runtime, 2 workers)",
+    ),
+    (
+        "tokio-mt",
+        "tokio::process, as above (multi-thread runtime, 2 workers)",
+    ),
 ];
 
 /// What a worker printed: `key values…` per line.
@@ -206,15 +214,21 @@ fn run_threads(jobs: &[Job], mark: &str) -> (Base, Vec<Done>) {
     (b, rx.iter().collect())
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
+/// tokio's current-thread runtime, or (`multi`) its multi-thread runtime with the default number of workers (one
+/// per CPU: 2 here), as `#[tokio::main]` makes it.
+fn runtime(multi: bool) -> tokio::runtime::Runtime {
+    if multi {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    }
+    .enable_all()
+    .build()
+    .expect("tokio runtime")
 }
 
-fn run_adapter(jobs: &[Job], mark: &str) -> (Base, Vec<Done>) {
-    runtime().block_on(async {
+fn run_adapter(jobs: &[Job], mark: &str, multi: bool) -> (Base, Vec<Done>) {
+    runtime(multi).block_on(async {
         let children: Vec<GroupChild> = jobs.iter().map(|j| spawn_ours(j, mark, true)).collect();
         let b = base();
         let tasks: Vec<_> = children
@@ -247,8 +261,8 @@ fn run_adapter(jobs: &[Job], mark: &str) -> (Base, Vec<Done>) {
 /// `kill(-pgid, SIGKILL)` and a reap; after an exit in time, `kill(-pgid, SIGKILL)` too, for what is left in the
 /// group (the group's id cannot be reused while a member lives); `kill_on_drop` as the safety net. A `setsid`
 /// daemon is out of reach of all of it.
-fn run_tokio(jobs: &[Job], mark: &str) -> (Base, Vec<Done>) {
-    runtime().block_on(async {
+fn run_tokio(jobs: &[Job], mark: &str, multi: bool) -> (Base, Vec<Done>) {
+    runtime(multi).block_on(async {
         let children: Vec<tokio::process::Child> = jobs
             .iter()
             .map(|j| {
@@ -389,8 +403,10 @@ pub fn worker(args: &[String]) -> ! {
         "set" => run_set(&jobs, mark, true),
         "set-group" => run_set(&jobs, mark, false),
         "threads" => run_threads(&jobs, mark),
-        "adapter" => run_adapter(&jobs, mark),
-        "tokio" => run_tokio(&jobs, mark),
+        "adapter" => run_adapter(&jobs, mark, false),
+        "tokio" => run_tokio(&jobs, mark, false),
+        "adapter-mt" => run_adapter(&jobs, mark, true),
+        "tokio-mt" => run_tokio(&jobs, mark, true),
         other => panic!("unknown --many-worker contender {other}"),
     };
     let t1 = Instant::now();
@@ -606,18 +622,18 @@ pub fn row11(o: &Opts) -> String {
             .position(|(w, _)| *w == name)
             .expect("a contender")
     };
-    let (timer, set, set_group, threads, adapter, tok) = (
-        idx("timer"),
-        idx("set"),
-        idx("set-group"),
-        idx("threads"),
+    let (timer, set, set_group, threads) =
+        (idx("timer"), idx("set"), idx("set-group"), idx("threads"));
+    let (adapter, tok, adapter_mt, tok_mt) = (
         idx("adapter"),
         idx("tokio"),
+        idx("adapter-mt"),
+        idx("tokio-mt"),
     );
     let base_rss = median(&per(idx("baseline"), "maxrss_kib", 0));
     let left_sum = |k: usize| res[k].iter().map(|(_, l)| *l).sum::<usize>();
     let left_med = |k: usize| median(&res[k].iter().map(|(_, l)| *l as f64).collect::<Vec<_>>());
-    let ours_left = left_sum(set) + left_sum(threads) + left_sum(adapter);
+    let ours_left = left_sum(set) + left_sum(threads) + left_sum(adapter) + left_sum(adapter_mt);
     let p99 = |k: usize| pct(&pooled(k, "late"), 0.99);
     let rounds_p99 = |k: usize| {
         res[k]
@@ -631,40 +647,47 @@ pub fn row11(o: &Opts) -> String {
     let _ = writeln!(s, "\nGoals:\n");
     let _ = writeln!(
         s,
-        "- nothing left by ours: {} ({ours_left} processes left by the set, the threads and the adapter over all \
-         rounds; tokio's own left {} per round (median), the set without `spawn_contained` {})",
+        "- nothing left by ours: {} ({ours_left} processes left by the set, the threads and the adapter (both \
+         runtimes) over all rounds; tokio's own left {} per round (median; {} on the multi-thread runtime), the set \
+         without `spawn_contained` {})",
         yes(ours_left == 0),
         left_med(tok),
+        left_med(tok_mt),
         left_med(set_group)
     );
     let _ = writeln!(
         s,
-        "- lateness p99 ≤ 2 ms: the set {} ({}; per round {}; without `spawn_contained` {}), the adapter {} ({}), a \
-         thread per job {} ({}); tokio's own {} to its reap, {} to its kill; the floor (a timer alone) {}, per \
-         round {}",
+        "- lateness p99 ≤ 2 ms: the set {} ({}; per round {}; without `spawn_contained` {}), the adapter {} ({}; \
+         multi-thread runtime {}), a thread per job {} ({}); tokio's own {} to its reap, {} to its kill \
+         (multi-thread runtime: {}, {}); the floor (a timer alone) {}, per round {}",
         yes(p99(set) <= 2e-3),
         t(p99(set)),
         rounds_p99(set),
         t(p99(set_group)),
         yes(p99(adapter) <= 2e-3),
         t(p99(adapter)),
+        t(p99(adapter_mt)),
         yes(p99(threads) <= 2e-3),
         t(p99(threads)),
         t(p99(tok)),
         t(pct(&pooled(tok, "late_kill"), 0.99)),
+        t(p99(tok_mt)),
+        t(pct(&pooled(tok_mt, "late_kill"), 0.99)),
         t(p99(timer)),
         rounds_p99(timer)
     );
     let _ = writeln!(
         s,
         "- the set's CPU ≤ tokio's: {} (supervision, medians: the set {}, without `spawn_contained` {} ({}), tokio's \
-         own {}; the adapter {})",
+         own {}, on the multi-thread runtime {}; the adapter {}, on the multi-thread runtime {})",
         yes(cpu(set) <= cpu(tok)),
         t(cpu(set)),
         t(cpu(set_group)),
         yes(cpu(set_group) <= cpu(tok)),
         t(cpu(tok)),
-        t(cpu(adapter))
+        t(cpu(tok_mt)),
+        t(cpu(adapter)),
+        t(cpu(adapter_mt))
     );
     let _ = writeln!(
         s,
