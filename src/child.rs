@@ -326,6 +326,7 @@ impl GroupChild {
         }
         GroupHandle::new(self.id(), Arc::clone(reaped), self.job.clone())
     }
+
     /// Reaps the leader (`judge` first tells a kept job's keeper to end the job, `kill`, or to keep what it left),
     /// with the handles locked out: none signals after the reap. The guard is ended by the caller, after the job's
     /// end.

@@ -11,7 +11,7 @@ use grouptimeout::{GroupChild, Interest, Outcome, Step};
 use crate::sleep::Watch;
 
 /// What [`JobSet::next`](crate::JobSet) gives for a job that ended: the outcome of its wait, or (a job added with
-/// [`add_captured`](crate::JobSet::add_captured)) what its capturing wait captured.
+/// `add_captured`) what its capturing wait captured.
 #[derive(Debug)]
 pub enum Finished {
     /// A job added with [`JobSet::add`](crate::JobSet::add): how its wait ended, as

@@ -80,6 +80,16 @@ fn background(pids: &Path, contained: bool) -> (String, usize) {
     (plain, 1)
 }
 
+/// The next job that ended, waiting at most 20 s: a set that never reports one fails the test rather than hang it
+/// (and its drop ends the jobs). `None` once the set is empty.
+fn next<K>(set: &mut JobSet<K>) -> Option<(K, std::io::Result<Finished>)> {
+    if set.is_empty() {
+        return None;
+    }
+    let next = set.next_timeout(Duration::from_secs(20));
+    Some(next.expect("no job ended within 20 s"))
+}
+
 /// Waits (bounded) until every process in the pid files is dead (gone, zombie, dying), and says which are not.
 fn left_running(files: &[(PathBuf, usize)]) -> Vec<u32> {
     let pids: Vec<u32> = files
@@ -232,7 +242,7 @@ fn fifty_jobs(test: &str) {
     let (plans, files) = add_fifty(test, &mut set, &dir.0);
     assert_eq!(set.len(), 50);
     let mut order = Vec::new();
-    for (i, result) in set.by_ref() {
+    while let Some((i, result)) = next(&mut set) {
         let at = Instant::now();
         let finished = result.unwrap_or_else(|e| panic!("job {i}: {e}"));
         check(i, &plans[i as usize], &finished, at);
@@ -333,7 +343,7 @@ fn a_job_cancelled_from_another_thread_is_reported_at_once() {
     });
     let mut got = Vec::new();
     for _ in 0..2 {
-        let (key, result) = set.next().unwrap();
+        let (key, result) = next(&mut set).unwrap();
         let outcome = result.unwrap().outcome();
         assert!(!outcome.timed_out(), "{key}: {outcome}");
         assert_eq!(
@@ -383,7 +393,7 @@ fn jobs_added_between_calls() {
         in_a_while(20_000),
     )
     .unwrap();
-    let (key, result) = set.next().unwrap();
+    let (key, result) = next(&mut set).unwrap();
     assert_eq!(
         (key, result.unwrap().outcome().status().code()),
         ("first", Some(4))
@@ -398,7 +408,7 @@ fn jobs_added_between_calls() {
     )
     .unwrap();
     assert_eq!(set.len(), 2);
-    let (key, result) = set.next().unwrap();
+    let (key, result) = next(&mut set).unwrap();
     assert_eq!(
         (key, result.unwrap().outcome().status().code()),
         ("quick", Some(5))
@@ -406,12 +416,12 @@ fn jobs_added_between_calls() {
     // Added while `slow` runs: ends before it.
     set.add("quicker", spawn(None, "exit 6", false), in_a_while(20_000))
         .unwrap();
-    let (key, result) = set.next().unwrap();
+    let (key, result) = next(&mut set).unwrap();
     assert_eq!(
         (key, result.unwrap().outcome().status().code()),
         ("quicker", Some(6))
     );
-    let (key, result) = set.next().unwrap();
+    let (key, result) = next(&mut set).unwrap();
     assert_eq!(key, "slow");
     assert!(result.unwrap().outcome().timed_out());
     assert!(set.is_empty());
@@ -453,7 +463,7 @@ fn every_job_captured_and_a_chatty_one_bounded() {
     fed_child.set_input("hello, set").unwrap();
     set.add_captured(200, fed_child, deadline).unwrap();
     let mut seen = Vec::new();
-    for (i, result) in set.by_ref() {
+    while let Some((i, result)) = next(&mut set) {
         let Finished::Captured(out) = result.unwrap() else {
             panic!("job {i} was added captured");
         };
@@ -522,7 +532,7 @@ fn the_set_dropped_halfway_ends_the_rest() {
         set.add(i, child, Some(start + deadline)).unwrap();
     }
     for _ in 0..6 {
-        let (i, result) = set.next().unwrap();
+        let (i, result) = next(&mut set).unwrap();
         assert!(i < 6, "job {i}");
         assert_eq!(result.unwrap().outcome().status().code(), Some(0));
     }
@@ -540,4 +550,72 @@ fn the_set_dropped_halfway_ends_the_rest() {
     );
     assert_eq!(left_running(&files), [] as [u32; 0]);
     println!("dropped 6 jobs in {took:?}");
+}
+
+/// Out of descriptors, the set drops no job: this test binary runs again with 64 descriptors at most; with every
+/// descriptor taken, a spawn and a new set (its epoll) fail with `EMFILE`, and jobs added then (spawned before: no pidfd can be
+/// opened for them, so their exits are found on the poll schedule) are all reported with their statuses, as are the
+/// jobs added before.
+#[cfg(target_os = "linux")]
+#[test]
+fn out_of_descriptors_no_job_is_dropped() {
+    let test = "out_of_descriptors_no_job_is_dropped";
+    if std::env::var_os("GROUPTIMEOUT_TEST_FEW_FDS").is_some() {
+        let job = || {
+            Command::new("sh")
+                .args(["-c", "sleep 1; exit 7"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn_group()
+        };
+        let mut set = JobSet::new().unwrap();
+        let deadline = Some(Instant::now() + Duration::from_secs(20));
+        for i in 0..5 {
+            set.add(i, job().unwrap(), deadline).unwrap();
+        }
+        // Their second steps: their pidfds are opened (the first step yields).
+        assert!(set.next_timeout(Duration::ZERO).is_none());
+        let later: Vec<GroupChild> = (0..5).map(|_| job().unwrap()).collect();
+        let mut held = Vec::new();
+        while let Ok(file) = std::fs::File::open("/dev/null") {
+            held.push(file);
+        }
+        let e = job().unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EMFILE), "{e}");
+        // (Its epoll instance: elsewhere a set holds no descriptor of its own.)
+        if cfg!(not(grouptimeout_portable)) {
+            let e = JobSet::<u32>::new().unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EMFILE), "{e}");
+        }
+        for (i, child) in (5..).zip(later) {
+            set.add(i, child, deadline).unwrap();
+        }
+        let mut seen = Vec::new();
+        while let Some((i, result)) = next(&mut set) {
+            let outcome = result.unwrap().outcome();
+            assert_eq!(outcome.status().code(), Some(7), "job {i}: {outcome}");
+            assert!(!outcome.timed_out());
+            seen.push(i);
+        }
+        drop(held);
+        seen.sort_unstable();
+        assert_eq!(seen, (0..10).collect::<Vec<_>>());
+        return;
+    }
+    let out = Command::new("prlimit")
+        .arg("--nofile=64")
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env("GROUPTIMEOUT_TEST_FEW_FDS", "1")
+        .output();
+    match out {
+        Err(e) => skip_or_fail(test, &format!("prlimit cannot run: {e}")),
+        Ok(out) => assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
 }

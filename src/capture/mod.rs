@@ -348,8 +348,10 @@ impl Capture {
         let now = Instant::now();
         let waiting = match self.waiting {
             _ if self.reaped.is_some() => None,
+            // The child is stepped again when its pidfd turned readable, a pipe closed, or the instant asked for
+            // came (the child's, or the schedule's after the pipes closed).
             Some(i)
-                if i.until().is_none_or(|until| until > now)
+                if self.listed.until().is_none_or(|until| until > now)
                     && self.pipes.open_count() == open
                     && !i.readable().any(|fd| woke.ready(fd)) =>
             {

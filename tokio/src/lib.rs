@@ -63,8 +63,9 @@
 //!
 //! Where a descriptor cannot be registered (no descriptor left for the duplicate, the reactor refused it), the future
 //! steps every 10 ms instead until the step no longer lists it: slower to notice, never stuck. A step that asks for
-//! the next one at once (the poll schedule's first millisecond) runs again in the same poll, up to 16 times, and then
-//! the future yields to the runtime's other tasks.
+//! the next one at once (the first wait's one yield; without a pidfd, the poll schedule's first millisecond and the
+//! one after each signal) is taken after the future yields to the runtime's other tasks; a descriptor ready step
+//! after step (a chatty pipe) makes the future yield after 16 steps in one poll.
 //!
 //! # What is not promised, and how it fails
 //!
