@@ -50,13 +50,13 @@
 //!   descriptor, a capture's pipes) and the jobs' next instants sit in a min-heap: a wake-up steps only the jobs
 //!   whose descriptor is ready or whose instant passed, so thousands of idle jobs do not make one job's exit slower
 //!   to see. Elsewhere (macOS, FreeBSD, a build with `--cfg grouptimeout_portable`) each sleep is one `poll(2)` over
-//!   every job's descriptors, and a job without an exit descriptor is stepped on its poll schedule (a check every
-//!   10 ms at most): correct, with a cost that grows with the number of jobs.
+//!   every job's descriptors, and a job without an exit descriptor is stepped on its poll schedule (checked at least
+//!   every 10 ms): correct, with a cost that grows with the number of jobs.
 //!
 //! # What a job costs
 //!
-//! A job holds what its child holds, and the set adds nothing but a few dozen bytes of bookkeeping; the set itself
-//! holds one descriptor (its epoll instance, Linux). Measured on Linux 6 with jobs of `sleep` in a set:
+//! A job holds what its child holds; the set adds no descriptor and no process per job, only about a hundred bytes
+//! of bookkeeping beside the child itself, and holds one descriptor of its own (its epoll instance, Linux). Measured on Linux 6 with jobs of `sleep` in a set:
 //!
 //! | job | descriptors | processes |
 //! |---|---:|---:|
@@ -114,7 +114,8 @@ const BLIND_TICK: Duration = Duration::from_millis(10);
 /// Jobs waited from one thread; see the [crate docs](crate).
 ///
 /// `K` is the caller's key for each job (a name, an index, a request id): [`next`](JobSet::next) gives it back with
-/// the job's result. Keys need not be unique.
+/// the job's result. Keys need not be unique. A set is [`Send`] where `K` is: it may move to another thread with its
+/// jobs, and is used from one thread at a time (`&mut self`).
 pub struct JobSet<K> {
     /// The jobs, by slot; a slot is reused once its job ended.
     slots: Vec<Option<Slot<K>>>,

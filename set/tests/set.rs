@@ -619,3 +619,13 @@ fn out_of_descriptors_no_job_is_dropped() {
         ),
     }
 }
+
+/// A set may move to another thread (with its jobs), where its key may.
+#[test]
+fn a_set_is_send() {
+    fn send<T: Send>(_: &T) {}
+    let set: JobSet<String> = JobSet::new().unwrap();
+    send(&set);
+    let moved = thread::spawn(move || set.len()).join().unwrap();
+    assert_eq!(moved, 0);
+}
