@@ -16,6 +16,7 @@
 #[cfg(not(target_os = "linux"))]
 compile_error!("the grouptimeout bench runs on Linux only (it reads /proc and uses pidfds)");
 
+mod many;
 mod sys;
 
 use std::fmt::Write as _;
@@ -57,6 +58,7 @@ impl Opts {
                 "--quick" => o.quick = true,
                 "--variants" => o.variants = true,
                 "--no-peers" => o.no_peers = true,
+                "--many" => o.only = Some(vec![11, 12]),
                 "--scale" => {
                     o.scale = args
                         .next()
@@ -74,9 +76,11 @@ impl Opts {
                 "--cli" => o.cli = Some(PathBuf::from(args.next().expect("--cli needs a path"))),
                 "-h" | "--help" => {
                     println!(
-                        "usage: grouptimeout-bench [--quick] [--only 1,2,...] [--cli PATH] [--variants] [--no-peers] [--scale F]\n\
+                        "usage: grouptimeout-bench [--quick] [--only 1,2,...] [--many] [--cli PATH] [--variants] [--no-peers] [--scale F]\n\
                          rows: 1 spawn+wait, 2 exit latency, 3 wakeups/CPU, 4 deadline lateness, 5 1000-member \
-                         teardown, 6 CLI, 7 capture (feature `capture`), 8 die_with_parent, 9 32 concurrent waits, 10 spawn_contained (cgroup/lineage)\n\
+                         teardown, 6 CLI, 7 capture (feature `capture`), 8 die_with_parent, 9 32 concurrent waits, 10 spawn_contained (cgroup/lineage), \
+                         11 1,000 concurrent jobs (set, threads, tokio adapter, tokio), 12 one exit among idle jobs in a set\n\
+                         --many      rows 11 and 12 only (as --only 11,12)\n\
                          --cli PATH  grouptimeout binary for row 6 (else $GROUPTIMEOUT_BIN, else \
                          ../target/release/grouptimeout)\n\
                          --variants  add poll-schedule variants (simulated through try_wait) to rows 1-4\n\
@@ -1611,12 +1615,19 @@ fn row10(o: &Opts, tab: &mut Table) {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    if let (Some(a), Some(w)) = (args.next(), args.next()) {
-        if a == "--capture-child" {
-            capture_child(&w);
-        }
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    match argv.first().map(String::as_str) {
+        Some("--capture-child") if argv.len() > 1 => capture_child(&argv[1]),
+        Some("--many-worker") => many::worker(&argv[1..]),
+        _ => {}
     }
+    // Rows 11 and 12 hold a descriptor or more per job (4,000 jobs in row 12): this process (and the workers it
+    // starts) may use up to the hard limit. Nothing machine-wide changes.
+    let (soft, hard) = sys::raise_nofile();
+    assert!(
+        soft >= 8192,
+        "RLIMIT_NOFILE {soft} (hard {hard}): rows 11 and 12 need 8192"
+    );
     let o = Opts::parse();
     let header = machine_header(&o);
     let t0 = Instant::now();
@@ -1651,6 +1662,14 @@ fn main() {
     if o.row(10) {
         row10(&o, &mut tab);
     }
+    let mut many = String::new();
+    if o.row(11) {
+        many.push_str(&many::row11(&o));
+    }
+    if o.row(12) {
+        many.push('\n');
+        many.push_str(&many::row12(&o));
+    }
     let load_end = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "{header}Total run time: {:.0} s; load average at end {}  \n",
@@ -1661,5 +1680,10 @@ fn main() {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    print!("{}", tab.render());
+    if !tab.rows.is_empty() {
+        print!("{}", tab.render());
+    }
+    if !many.is_empty() {
+        print!("\n{many}");
+    }
 }

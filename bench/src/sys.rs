@@ -152,3 +152,72 @@ pub fn resident_mib(pid: u32) -> f64 {
         .and_then(|kib| kib.trim().trim_end_matches(" kB").parse::<f64>().ok())
         .map_or(0.0, |kib| kib / 1024.0)
 }
+
+/// Raises this process's soft `RLIMIT_NOFILE` to its hard limit (this process and its children only; nothing
+/// machine-wide). Returns the (soft, hard) limits now in force.
+pub fn raise_nofile() -> (u64, u64) {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `r` is a valid, writable rlimit.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut r) };
+    assert_eq!(rc, 0, "getrlimit: {}", io::Error::last_os_error());
+    if r.rlim_cur < r.rlim_max {
+        r.rlim_cur = r.rlim_max;
+        // SAFETY: a valid rlimit whose soft limit does not exceed its hard limit.
+        let rc = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raw const r) };
+        assert_eq!(rc, 0, "setrlimit: {}", io::Error::last_os_error());
+    }
+    (r.rlim_cur, r.rlim_max)
+}
+
+/// Whether the environment of `pid` holds the entry `entry` (`NAME=value`); false when it cannot be read (gone,
+/// a zombie, not ours to read).
+fn has_env(pid: u32, entry: &[u8]) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|env| env.split(|&b| b == 0).any(|e| e == entry))
+}
+
+/// Live (not zombie) processes whose environment holds `entry` (`NAME=value`), this process excluded.
+pub fn marked(entry: &str) -> Vec<u32> {
+    let own = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return vec![];
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+        .filter(|&pid| pid != own && !is_dead(pid) && has_env(pid, entry.as_bytes()))
+        .collect()
+}
+
+/// Sends `SIGKILL` to `pid` if it still carries `entry` in its environment: the pid is pinned by a pidfd first and
+/// checked after, so a reused pid is never signalled. Returns whether it was signalled.
+pub fn kill_marked(pid: u32, entry: &str) -> bool {
+    let Ok(fd) = pidfd_open(pid) else {
+        return false;
+    };
+    if !has_env(pid, entry.as_bytes()) {
+        return false;
+    }
+    pidfd_kill(&fd).is_ok()
+}
+
+/// Sends `SIGKILL` to the process of a pidfd (`pidfd_send_signal`).
+pub fn pidfd_kill(fd: &OwnedFd) -> io::Result<()> {
+    // SAFETY: plain syscall on a valid pidfd; no siginfo (null), no flags.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            fd.as_raw_fd(),
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
