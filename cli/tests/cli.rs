@@ -1779,6 +1779,11 @@ fn messages_and_statuses_match_gnu() {
         b"\xed\xa0\x80\xc0\xaf\xf4\x90\x80\x80\xe2\x82x\xe2\x82",
         b"a\\b\x7f\x1b@~",
     ] {
+        // musl's tables know other characters than glibc's (U+0378, unassigned, is printable to musl): a musl
+        // build of the tool quotes as its C library classifies, and GNU here is glibc's.
+        if cfg!(target_env = "musl") && arg == b"\xcd\xb8\xee\x80\x80\xf0\x9f\x98\x80" {
+            continue;
+        }
         cases.push(case(&[arg, b"true"]));
         cases.push(case(&[b"-s", arg, b"1", b"true"]));
         cases.push(case(&[b"10", arg]));
@@ -1810,6 +1815,11 @@ fn messages_and_statuses_match_gnu() {
             &[("LANG", "xx_XX.UTF-8")],
             &[("LC_ALL", "C.utf8")],
         ] {
+            // musl's setlocale takes any locale name (a missing one is C.UTF-8 with that name), glibc's refuses it.
+            if cfg!(target_env = "musl") && locale.iter().any(|(_, name)| name.starts_with("xx_XX"))
+            {
+                continue;
+            }
             cases.push(Case {
                 locale: locale.to_vec(),
                 ..case(&["10€".as_bytes(), b"true"])
