@@ -645,6 +645,12 @@ fn a_set_is_send() {
 }
 
 /// The voluntary context switches of the calling thread so far (each sleep of the set that blocked is one).
+#[cfg(all(
+    feature = "capture",
+    target_os = "linux",
+    not(grouptimeout_portable),
+    not(grouptimeout_no_pidfd)
+))]
 fn sleeps_of_this_thread() -> u64 {
     let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
     let line = status
