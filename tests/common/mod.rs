@@ -174,7 +174,12 @@ impl KillOnDrop {
             .filter_map(|word| word.parse().ok())
             .collect();
         // Boot, on the clock of the file times: the start times count from boot (on CLOCK_BOOTTIME).
-        let booted = clock(libc::CLOCK_REALTIME).checked_sub(clock(libc::CLOCK_BOOTTIME));
+        // (Linux: /proc's start times exist only there; elsewhere the monotonic clock keeps this compiling.)
+        #[cfg(target_os = "linux")]
+        let since_boot = libc::CLOCK_BOOTTIME;
+        #[cfg(not(target_os = "linux"))]
+        let since_boot = libc::CLOCK_MONOTONIC;
+        let booted = clock(libc::CLOCK_REALTIME).checked_sub(clock(since_boot));
         // SAFETY: sysconf has no preconditions.
         let ticks = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).unwrap_or(100);
         KillOnDrop::checked(pids, |pid| {
@@ -263,9 +268,20 @@ pub fn pidfd_of(pid: u32) -> std::io::Result<std::os::fd::OwnedFd> {
         .filter(|&raw| raw > 1)
         .ok_or(std::io::Error::from_raw_os_error(libc::EINVAL))?;
     // SAFETY: pidfd_open takes a pid and flags; no memory is passed.
+    #[cfg(target_os = "linux")]
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, raw, 0) };
+    // Pidfds are Linux's: elsewhere `kill_if_same` falls back to kill(2) right after its check.
+    #[cfg(not(target_os = "linux"))]
+    let fd: libc::c_long = {
+        let _ = raw;
+        -1
+    };
     if fd < 0 {
-        return Err(std::io::Error::last_os_error());
+        return Err(if cfg!(target_os = "linux") {
+            std::io::Error::last_os_error()
+        } else {
+            std::io::Error::from_raw_os_error(libc::ENOSYS)
+        });
     }
     let fd = i32::try_from(fd).expect("a descriptor fits an int");
     // SAFETY: `fd` was just opened, and nothing else owns it.
@@ -276,7 +292,13 @@ pub fn pidfd_of(pid: u32) -> std::io::Result<std::os::fd::OwnedFd> {
 /// ended).
 pub fn signal_through(fd: &std::os::fd::OwnedFd, signal: i32) -> bool {
     use std::os::fd::AsRawFd as _;
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (fd.as_raw_fd(), signal);
+        false // no pidfd exists elsewhere (`pidfd_of` fails)
+    }
     // SAFETY: pidfd_send_signal on a descriptor that `fd` keeps open, with no siginfo; no other memory is passed.
+    #[cfg(target_os = "linux")]
     unsafe {
         libc::syscall(
             libc::SYS_pidfd_send_signal,
