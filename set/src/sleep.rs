@@ -28,7 +28,6 @@ pub(crate) struct Watch {
 }
 
 /// The one sleep of a set.
-#[derive(Debug)]
 pub(crate) struct Sleep {
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     epoll: sys::Epoll,
@@ -36,6 +35,19 @@ pub(crate) struct Sleep {
     events: Vec<libc::epoll_event>,
     #[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
     fds: Vec<libc::pollfd>,
+}
+
+// By hand: `libc`'s structs implement `Debug` only with its `extra_traits` feature (Debian's packaged libc has it off).
+impl std::fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut s = f.debug_struct("Sleep");
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        s.field("epoll", &self.epoll)
+            .field("events", &self.events.len());
+        #[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
+        s.field("fds", &self.fds.len());
+        s.finish()
+    }
 }
 
 /// How many events one `epoll_wait` takes at most; more ready descriptors are taken by the next one (epoll hands
