@@ -75,7 +75,6 @@ const DEATH_GRACE: Duration = Duration::from_secs(2);
 const SWEEP_LIMIT: Duration = Duration::from_secs(2);
 
 fn main() {
-    messages::use_locale();
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let code = match args::parse_args(&args) {
         Ok(Parsed::Run(opts)) => run(&opts),
@@ -297,7 +296,8 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
     let mut subreaper = opts.foreground.then(become_subreaper).flatten();
     // At a terminal, the command's group gets it (and the tool takes it back below, before anything else).
     let mut job = (!opts.foreground).then(JobControl::new);
-    let name = messages::quote(opts.command[0].as_encoded_bytes());
+    // Quoted when a message first shows it: most runs show none, and the first quote loads the locale.
+    let name = messages::Quoted::new(opts.command[0].as_encoded_bytes());
     // GNU's command inherits an ignored SIGPIPE; std would reset it (at the cost of fork + exec, so only then).
     let keep_sigpipe = host::sigpipe_was_ignored_at_start();
     let path = std::env::var_os("PATH");
@@ -513,7 +513,7 @@ fn running_name(pid: u32) -> Option<String> {
 fn supervise(
     opts: &Options,
     mut subreaper: Option<&mut Subreaper>,
-    name: &str,
+    name: &messages::Quoted,
     leader: &mut Leader,
     signals: &mut Signals,
     state: &mut State,
@@ -596,7 +596,7 @@ fn supervise(
 /// timeout signal is `KILL`. A signal that cannot be sent is reported at once (GNU says nothing).
 fn cleanup(
     opts: &Options,
-    name: &str,
+    name: &messages::Quoted,
     leader: &mut Leader,
     state: &mut State,
     job: Option<&mut JobControl>,

@@ -20,25 +20,46 @@ pub fn program() -> &'static OsStr {
     })
 }
 
-/// Whether messages quote in a UTF-8 locale (see [`use_locale`]).
+/// Whether messages quote in a UTF-8 locale: decided by the first message that quotes (see [`quote`]).
 static UTF8: OnceLock<bool> = OnceLock::new();
 
-/// At the start of `main`: takes the environment's locale for the character classification, as GNU's
-/// `setlocale(LC_ALL, "")` does, and quotes in it from then on if its character set is UTF-8 (see
-/// [`host::use_environment_charset`](grouptimeout_cli::host::use_environment_charset)); otherwise as in the C locale.
-pub fn use_locale() {
-    let _ = UTF8.set(grouptimeout_cli::host::use_environment_charset());
-}
-
-/// Quotes `arg` for a message as GNU's `quote()` does in the tool's locale ([`use_locale`]; the C locale before):
-/// `'10\342\202\254'` in the C locale, `‘10€’` in a UTF-8 one (see [`quote_in`]).
+/// Quotes `arg` for a message as GNU's `quote()` does in the environment's locale: `'10\342\202\254'` in the C
+/// locale, `‘10€’` in a UTF-8 one (see [`quote_in`]).
+///
+/// The first call takes the environment's locale for the character classification, as GNU's `setlocale(LC_ALL, "")`
+/// does (see [`host::use_environment_charset`](grouptimeout_cli::host::use_environment_charset)), and quotes in it
+/// from then on if its character set is UTF-8, otherwise as in the C locale. Only then: a run that quotes nothing
+/// (most runs) does not pay for loading the locale (about 0.1 ms). The tool starts no thread, as `setlocale` asks.
 pub fn quote(arg: &[u8]) -> String {
-    let quoting = if UTF8.get().copied().unwrap_or(false) {
+    // The unit tests quote as in the C locale, whatever locale runs them (`quote_in` tests the UTF-8 one).
+    let utf8 = || !cfg!(test) && grouptimeout_cli::host::use_environment_charset();
+    let quoting = if *UTF8.get_or_init(utf8) {
         Quoting::Utf8(grouptimeout_cli::host::is_printable)
     } else {
         Quoting::C
     };
     quote_in(arg, quoting)
+}
+
+/// An argument of a message, quoted ([`quote`]) the first time a message shows it.
+pub struct Quoted<'a> {
+    arg: &'a [u8],
+    quoted: std::cell::OnceCell<String>,
+}
+
+impl<'a> Quoted<'a> {
+    pub fn new(arg: &'a [u8]) -> Quoted<'a> {
+        Quoted {
+            arg,
+            quoted: std::cell::OnceCell::new(),
+        }
+    }
+}
+
+impl std::fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.quoted.get_or_init(|| quote(self.arg)))
+    }
 }
 
 /// How [`quote_in`] shows characters: as GNU's `quote()` does in the C locale, or in a UTF-8 one (with the locale's
