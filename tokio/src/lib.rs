@@ -92,7 +92,7 @@
 //!
 //! # Auditing
 //!
-//! The crate's only `unsafe` is in its private module `sys`, two blocks, each with its `SAFETY` argument: the
+//! The crate's only unchecked code is in its private module `sys`, two blocks, each with its `SAFETY` argument: the
 //! borrow of a descriptor number that the core listed, while the core keeps it open, to duplicate it; and the
 //! registration of that duplicate (an `OwnedFd`) with the reactor.
 //!

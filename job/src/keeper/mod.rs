@@ -54,7 +54,7 @@
 //! `spawn` uses `watch`, `end`, `plan` and `page`; `watch` uses `end`, `shed`, `plan` and `page`; `end` and `shed` use
 //! `plan`; all of them `crate::sys`, which uses none of them.
 //!
-//! Where the `unsafe` is: nowhere here. Every system call `M` and `L` make goes through a safe wrapper of
+//! Where the unchecked calls are: nowhere here. Every system call `M` and `L` make goes through a safe wrapper of
 //! `sys::signal_safe` (one `SAFETY` argument each, shared with the forked guard). The rest is special and argued in
 //! `sys/` where it stands: the `pre_exec` hook itself (`sys::page::arm`: it never returns in `M`), the clone of `L`
 //! and its return path (`sys::clone::make_command`, `clone_here`), the group helper that shares `M`'s memory and errno
