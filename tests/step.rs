@@ -247,7 +247,7 @@ fn a_handle_kill_from_another_thread_ends_a_stepped_wait() {
 /// The deadline is the one of each call, until the sequence started.
 #[test]
 fn a_later_deadline_given_to_a_later_step_wins() {
-    let mut child = Command::new("sleep").arg("0.3").spawn_group().unwrap();
+    let mut child = Command::new("sleep").arg("1").spawn_group().unwrap();
     let near = Instant::now() + Duration::from_millis(1);
     thread::sleep(Duration::from_millis(5));
     // One step with a deadline past: it checks once, then the sequence starts (SIGKILL at once, no grace) ...
@@ -564,7 +564,13 @@ fn a_stepped_wait_of_a_second_does_not_spin() {
 /// step after it returns the same, timed-out, outcome.
 #[test]
 fn try_wait_in_the_grace_period_agrees_with_the_next_step() {
-    let mut child = spawn_sh("trap 'exit 7' TERM; echo ready; while :; do sleep 0.05; done");
+    // The trap waits for a line on standard input, so that the leader cannot exit before the test has seen the
+    // step that sent the grace signal return `Pending` (it once exited within that step, under load).
+    let mut child = sh("trap 'read go; exit 7' TERM; echo ready; while :; do sleep 0.05; done")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_group()
+        .unwrap();
     let _ = read_line(child.stdout.take().unwrap());
     child.set_grace(signal::SIGTERM, LONG);
     let deadline = Instant::now();
@@ -573,6 +579,7 @@ fn try_wait_in_the_grace_period_agrees_with_the_next_step() {
         child.step(Some(deadline)).unwrap(),
         Step::Pending(_)
     ));
+    io::Write::write_all(&mut child.stdin.take().unwrap(), b"go\n").unwrap();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
