@@ -63,6 +63,7 @@ fn main() -> io::Result<ExitCode> {
             describe(status),
             started.elapsed(),
         ),
+        Outcome::Idle(_) => unreachable!("only a capture with an idle timeout ends idle"),
     }
 
     // A killed process is gone for every purpose at once, but the kernel may need a moment to tear it down.

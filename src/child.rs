@@ -17,7 +17,7 @@ use crate::wait::{drive, ExitWatch, Step, Woke};
 
 mod life;
 #[cfg(feature = "capture")]
-mod output;
+pub(crate) mod output;
 
 /// A command running as the leader of its own process group; see
 /// [`GroupCommandExt::spawn_group`](crate::GroupCommandExt::spawn_group).
@@ -524,6 +524,12 @@ impl GroupChild {
             .or(ended.err())
             .or(sent)
             .map_or(Ok(Step::Done(outcome)), Err)
+    }
+
+    /// Whether no end-of-job sequence has started (a capture records whether its idle time would start it).
+    #[cfg(feature = "capture")]
+    pub(crate) fn running(&self) -> bool {
+        matches!(self.phase, Phase::Running)
     }
 
     /// Whether the leader (for a kept job: the command) has exited, not reaped; `ECHILD` as for `has_exited`. The

@@ -15,6 +15,7 @@
 //! match child.wait_timeout(Duration::from_millis(100))? {
 //!     Outcome::Exited(status) => println!("exited with {status}; its leftovers were killed"),
 //!     Outcome::TimedOut(status) => println!("timed out ({status}): the whole group was killed"),
+//!     Outcome::Idle(_) => unreachable!("only a capture with an idle timeout ends idle"),
 //! }
 //! # Ok(())
 //! # }
@@ -379,7 +380,7 @@ pub use wait::{Interest, Step};
 
 #[cfg(all(unix, feature = "capture"))]
 #[cfg_attr(docsrs, doc(cfg(feature = "capture")))]
-pub use capture::{Capture, Captured};
+pub use capture::{Capture, Captured, Stream};
 
 /// The interface of the sibling crate `grouptimeout-job` (which pins this crate by its exact version): not a public
 /// API, and not covered by semantic versioning.

@@ -7,11 +7,13 @@
 
 use std::fs;
 use std::io::Write;
+use std::os::unix::process::ExitStatusExt as _;
 use std::process::{Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use grouptimeout::{Captured, GroupCommandExt, Outcome};
+use grouptimeout::{signal, Captured, GroupCommandExt, Outcome, Stream};
 
 mod common;
 use common::{eventually, KillOnDrop};
@@ -545,4 +547,162 @@ fn input_needs_a_piped_stdin() {
         .unwrap();
     assert!(exited_ok(&captured));
     assert_eq!(captured.stdout, b"ok\n");
+}
+
+/// Issue 39.2: a command printing a line every 50 ms for 2 s, its standard output bounded at 1 KiB: the sink is handed
+/// each chunk as it is read, the first line soon after it was written (long before the command ends), every byte once
+/// and in order, while the capture keeps the head and the tail.
+#[test]
+fn the_sink_sees_output_as_it_comes_while_the_capture_keeps_head_and_tail() {
+    let marked = Marked::new("sink");
+    // Each line: its number, the wall clock time of its write in nanoseconds, padding; about 70 bytes.
+    let script = "i=0; while [ $i -lt 40 ]; do i=$((i+1)); \
+                  echo \"$i $(date +%s%N) ........................................\"; sleep 0.05; done";
+    let mut child = piped(marked.sh(script)).spawn_group().unwrap();
+    child.set_output_limit(1024);
+    let (tx, rx) = mpsc::channel();
+    child.set_output_sink(move |stream, bytes| {
+        let _ = tx.send((stream, SystemTime::now(), bytes.to_vec()));
+    });
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    let ended = SystemTime::now();
+    assert!(exited_ok(&captured), "{}", captured.outcome);
+    let chunks: Vec<_> = rx.try_iter().collect();
+    assert!(chunks
+        .iter()
+        .all(|(stream, _, _)| *stream == Stream::Stdout));
+    let all: Vec<u8> = chunks
+        .iter()
+        .flat_map(|(_, _, bytes)| bytes.clone())
+        .collect();
+    let text = String::from_utf8(all.clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 40, "{text}");
+    for (i, line) in lines.iter().enumerate() {
+        assert!(line.starts_with(&format!("{} ", i + 1)), "{line:?}");
+    }
+    // The first chunk came about when its first line was written, long before the command ended.
+    let (_, seen, first) = &chunks[0];
+    let first = String::from_utf8_lossy(first);
+    let written: u64 = first.split(' ').nth(1).unwrap().parse().unwrap();
+    let seen_ns = seen.duration_since(UNIX_EPOCH).unwrap().as_nanos();
+    let latency = Duration::from_nanos(u64::try_from(seen_ns).unwrap().saturating_sub(written));
+    let before_end = ended.duration_since(*seen).unwrap();
+    eprintln!(
+        "first line handed over {latency:?} after its write, {before_end:?} before the wait ended"
+    );
+    assert!(latency < Duration::from_secs(1), "{latency:?}");
+    assert!(before_end > Duration::from_secs(1), "{before_end:?}");
+    // Bounded at 1 KiB: the first 512 bytes and the last 512.
+    assert!(all.len() > 2048, "{}", all.len());
+    assert_eq!(
+        captured.stdout,
+        [&all[..512], &all[all.len() - 512..]].concat()
+    );
+    assert_eq!(captured.stdout_omitted, all.len() as u64 - 1024);
+    assert!(captured.stderr.is_empty());
+}
+
+/// Issue 39.2: the limits of standard output and standard error apart, each with its own head.
+#[test]
+fn each_stream_has_its_own_limit_and_head() {
+    let marked = Marked::new("stream-limits");
+    let mut child = piped(marked.sh("seq 1 1000; seq 1001 2000 >&2"))
+        .spawn_group()
+        .unwrap();
+    child.set_output_limit(1 << 20);
+    child.set_stream_limit(Stream::Stdout, 1024, 100);
+    child.set_stream_limit(Stream::Stderr, 300, 300);
+    let (tx, rx) = mpsc::channel();
+    child.set_output_sink(move |stream, bytes| {
+        let _ = tx.send((stream, bytes.to_vec()));
+    });
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    assert!(exited_ok(&captured), "{}", captured.outcome);
+    let lines = |range: std::ops::RangeInclusive<u32>| -> Vec<u8> {
+        range.flat_map(|i| format!("{i}\n").into_bytes()).collect()
+    };
+    let (out, err) = (lines(1..=1000), lines(1001..=2000));
+    // Standard output: its first 100 bytes and its last 924.
+    assert_eq!(
+        captured.stdout,
+        [&out[..100], &out[out.len() - 924..]].concat()
+    );
+    assert_eq!(captured.stdout_omitted, out.len() as u64 - 1024);
+    // Standard error: its first 300 bytes only.
+    assert_eq!(captured.stderr, &err[..300]);
+    assert_eq!(captured.stderr_omitted, err.len() as u64 - 300);
+    // The sink saw each stream whole, whatever was kept.
+    let mut seen = [Vec::new(), Vec::new()];
+    for (stream, bytes) in rx.try_iter() {
+        seen[stream as usize].extend_from_slice(&bytes);
+    }
+    assert!(seen[0] == out && seen[1] == err);
+}
+
+/// Issue 39.3: a command that prints, then hangs, leaving a background child in its group, everything ignoring
+/// `SIGTERM`: about the idle time after its last byte the job is ended as at a deadline (the grace signal, the grace
+/// period, `SIGKILL`, the whole job), and the outcome says idle.
+#[test]
+fn a_job_that_goes_quiet_is_ended_whole_at_its_idle_time() {
+    let marked = Marked::new("idle");
+    let script = "trap '' TERM; sleep 60 & echo $! >&2; echo started; sleep 60";
+    let mut child = piped(marked.sh(script)).spawn_group().unwrap();
+    let (idle, grace) = (Duration::from_millis(500), Duration::from_millis(300));
+    child.set_idle_timeout(idle);
+    child.set_grace(signal::SIGTERM, grace);
+    let last = Arc::new(Mutex::new(None));
+    let at = Arc::clone(&last);
+    child.set_output_sink(move |_, _| *at.lock().unwrap() = Some(Instant::now()));
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    let quiet = last.lock().unwrap().expect("output was seen").elapsed();
+    let member = common::read_pid(&captured.stderr[..]);
+    eprintln!(
+        "ended {quiet:?} after the last byte was read: {}",
+        captured.outcome
+    );
+    assert!(captured.outcome.idle() && !captured.outcome.timed_out());
+    assert_eq!(
+        captured.outcome.to_string(),
+        "went idle; killed by signal 9"
+    );
+    assert_eq!(captured.outcome.status().signal(), Some(signal::SIGKILL));
+    assert!(
+        quiet >= idle + grace && quiet < Duration::from_secs(10),
+        "{quiet:?}"
+    );
+    assert_eq!(captured.stdout, b"started\n");
+    // The whole job: the leader, and the background child (pid `member`), which carries the marker too.
+    let left = marked.wait_all_dead(Duration::from_secs(10));
+    assert!(
+        left.is_empty(),
+        "{left:?} left (the background child was {member})"
+    );
+}
+
+/// Issue 39.3: a command that keeps printing (a line every 50 ms for 2 s) past its idle time (1 s) is not ended by
+/// it: it ends on its own, with all its output.
+#[test]
+fn a_job_that_keeps_printing_is_not_ended_by_its_idle_time() {
+    let marked = Marked::new("busy");
+    let script = "i=0; while [ $i -lt 40 ]; do i=$((i+1)); echo $i; sleep 0.05; done";
+    let mut child = piped(marked.sh(script)).spawn_group().unwrap();
+    child.set_idle_timeout(Duration::from_secs(1));
+    let started = Instant::now();
+    let captured = child
+        .wait_with_output_timeout(Duration::from_secs(60))
+        .unwrap();
+    assert!(exited_ok(&captured), "{}", captured.outcome);
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    let want = (1..=40)
+        .map(|i| format!("{i}\n"))
+        .collect::<Vec<_>>()
+        .concat();
+    assert_eq!(String::from_utf8_lossy(&captured.stdout), want);
 }

@@ -23,7 +23,7 @@ pub fn run(command: &mut Command, limit: Duration) -> std::io::Result<bool> {
     let mut child: GroupChild = command.spawn_group()?;
     Ok(match child.wait_timeout(limit)? {
         Outcome::Exited(_) => true,
-        Outcome::TimedOut(_) => false,
+        Outcome::TimedOut(_) | Outcome::Idle(_) => false,
     })
 }
 

@@ -744,3 +744,58 @@ fn a_pipe_at_end_of_file_keeps_its_number_from_the_pidfd() {
         assert_eq!(captured.input_written, input.map_or(0, |i| i.len()));
     }
 }
+
+/// Issue 39.3: an idle capture's steps ask to wake at its idle end (the last output's read, here the capture's start,
+/// plus the idle time): a driver sleeps until then, not past it and not in a busy loop, and the step at that instant
+/// ends the job as idle. A deadline before the idle end still rules.
+#[cfg(feature = "capture")]
+#[test]
+fn an_idle_capture_in_steps_wakes_at_its_idle_end() {
+    let idle = Duration::from_millis(300);
+    let mut child = spawn_sh("sleep 30");
+    child.set_idle_timeout(idle);
+    let leader = child.id();
+    let before = Instant::now();
+    let mut capture = child.capture_steps(Some(before + LONG)).unwrap();
+    let after = Instant::now();
+    let cpu = cpu_time();
+    let driven = drive(|| capture.step());
+    let cpu = cpu_time().checked_sub(cpu).unwrap();
+    let outcome = driven.result.unwrap().outcome;
+    assert!(outcome.idle(), "{outcome}");
+    assert!(is_dead(leader));
+    // The first instant asked for at or after the idle end is the idle end itself.
+    let untils: Vec<Instant> = driven
+        .interests
+        .iter()
+        .filter_map(Interest::until)
+        .collect();
+    let first = untils.iter().find(|&&until| until >= before + idle);
+    assert!(
+        first.is_some_and(|&until| until <= after + idle),
+        "{untils:?}"
+    );
+    eprintln!("{} steps, {cpu:?} of CPU", driven.steps);
+    assert!(
+        cpu < Duration::from_millis(60),
+        "{cpu:?} of CPU in {} steps",
+        driven.steps
+    );
+
+    // An idle end after the deadline: the deadline ends the job, and no step asks for the idle end.
+    let mut child = spawn_sh("sleep 30");
+    let idle = Duration::from_secs(5);
+    child.set_idle_timeout(idle);
+    let started = Instant::now();
+    let mut capture = child
+        .capture_steps(Some(started + Duration::from_millis(100)))
+        .unwrap();
+    let driven = drive(|| capture.step());
+    assert!(driven.result.unwrap().outcome.timed_out());
+    let untils = driven.interests.iter().filter_map(Interest::until);
+    assert!(
+        untils.clone().all(|until| until < started + idle),
+        "{:?}",
+        untils.collect::<Vec<_>>()
+    );
+}

@@ -392,7 +392,7 @@ fn wait_with(
         (Who::Std, Spawned::Std(c)) => Ok((Some(c.wait()?), false)),
         (Who::Gt, Spawned::Gt(c)) => match c.wait_deadline(deadline)? {
             Outcome::Exited(st) => Ok((Some(st), false)),
-            Outcome::TimedOut(st) => Ok((Some(st), true)),
+            Outcome::TimedOut(st) | Outcome::Idle(st) => Ok((Some(st), true)),
         },
         (Who::WaitTimeout, Spawned::Std(c)) => {
             use wait_timeout::ChildExt as _;

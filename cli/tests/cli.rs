@@ -130,7 +130,9 @@ impl Running {
         let elapsed = self.started.elapsed();
         let status = match outcome {
             Outcome::Exited(status) => status,
-            Outcome::TimedOut(_) => panic!("grouptimeout did not finish within {RUN_LIMIT:?}"),
+            Outcome::TimedOut(_) | Outcome::Idle(_) => {
+                panic!("grouptimeout did not finish within {RUN_LIMIT:?}")
+            }
         };
         Run {
             status,

@@ -71,7 +71,9 @@ fn finish(child: GroupChild, stderr: &str) -> Run {
 fn finish_within(mut child: GroupChild, stderr: &str, limit: Duration) -> Run {
     let status = match child.wait_timeout(limit).unwrap() {
         Outcome::Exited(status) => status,
-        Outcome::TimedOut(_) => panic!("the run did not finish within {limit:?}"),
+        Outcome::TimedOut(_) | Outcome::Idle(_) => {
+            panic!("the run did not finish within {limit:?}")
+        }
     };
     Run {
         code: status

@@ -38,9 +38,9 @@
 //!   nothing runs, and a job whose deadline passes meanwhile is signalled at the next call (a deadline is kept to
 //!   within the wake-up's latency only while a call sleeps in the set).
 //! - **Each job's own plan.** Its deadline is given to `add`; its grace signal and period, whether its leftovers are
-//!   killed, and (captured) its output limit, omission marker and input are the child's settings
-//!   ([`GroupChild::set_grace`], [`GroupChild::set_kill_leftovers`], `set_output_limit`, `set_input`), made before
-//!   `add`.
+//!   killed, and (captured) its output limits, omission marker, input, output sink and idle timeout are the child's
+//!   settings ([`GroupChild::set_grace`], [`GroupChild::set_kill_leftovers`], `set_output_limit`, `set_input`,
+//!   `set_output_sink`, `set_idle_timeout`), made before `add`.
 //! - **From other threads:** a [`GroupHandle`](grouptimeout::GroupHandle) taken before `add` signals or kills the job
 //!   from any thread; the set sees the leader's exit as any exit, ends the job and reports it.
 //! - **Dropping the set** ends every job still in it, as dropping its [`GroupChild`] does (the group killed, the
@@ -189,7 +189,9 @@ impl<K> JobSet<K> {
     /// Adds a capturing job: `child`'s `wait_with_output_deadline(deadline)` (`None`: no deadline), in steps, under
     /// `key`; its result is a [`Finished::Captured`]. The capture is the child's as it was set up: stdout and stderr
     /// piped (the others are not captured), at most `set_output_limit` bytes kept per stream, stdin fed from
-    /// `set_input` (else closed). Needs the `capture` feature (on by default).
+    /// `set_input` (else closed), each chunk handed to `set_output_sink`'s sink in the call of the set that read it
+    /// (on its thread), and the job ended as `Outcome::Idle` after `set_idle_timeout`'s silence. Needs the `capture`
+    /// feature (on by default).
     ///
     /// # Errors
     ///

@@ -704,3 +704,57 @@ fn a_capture_whose_input_ends_stays_watched_by_its_exit() {
     assert!(sleeps < 60, "{sleeps} sleeps in {took:?}");
     assert!(is_dead(leader));
 }
+
+/// Issue 39: a captured job's idle timeout, stream limits and output sink hold in the set: a contained job that goes
+/// quiet (leaving background children) is ended idle, whole; a plain one that keeps printing past its idle time ends
+/// on its own; the sink saw every line as it came, while the capture kept what its limit says.
+#[cfg(feature = "capture")]
+#[test]
+fn captured_jobs_end_when_idle_and_hand_over_their_output() {
+    let test = "captured_jobs_end_when_idle_and_hand_over_their_output";
+    let how = boundary(test);
+    let dir = TempDir::new(test);
+    let file = dir.0.join("quiet");
+    let (script, n) = background(&file, how.is_some());
+    let mut quiet = spawn(Some(&how), &(script + "echo started; sleep 60"), true);
+    let busy_script = "i=0; while [ $i -lt 40 ]; do i=$((i+1)); echo $i; sleep 0.05; done";
+    let mut busy = spawn(None, busy_script, true);
+    let (tx, rx) = std::sync::mpsc::channel();
+    for (key, child) in [(0, &mut quiet), (1, &mut busy)] {
+        child.set_idle_timeout(Duration::from_secs(1));
+        child.set_stream_limit(grouptimeout::Stream::Stdout, 10, 4);
+        let tx = tx.clone();
+        child.set_output_sink(move |_, bytes| {
+            let _ = tx.send((key, bytes.to_vec()));
+        });
+    }
+    let mut set = JobSet::new().unwrap();
+    let started = Instant::now();
+    let deadline = Some(started + Duration::from_secs(30));
+    set.add_captured(0, quiet, deadline).unwrap();
+    set.add_captured(1, busy, deadline).unwrap();
+    while let Some((key, result)) = next(&mut set) {
+        let Finished::Captured(out) = result.unwrap() else {
+            panic!("job {key} was added captured");
+        };
+        if key == 0 {
+            assert!(out.outcome.idle(), "{}", out.outcome);
+            assert_eq!(out.stdout, b"started\n");
+        } else {
+            assert!(out.outcome.status().success(), "{}", out.outcome);
+            assert!(started.elapsed() >= Duration::from_secs(2));
+            assert_eq!(out.stdout, b"1\n2\n39\n40\n");
+        }
+    }
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let mut seen = [Vec::new(), Vec::new()];
+    for (key, bytes) in rx.try_iter() {
+        seen[key].extend_from_slice(&bytes);
+    }
+    let want = (1..=40)
+        .map(|i| format!("{i}\n"))
+        .collect::<Vec<_>>()
+        .concat();
+    assert_eq!(seen, [b"started\n".to_vec(), want.into_bytes()]);
+    assert_eq!(left_running(&[(file, n)]), Vec::<u32>::new());
+}

@@ -10,9 +10,11 @@ const MARKER_MAX: usize = 64;
 /// The bytes kept from one stream: everything up to the limit; past it, the head and a ring buffer with the tail.
 pub(super) struct Kept {
     limit: usize,
+    /// How many of the `limit` bytes are the head, once cut (at most `limit`).
+    head: usize,
     /// Every byte read while the stream is within the limit (and at most one read past it); once cut, the head.
     pub(super) data: Vec<u8>,
-    /// Once cut: a ring buffer of the last `limit - limit / 2` bytes, the oldest at `pos`.
+    /// Once cut: a ring buffer of the last `limit - head` bytes, the oldest at `pos`.
     tail: Vec<u8>,
     pos: usize,
     /// Bytes read in all.
@@ -20,9 +22,10 @@ pub(super) struct Kept {
 }
 
 impl Kept {
-    pub(super) fn new(limit: usize) -> Kept {
+    pub(super) fn new(limit: usize, head: usize) -> Kept {
         Kept {
             limit,
+            head: head.min(limit),
             data: Vec::new(),
             tail: Vec::new(),
             pos: 0,
@@ -53,11 +56,10 @@ impl Kept {
     pub(super) fn appended(&mut self, n: usize) {
         self.total += n as u64;
         if self.data.len() > self.limit {
-            let head = self.limit / 2;
-            let tail = self.limit - head;
+            let tail = self.limit - self.head;
             self.tail = self.data[self.data.len() - tail..].to_vec();
             self.pos = 0;
-            self.data.truncate(head);
+            self.data.truncate(self.head);
             self.data.reserve_exact(tail + MARKER_MAX);
         }
     }
@@ -105,14 +107,18 @@ mod tests {
     /// Feeds `chunks` the way `read_ready` does and returns the result, with the marker (and checks that without it
     /// the bytes are the same but for the marker).
     fn keep(limit: usize, chunks: &[&[u8]]) -> (Vec<u8>, bool) {
-        let (with_marker, omitted) = keep_with(limit, chunks, true);
-        let (plain, omitted_too) = keep_with(limit, chunks, false);
+        keep_split(limit, limit / 2, chunks)
+    }
+
+    fn keep_split(limit: usize, head: usize, chunks: &[&[u8]]) -> (Vec<u8>, bool) {
+        let (with_marker, omitted) = keep_with(limit, head, chunks, true);
+        let (plain, omitted_too) = keep_with(limit, head, chunks, false);
         assert_eq!(omitted, omitted_too);
         if omitted == 0 {
             assert_eq!(with_marker, plain);
         } else {
             let line = format!("\n[grouptimeout: {omitted} bytes omitted]\n");
-            let head = limit / 2;
+            let head = head.min(limit);
             assert_eq!(&with_marker[..head], &plain[..head]);
             assert_eq!(&with_marker[head..head + line.len()], line.as_bytes());
             assert_eq!(&with_marker[head + line.len()..], &plain[head..]);
@@ -121,8 +127,8 @@ mod tests {
         (with_marker, omitted > 0)
     }
 
-    fn keep_with(limit: usize, chunks: &[&[u8]], marker: bool) -> (Vec<u8>, u64) {
-        let mut kept = Kept::new(limit);
+    fn keep_with(limit: usize, head: usize, chunks: &[&[u8]], marker: bool) -> (Vec<u8>, u64) {
+        let mut kept = Kept::new(limit, head);
         for chunk in chunks {
             if kept.is_cut() {
                 kept.push_tail(chunk);
@@ -174,6 +180,24 @@ mod tests {
         assert_eq!(
             keep(1, &[b"abc"]),
             (format!("{}c", marker(2)).into_bytes(), true)
+        );
+    }
+
+    #[test]
+    fn the_head_takes_what_it_was_given_of_the_limit() {
+        let marker = |n: u64| format!("\n[grouptimeout: {n} bytes omitted]\n");
+        let want = |head: &str, n, tail: &str| format!("{head}{}{tail}", marker(n)).into_bytes();
+        let chunks: &[&[u8]] = &[b"0123", b"456789", b"abcdef"];
+        assert_eq!(keep_split(10, 8, chunks), (want("01234567", 6, "ef"), true));
+        assert_eq!(keep_split(10, 0, chunks), (want("", 6, "6789abcdef"), true));
+        // A head larger than the limit is the limit: the first bytes only, no tail.
+        assert_eq!(
+            keep_split(10, 99, chunks),
+            (want("0123456789", 6, ""), true)
+        );
+        assert_eq!(
+            keep_split(10, 3, &[b"0123456789"]),
+            (b"0123456789".to_vec(), false)
         );
     }
 }

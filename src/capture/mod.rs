@@ -8,18 +8,23 @@
 //! child asked for came. So the pipes are drained while the command runs (it never blocks on a full pipe), the
 //! leader's exit ends the sleep as in [`GroupChild::wait_deadline`] (without a pidfd, the leader is checked on the
 //! same schedule, restarted once every pipe reached end of file, since the leader is then most likely exiting), and
-//! the deadline is handled by the very same steps. After the reap, the steps drain the pipes for up to about 100 ms.
+//! the deadline is handled by the very same steps, and so is an idle end (the deadline the child is given is then the
+//! last output's read plus the idle time, if that comes first). After the reap, the steps drain the pipes for up to
+//! about 100 ms.
 
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read, Write as _};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 mod kept;
 
 use crate::boundary::{Job, Record};
+use crate::child::output::Sink;
+pub use crate::child::output::Stream;
 use crate::child::GroupChild;
 use crate::outcome::Outcome;
 use crate::sys;
@@ -55,8 +60,9 @@ const READS_PER_ROUND: usize = 256;
 /// # Which bytes are kept
 ///
 /// At most the [output limit](GroupChild::set_output_limit) `L` of each stream is kept. A stream of at most `L`
-/// bytes is returned whole, and its `*_omitted` count is 0. A longer one is returned as its first `L / 2` bytes
-/// (rounded down), then its last `L - L / 2` bytes, exactly `L` bytes in all; `stdout_omitted` / `stderr_omitted`
+/// bytes is returned whole, and its `*_omitted` count is 0. A longer one is returned as its first `H` bytes (the head:
+/// `L / 2`, rounded down, unless [`set_stream_limit`](GroupChild::set_stream_limit) said otherwise), then its last
+/// `L - H` bytes, exactly `L` bytes in all; `stdout_omitted` / `stderr_omitted`
 /// says how many bytes were left out between the two, beside the data, so binary or structured output (JSON) stays
 /// as the command wrote it on either side of the cut. With
 /// [`set_omission_marker(true)`](GroupChild::set_omission_marker) the line `"\n[grouptimeout: N bytes omitted]\n"`
@@ -188,9 +194,60 @@ impl GroupChild {
     /// Output past the limit is still read (the command never blocks on a full pipe) and discarded, except for the
     /// tail; see [which bytes are kept](crate::Captured#which-bytes-are-kept). Memory stays below about 1.5 times the
     /// limit per stream, plus a 64 KiB read buffer. `usize::MAX` keeps everything, as
-    /// [`std::process::Child::wait_with_output`] does.
+    /// [`std::process::Child::wait_with_output`] does. Sets both streams, half of each limit the head; a later
+    /// [`set_stream_limit`](GroupChild::set_stream_limit) sets one of them apart.
     pub fn set_output_limit(&mut self, bytes: usize) {
-        self.capture.limit = Some(bytes);
+        self.capture.limits = [Some((bytes, bytes / 2)); 2];
+    }
+
+    /// Sets the most bytes kept of one output stream, `bytes`, and how many of them are its head, `head` (the first
+    /// bytes the command wrote; the rest of the limit keeps the last ones): see
+    /// [which bytes are kept](crate::Captured#which-bytes-are-kept). A `head` larger than `bytes` counts as `bytes`
+    /// (the first bytes only); 0 keeps the last bytes only.
+    ///
+    /// Needs the `capture` feature (on by default).
+    ///
+    /// As [`set_output_limit`](GroupChild::set_output_limit), for `stream` alone (the last call wins for each stream);
+    /// memory stays below about twice the limit (1.5 times with half of it the head), plus the read buffer.
+    pub fn set_stream_limit(&mut self, stream: Stream, bytes: usize, head: usize) {
+        self.capture.limits[stream as usize] = Some((bytes, head));
+    }
+
+    /// Hands each chunk of standard output and standard error, as it is read, to `sink` with the [`Stream`] it came
+    /// from (for a live log, a progress line), while the capture keeps its bounded head and tail as ever.
+    ///
+    /// Needs the `capture` feature (on by default).
+    ///
+    /// `sink` is called by the step that read the chunk ([`Capture::step`], which the blocking capturing waits,
+    /// `grouptimeout-set` and `grouptimeout-tokio` drive), on the thread that steps, before the step returns: so
+    /// within a step of the command's write, as a step follows a pipe's readiness. A chunk is what one `read(2)`
+    /// returned (at most 64 KiB; a line may be split between chunks, and a chunk hold many lines). The chunks of one
+    /// stream come in order, and every byte read is handed over once, those past the output limit included, also
+    /// during the drain after the reap. Nothing is buffered for it: while it runs no pipe is read and the deadline is
+    /// not checked, so a slow sink slows a command whose pipe is full (64 KiB) and delays its wait's end. It returns
+    /// nothing: what to do with a writer's error is its own. A panic in it unwinds out of the step (a capturing wait
+    /// then drops its child: the job is killed and the leader reaped). A later call replaces it.
+    pub fn set_output_sink(&mut self, sink: impl FnMut(Stream, &[u8]) + Send + 'static) {
+        self.capture.sink = Some(Mutex::new(Box::new(sink)));
+    }
+
+    /// Ends the job when it goes quiet: once no byte was read from its captured standard output or standard error
+    /// for `idle` (counted from the start of the capturing wait, then from the last byte read), the job is ended by
+    /// the same sequence as at the deadline ([`set_grace`](GroupChild::set_grace)'s signal, the grace period,
+    /// `SIGKILL`, the whole job, the reap), and the outcome is [`Outcome::Idle`], not [`Outcome::TimedOut`]. The
+    /// deadline still holds: the first of the two ends the job. An `idle` too large to represent as an [`Instant`]
+    /// means no idle end.
+    ///
+    /// Needs the `capture` feature (on by default).
+    ///
+    /// Only the capturing waits and their steps ([`Capture`], so also `grouptimeout-set`'s `add_captured` and
+    /// `grouptimeout-tokio`'s `wait_with_output`) watch it: the pipes are how output is seen. A stream that was not
+    /// piped is not seen (with neither piped, the job is ended `idle` after the wait started), and a stream that
+    /// reached end of file stays silent. The steps' [`Interest`](crate::Interest) asks to wake at the idle end
+    /// (never past the deadline), so a driver sleeps until then; the end comes about `idle` after the read of the
+    /// last byte, which follows its write within a step.
+    pub fn set_idle_timeout(&mut self, idle: Duration) {
+        self.capture.idle = Some(idle);
     }
 
     /// Whether a stream cut at the [output limit](GroupChild::set_output_limit) gets the line
@@ -254,10 +311,16 @@ impl GroupChild {
             self.stdout.take().map(OwnedFd::from),
             self.stderr.take().map(OwnedFd::from),
         ];
-        let pipes = Pipes::new(out, settings.limit.unwrap_or(DEFAULT_OUTPUT_LIMIT), input)?;
+        let limits = settings
+            .limits
+            .map(|l| l.unwrap_or((DEFAULT_OUTPUT_LIMIT, DEFAULT_OUTPUT_LIMIT / 2)));
+        let pipes = Pipes::new(out, limits, input, settings.sink)?;
         Ok(Capture {
             child: self,
             deadline,
+            idle: settings.idle,
+            output_at: Instant::now(),
+            idle_end: false,
             pipes,
             marker: settings.marker,
             waiting: None,
@@ -283,13 +346,20 @@ impl GroupChild {
 /// then writes the input if its pipe is ready (closing it after the last byte: after the child's step, which may
 /// open the pidfd, so that the pidfd never takes the input's number in the same step); after the reap it drains the pipes for up to about 100 ms, then returns the
 /// [`Captured`]. Its [`Interest`](crate::Interest) lists the leader's pidfd and the open output pipes (readable),
-/// and the standard input while input is left (writable).
+/// and the standard input while input is left (writable); its instant is at the latest the deadline, or the idle end
+/// ([`set_idle_timeout`](GroupChild::set_idle_timeout)) if that comes first. Each chunk read is handed to the
+/// [sink](GroupChild::set_output_sink), if any, in the step that read it.
 ///
 /// Dropping a `Capture` drops its child: the group is killed and the leader reaped (bounded), unless the wait was
 /// over; the output read so far is lost.
 pub struct Capture {
     child: GroupChild,
     deadline: Option<Instant>,
+    /// The idle timeout, when the last output was read (or the capture started), and whether the instant the child
+    /// was last given to start the sequence at was the idle end (the outcome is then `Idle`).
+    idle: Option<Duration>,
+    output_at: Instant,
+    idle_end: bool,
     pipes: Pipes,
     marker: bool,
     /// The child's last `Pending`; `None`: check the child at the next step.
@@ -345,8 +415,18 @@ impl Capture {
         }
         let woke = Woke(Some(woke.0.unwrap_or(&own[..n])), woke.1);
         let open = self.pipes.open_count();
-        self.pipes.read(woke)?;
+        let read = self.pipes.read(woke)?;
         let now = Instant::now();
+        if read {
+            self.output_at = now;
+        }
+        let idle_at = (self.idle)
+            .and_then(|idle| self.output_at.checked_add(idle))
+            .filter(|&at| self.deadline.is_none_or(|deadline| at < deadline));
+        // Fixed once the sequence started: by the idle end if that was the instant the child was given.
+        if self.child.running() {
+            self.idle_end = idle_at.is_some();
+        }
         let waiting = match self.waiting {
             _ if self.reaped.is_some() => None,
             // The child is stepped again when its pidfd turned readable, a pipe closed, or the instant asked for
@@ -358,7 +438,7 @@ impl Capture {
             {
                 Some(i)
             }
-            _ => match self.child.step_in(self.deadline, woke)? {
+            _ => match self.child.step_in(idle_at.or(self.deadline), woke)? {
                 Step::Done(outcome) => {
                     self.reaped = Some((outcome, Instant::now().checked_add(DRAIN_LIMIT)));
                     None
@@ -389,6 +469,10 @@ impl Capture {
     }
 
     fn finish(&mut self, outcome: Outcome) -> Captured {
+        let outcome = match outcome {
+            Outcome::TimedOut(status) if self.idle_end => Outcome::Idle(status),
+            outcome => outcome,
+        };
         let pipes_closed = self.pipes.open_count() == 0;
         let input_written = self.pipes.input.as_ref().map_or(0, |input| input.written);
         let [(stdout, stdout_omitted), (stderr, stderr_omitted)] =
@@ -444,15 +528,17 @@ impl Input {
 
 /// The output pipes being read, and the bytes kept from each; and the input being written.
 struct Pipes {
-    streams: [Option<Stream>; 2],
+    streams: [Option<Piped>; 2],
     input: Option<Input>,
     /// The read buffer for streams past their limit, reused for every read.
     scratch: Vec<u8>,
+    sink: Option<Sink>,
     /// When a step first found every pipe at end of file.
     closed: Option<Instant>,
 }
 
-struct Stream {
+struct Piped {
+    which: Stream,
     pipe: File,
     kept: Kept,
     eof: bool,
@@ -461,16 +547,22 @@ struct Stream {
 impl Pipes {
     fn new(
         fds: [Option<OwnedFd>; 2],
-        limit: usize,
+        limits: [(usize, usize); 2],
         input: Option<(OwnedFd, Vec<u8>)>,
+        sink: Option<Sink>,
     ) -> io::Result<Pipes> {
         let mut streams = [None, None];
-        for (slot, fd) in streams.iter_mut().zip(fds) {
+        for ((slot, fd), (which, (limit, head))) in streams
+            .iter_mut()
+            .zip(fds)
+            .zip([Stream::Stdout, Stream::Stderr].into_iter().zip(limits))
+        {
             if let Some(fd) = fd {
                 sys::set_nonblocking(fd.as_fd())?;
-                *slot = Some(Stream {
+                *slot = Some(Piped {
+                    which,
                     pipe: File::from(fd),
-                    kept: Kept::new(limit),
+                    kept: Kept::new(limit, head),
                     eof: false,
                 });
             }
@@ -493,11 +585,12 @@ impl Pipes {
             streams,
             input,
             scratch: Vec::new(),
+            sink,
             closed: None,
         })
     }
 
-    fn open(&self) -> impl Iterator<Item = &Stream> {
+    fn open(&self) -> impl Iterator<Item = &Piped> {
         self.streams.iter().flatten().filter(|s| !s.eof)
     }
 
@@ -514,14 +607,16 @@ impl Pipes {
         input.map_or(Ok(()), Input::write_ready)
     }
 
-    /// Reads each pipe that `woke` saw ready (a pipe at end of file stays open, unlisted, until the capture ends).
-    fn read(&mut self, woke: Woke<'_>) -> io::Result<()> {
+    /// Reads each pipe that `woke` saw ready (a pipe at end of file stays open, unlisted, until the capture ends);
+    /// whether any byte was read.
+    fn read(&mut self, woke: Woke<'_>) -> io::Result<bool> {
+        let mut read = false;
         for stream in self.streams.iter_mut().flatten() {
             if !stream.eof && woke.ready(stream.pipe.as_raw_fd()) {
-                stream.read_ready(&mut self.scratch)?;
+                read |= stream.read_ready(&mut self.scratch, &mut self.sink)? > 0;
             }
         }
-        Ok(())
+        Ok(read)
     }
 
     /// The child's `interest` with the open pipes and the input added. Without a pidfd, once every pipe reached end
@@ -546,10 +641,14 @@ impl Pipes {
     }
 }
 
-impl Stream {
+impl Piped {
     /// Reads a ready pipe until it is empty (`EAGAIN`), at end of file, or [`BYTES_PER_ROUND`] bytes or
-    /// [`READS_PER_ROUND`] reads were taken.
-    fn read_ready(&mut self, scratch: &mut Vec<u8>) -> io::Result<()> {
+    /// [`READS_PER_ROUND`] reads were taken, handing each chunk to the sink; how many bytes were read.
+    fn read_ready(&mut self, scratch: &mut Vec<u8>, sink: &mut Option<Sink>) -> io::Result<usize> {
+        let mut hand = |bytes: &[u8]| match sink.as_mut().map(Mutex::get_mut) {
+            Some(Ok(sink)) if !bytes.is_empty() => sink(self.which, bytes),
+            _ => {}
+        };
         let mut bytes = 0;
         for _ in 0..READS_PER_ROUND {
             let read = if self.kept.is_cut() {
@@ -557,14 +656,16 @@ impl Stream {
                 scratch.resize(READ_SIZE, 0);
                 let read = self.pipe.read(scratch);
                 if let Ok(n) = read {
+                    hand(&scratch[..n]);
                     self.kept.push_tail(&scratch[..n]);
                 }
                 read
             } else {
                 // Below the limit: read straight into the kept bytes.
-                let asked = self.kept.reserve();
+                let (asked, start) = (self.kept.reserve(), self.kept.data.len());
                 let read = sys::read_append(self.pipe.as_fd(), &mut self.kept.data, asked);
                 if let Ok(n) = read {
+                    hand(&self.kept.data[start..]);
                     self.kept.appended(n);
                 }
                 read
@@ -572,21 +673,21 @@ impl Stream {
             match read {
                 Ok(0) => {
                     self.eof = true;
-                    return Ok(());
+                    return Ok(bytes);
                 }
                 // Read again even after a short read: the writer may have refilled the pipe meanwhile, and going
                 // back to `poll` on an empty pipe puts this thread to sleep and costs a wake-up per write.
                 Ok(n) => {
                     bytes += n;
                     if bytes >= BYTES_PER_ROUND {
-                        return Ok(());
+                        return Ok(bytes);
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(bytes),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
-        Ok(())
+        Ok(bytes)
     }
 }

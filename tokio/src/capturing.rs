@@ -13,8 +13,10 @@ use crate::driver::Driver;
 /// returns. It owns the child (inside a [`grouptimeout::Capture`]).
 ///
 /// Its output is what [`GroupChild::wait_with_output_deadline`] returns: the same reads, the same input written,
-/// the same bounds per stream ([`GroupChild::set_output_limit`]), the same end-of-job sequence and the same drain of
-/// about 100 ms after the reap, taken by the same code (the core's [`Capture::step`]).
+/// the same bounds per stream ([`GroupChild::set_output_limit`]), the same end-of-job sequence (an idle end too, with
+/// [`GroupChild::set_idle_timeout`]) and the same drain of about 100 ms after the reap, taken by the same code (the
+/// core's [`Capture::step`]). A sink ([`GroupChild::set_output_sink`]) is called in the poll of this future that read
+/// the chunk, on the runtime's thread that polls it: keep it short, as any code run in a task.
 ///
 /// # Dropped before it is done
 ///
@@ -32,8 +34,8 @@ pub struct Capturing {
 /// output and standard error meanwhile, as [`GroupChild::wait_with_output_deadline`] does, in a future that owns the
 /// child.
 ///
-/// Needs the `capture` feature (on by default). The child's settings apply (output limit, input, grace, leftovers):
-/// set them before. The capture starts here ([`GroupChild::capture_steps`]: standard input closed or fed, pipes made
+/// Needs the `capture` feature (on by default). The child's settings apply (output limits, input, sink, idle timeout,
+/// grace, leftovers): set them before. The capture starts here ([`GroupChild::capture_steps`]: standard input closed or fed, pipes made
 /// non-blocking); the deadline is fixed from here on. Do not use it with a paused clock (see [`wait`](crate::wait)).
 ///
 /// # Errors

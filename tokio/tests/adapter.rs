@@ -432,3 +432,36 @@ async fn awaited_again_after_the_end() {
     assert_eq!(again, first);
     assert_eq!(waiting.detach().try_wait().unwrap(), Some(first.status()));
 }
+
+// Issue 39: a captured job that goes quiet is ended about its idle time after its last output (the timer sleeps until
+// the idle end the step asks for), leader and background child; the sink saw the output in the step that read it.
+async fn idle_job() {
+    let dir = Scratch::new("idle");
+    let (mut child, pids) = running_job(&dir, true).await;
+    let idle = Duration::from_millis(500);
+    child.set_idle_timeout(idle);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&seen);
+    child.set_output_sink(move |_, bytes| sink.lock().unwrap().extend_from_slice(bytes));
+    let started = Instant::now();
+    let deadline = Some(started + Duration::from_secs(30));
+    let captured = grouptimeout_tokio::wait_with_output(child, deadline)
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(captured.outcome, Outcome::Idle(captured.outcome.status()));
+    assert!(took >= idle && took < Duration::from_secs(10), "{took:?}");
+    assert_eq!(captured.stdout, b"started\n");
+    assert_eq!(*seen.lock().unwrap(), b"started\n");
+    assert_eq!(survivors(&pids).await, Vec::<u32>::new());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn idle_job_current_thread() {
+    idle_job().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_job_multi_thread() {
+    idle_job().await;
+}
