@@ -292,7 +292,9 @@ impl GroupChild {
     /// not count), on the poll schedule of [How it waits](crate#how-it-waits) and never more often than 50 times
     /// the scan's own time apart (about 2 % of one CPU whatever `/proc` holds); elsewhere by `kill(-pgid, 0)`
     /// answering `ESRCH` or `EPERM` (a group of zombies). With `grouptimeout-job`'s `spawn_contained`, the whole
-    /// job, however it daemonised: see its `Contain` docs.
+    /// job, however it daemonised: see its `Contain` docs. An event loop of the caller's own steps the wait
+    /// ([`step`](GroupChild::step)) rather than polling [`exit_fd`](GroupChild::exit_fd), which stays readable from
+    /// the leader's exit on.
     pub fn set_wait_for_job(&mut self, wait: bool) {
         self.wait_for_job = wait;
     }

@@ -66,7 +66,14 @@ impl Keeper {
     ///
     /// `ECHILD` as for `has_exited` (someone else reaped the keeper).
     pub(crate) fn ended_job(&self, keeper: u32) -> io::Result<(bool, Option<RawFd>)> {
-        let exited = crate::sys::has_exited(keeper)?;
+        // A stopped keeper (`kill -STOP` of its pid) is continued, as a wait's check does (see `Job::exited`).
+        let exited = match crate::sys::exited_or_stopped(keeper)? {
+            Some(false) => {
+                crate::sys::wake_child(keeper);
+                false
+            }
+            state => state.is_some(),
+        };
         // Opened after the check above found the keeper unreaped: the pid names our child.
         let fd = self.exit.get_or_init(|| {
             #[cfg(grouptimeout_no_pidfd)]
