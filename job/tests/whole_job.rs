@@ -6,10 +6,14 @@
 #![cfg(unix)]
 
 mod common;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+#[path = "common/job.rs"]
+mod job_common;
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 mod linux {
     use super::common::*;
+    use super::job_common::{as_nobody, cgroup_or_skip};
 
     use std::fs;
     use std::path::Path;
@@ -130,58 +134,16 @@ mod linux {
         );
     }
 
-    fn cgroup_here(test: &str) -> bool {
-        let made = Contain::new()
-            .require(Containment::Cgroup)
-            .spawn(&mut Command::new("true"))
-            .and_then(|mut c| c.wait());
-        if let Err(e) = made {
-            skip_or_fail(test, &format!("no cgroup can be made here: {e}"));
-            return false;
-        }
-        true
-    }
-
-    /// Runs `test` (a test of this binary) as nobody through `setpriv`, unless it runs so already (then `false`: the
-    /// caller runs the scenario). Skipped where that cannot be done.
-    fn as_nobody(test: &str) -> bool {
-        if std::env::var_os("GROUPTIMEOUT_TEST_UNPRIVILEGED").is_some() {
-            return false;
-        }
-        if !is_root() {
-            skip_or_fail(test, "not root, so setpriv cannot switch to nobody");
-            return true;
-        }
-        if !have(test, "setpriv", "--version") {
-            return true;
-        }
-        let out = Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            // A copy every user may run: the checkout may be in a folder only we may enter.
-            .arg(runnable_by_anyone(&std::env::current_exe().unwrap()))
-            .args(["--exact", &format!("linux::{test}"), "--nocapture"])
-            .env("GROUPTIMEOUT_TEST_UNPRIVILEGED", "1")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        true
-    }
-
     #[test]
     fn cgroup_waits_for_the_whole_job() {
-        if cgroup_here("cgroup_waits_for_the_whole_job") {
+        if cgroup_or_skip("cgroup_waits_for_the_whole_job").is_some() {
             finishes(Mode::Cgroup);
         }
     }
 
     #[test]
     fn cgroup_ends_the_whole_job_at_the_deadline() {
-        if cgroup_here("cgroup_ends_the_whole_job_at_the_deadline") {
+        if cgroup_or_skip("cgroup_ends_the_whole_job_at_the_deadline").is_some() {
             ends_at_the_deadline(Mode::Cgroup);
         }
     }
