@@ -26,8 +26,9 @@ pub mod sys {
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     pub use crate::sys::pidfd_open;
     pub use crate::sys::{
-        checked_pid, children_are_auto_reaped, current_action, cvt, cvt_len, has_exited,
-        kernel_pid, os_error_or, poll, retry_eintr, set_nonblocking, signal_group, wait_id,
+        checked_pid, children_are_auto_reaped, current_action, cvt, cvt_len, group_has_members,
+        has_exited, kernel_pid, os_error_or, poll, retry_eintr, set_nonblocking, signal_group,
+        wait_id,
     };
 }
 

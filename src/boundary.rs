@@ -85,6 +85,21 @@ pub trait Boundary: fmt::Debug + Send + Sync + Any {
         None
     }
 
+    /// Once the leader has exited and the wait waits for the whole job (`set_wait_for_job`), with the leader
+    /// unreaped: whether the rest of the job is gone, and a descriptor (the boundary's, open until [`end`](Boundary::end))
+    /// that turns readable when that may have changed (`None`: the wait checks again on its schedule). Called at
+    /// every step of that wait; a `true` ends it as an exit (the job's `SIGKILL` follows), an error too (returned
+    /// after the reap).
+    ///
+    /// Provided: the plain group's answer (a live member of the group `leader` other than the leader).
+    ///
+    /// # Errors
+    ///
+    /// What kept the boundary from telling.
+    fn rest_exited(&self, leader: u32) -> io::Result<(bool, Option<std::os::fd::RawFd>)> {
+        crate::sys::group_has_members(leader, None).map(|alive| (!alive, None))
+    }
+
     /// Tells the job, right before the leader's reap, whether what is left is killed (`kill`) or kept.
     fn judge(&self, leader: u32, kill: bool);
 
@@ -177,6 +192,15 @@ impl Job {
             return Ok(true);
         }
         self.0.as_ref().map_or(Ok(false), |b| b.exited(id))
+    }
+
+    /// Whether the rest of the job of `id` (exited, unreaped) is gone, and what tells a change (see
+    /// [`Boundary::rest_exited`]).
+    pub(crate) fn rest_exited(&self, id: u32) -> io::Result<(bool, Option<std::os::fd::RawFd>)> {
+        match &self.0 {
+            Some(boundary) => boundary.rest_exited(id),
+            None => crate::sys::group_has_members(id, None).map(|alive| (!alive, None)),
+        }
     }
 
     pub(crate) fn judge(&self, id: u32, kill: bool) {

@@ -55,6 +55,10 @@ pub struct GroupChild {
     phase: Phase,
     grace: Option<(i32, Duration)>,
     kill_leftovers: bool,
+    /// [`set_wait_for_job`](GroupChild::set_wait_for_job); and whether the leader has exited and the wait waits for
+    /// the rest of the job (the leader stays unreaped meanwhile: its id, the group's, stays ours).
+    wait_for_job: bool,
+    draining: bool,
     /// What the capturing waits are told (see `capture/`).
     #[cfg(feature = "capture")]
     pub(crate) capture: output::Settings,
@@ -85,12 +89,14 @@ impl GroupChild {
             return Ok(Some(outcome.status()));
         }
         // A leader found exited here is reaped at once; one that a step killed may not be reapable yet: no blocking.
-        let running = matches!(self.phase, Phase::Running);
+        let running = matches!(self.phase, Phase::Running) && !self.draining;
         if running {
             if !self.leader_exited()? {
                 return Ok(None);
             }
-            self.end_group(false, self.kill_leftovers, None)?;
+            if !self.wait_for_job {
+                self.end_group(false, self.kill_leftovers, None)?;
+            }
         }
         Ok(match self.step_in(None, Woke(None, running))? {
             Step::Done(outcome) => Some(outcome.status()),
@@ -269,6 +275,30 @@ impl GroupChild {
         self.kill_leftovers = kill;
     }
 
+    /// Whether a wait, once the leader has exited on its own, waits for the rest of the job to exit on its own too,
+    /// up to the deadline; at the deadline the job is ended as when the leader runs then (the
+    /// [grace](GroupChild::set_grace) signal to the group, the grace period, which ends once the whole job is gone,
+    /// then `SIGKILL`), and the outcome is [`Outcome::TimedOut`] with the leader's status. For jobs whose daemons
+    /// must finish their work. The default is `false`.
+    ///
+    /// While it waits, the leader stays unreaped (a zombie), so that the group's id cannot be given to another
+    /// process; the rest of the job, once seen gone, is still sent `SIGKILL` (which reaches only what the check could
+    /// not see), so [`set_kill_leftovers`](GroupChild::set_kill_leftovers) has no effect while this is on. Every
+    /// driver honours it: the blocking waits, [`try_wait`](GroupChild::try_wait) (`Ok(None)` until the rest is gone),
+    /// [`step`](GroupChild::step) (a `Pending` on what tells the job's end), the capturing waits.
+    ///
+    /// How the rest is seen: for a plain group, by a scan of `/proc` for a live member of the group (Linux; a
+    /// process that left the group, `setsid` or `setpgid`, is not the group's and is not waited for; a zombie does
+    /// not count), on the poll schedule of [How it waits](crate#how-it-waits) and never more often than 50 times
+    /// the scan's own time apart (about 2 % of one CPU whatever `/proc` holds); elsewhere by `kill(-pgid, 0)`
+    /// answering `ESRCH` or `EPERM` (a group of zombies). With `grouptimeout-job`'s `spawn_contained`, the whole
+    /// job, however it daemonised: see its `Contain` docs. An event loop of the caller's own steps the wait
+    /// ([`step`](GroupChild::step)) rather than polling [`exit_fd`](GroupChild::exit_fd), which stays readable from
+    /// the leader's exit on.
+    pub fn set_wait_for_job(&mut self, wait: bool) {
+        self.wait_for_job = wait;
+    }
+
     /// Sends `SIGKILL` to the whole group, without reaping the leader (as [`std::process::Child::kill`]); a later
     /// wait reaps it. Does nothing once the leader was reaped.
     ///
@@ -437,15 +467,28 @@ impl GroupChild {
                 Phase::Grace(end) => (end, true),
                 Phase::Reaping { .. } => return self.reap_step(woke),
             };
-            let (pid, job, kill) = (self.id(), &self.job, in_grace || self.kill_leftovers);
-            match self.watch.step(until, woke, || job.exited(pid)) {
+            let (pid, job) = (self.id(), &self.job);
+            let kill = in_grace || self.kill_leftovers || self.draining;
+            let step = if self.draining {
+                self.watch.rest_step(until, || job.rest_exited(pid))
+            } else {
+                self.watch.step(until, woke, || job.exited(pid))
+            };
+            match step {
                 Ok(Step::Pending(interest)) => return Ok(Step::Pending(interest)),
+                // The leader exited (on its own, or after the grace signal) and the whole job is waited for: its
+                // rest, until the deadline or the grace period's end.
+                Ok(Step::Done(true)) if self.wait_for_job && !self.draining => {
+                    self.draining = true;
+                    self.watch.restart();
+                }
                 // The deadline passed with the leader running: the sequence starts.
                 Ok(Step::Done(false)) if !in_grace => self.start_sequence()?,
                 // The leader exited on its own, after a grace signal, or the grace period is over: the group's end.
                 Ok(Step::Done(_)) => self.end_group(in_grace, kill, None)?,
-                // A failed check still ends a grace period in the kill and the reap; its error comes after them.
-                Err(e) if in_grace => self.end_group(true, true, Some(e))?,
+                // A failed check still ends a grace period (or the wait for the rest of the job) in the kill and the
+                // reap; its error comes after them.
+                Err(e) if in_grace || self.draining => self.end_group(in_grace, true, Some(e))?,
                 Err(e) => return Err(e),
             }
         }

@@ -239,6 +239,33 @@ impl ExitWatch {
         Ok(Step::Pending(self.interest(now, until, woke)))
     }
 
+    /// One step of the wait for the rest of a job whose leader has exited: reads the clock, then `rest` (whether
+    /// the rest is gone, and a descriptor that turns readable when that may have changed), then compares with
+    /// `until`, as [`step`](Self::step) does. Without a descriptor, the next check follows the poll schedule (from
+    /// the last [`restart`](Self::restart)), and comes no sooner than 50 times the check's own time (a scan of
+    /// `/proc` costs what it holds: at most about 2 % of a CPU).
+    pub(crate) fn rest_step(
+        &mut self,
+        until: Option<Instant>,
+        rest: impl FnOnce() -> io::Result<(bool, Option<RawFd>)>,
+    ) -> io::Result<Step<bool>> {
+        let now = Instant::now();
+        let (gone, fd) = rest()?;
+        if gone {
+            return Ok(Step::Done(true));
+        }
+        if until.is_some_and(|until| until <= now) {
+            return Ok(Step::Done(false));
+        }
+        if let Some(fd) = fd {
+            return Ok(Step::Pending(Interest::until_at(until).and_read(fd)));
+        }
+        let step = poll_step(now.saturating_duration_since(self.since)).max(now.elapsed() * 50);
+        Ok(Step::Pending(
+            Interest::until_at(now.checked_add(step)).no_later_than(until),
+        ))
+    }
+
     /// The leader's pidfd for the caller's own event loop, opened now if no step opened it yet (the caller has just
     /// found `pid`, the leader, unreaped); open until [`close`](Self::close). The error of `pidfd_open` as it is, or
     /// `Unsupported` where this build has no pidfds.

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{is_dead, read_pid, survivors_after, temp_path, KillOnDrop};
+use common::{is_dead, read_pid, survivors_after, temp_path, thread_cpu, KillOnDrop};
 use grouptimeout::{signal, GroupChild, GroupCommandExt, Interest, Outcome, Step};
 
 const LONG: Duration = Duration::from_secs(60);
@@ -165,9 +165,9 @@ fn at_the_deadline_the_grace_signal_and_sigcont_then_sigkill() {
     let grace = Duration::from_millis(700);
     child.set_grace(signal::SIGTERM, grace);
     let deadline = Instant::now() + Duration::from_millis(300);
-    let cpu = cpu_time();
+    let cpu = thread_cpu();
     let driven = drive(|| child.step(Some(deadline)));
-    let cpu = cpu_time().checked_sub(cpu).unwrap();
+    let cpu = thread_cpu().checked_sub(cpu).unwrap();
     let outcome = driven.result.unwrap();
     let returned = Instant::now();
     assert!(outcome.timed_out(), "{outcome:?}");
@@ -371,12 +371,12 @@ fn a_killed_leader_that_is_not_reapable_yet_does_not_block_a_step() {
     .unwrap();
     assert_eq!(line, "seized\n", "the tracer failed");
     let started = Instant::now();
-    let cpu = cpu_time();
+    let cpu = thread_cpu();
     // `drive` fails if one step takes a second: the tracer holds the exit for about 2 s.
     let outcome = drive(|| leader.step(Some(started + Duration::from_millis(100))))
         .result
         .unwrap();
-    let cpu = cpu_time().checked_sub(cpu).unwrap();
+    let cpu = thread_cpu().checked_sub(cpu).unwrap();
     assert!(outcome.timed_out(), "{outcome:?}");
     assert_eq!(outcome.status().signal(), Some(signal::SIGKILL));
     assert!(
@@ -388,21 +388,6 @@ fn a_killed_leader_that_is_not_reapable_yet_does_not_block_a_step() {
         "the steps used {cpu:?} of CPU"
     );
     assert!(tracer.wait().unwrap().success());
-}
-
-/// The CPU time of this thread.
-fn cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a live timespec that clock_gettime fills in.
-    let ret = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut ts) };
-    assert_eq!(ret, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    Duration::new(
-        u64::try_from(ts.tv_sec).unwrap(),
-        u32::try_from(ts.tv_nsec).unwrap(),
-    )
 }
 
 /// A set or an async runtime moves waits between threads: the stepped types are `Send` and `Sync`, as `GroupChild`
@@ -547,9 +532,9 @@ fn a_stop_signal_as_grace_signal_stays_a_stop_in_steps() {
 fn a_stepped_wait_of_a_second_does_not_spin() {
     for deadline in [None, Some(Instant::now() + LONG)] {
         let mut child = Command::new("sleep").arg("1").spawn_group().unwrap();
-        let cpu = cpu_time();
+        let cpu = thread_cpu();
         let driven = drive(|| child.step(deadline));
-        let cpu = cpu_time().checked_sub(cpu).unwrap();
+        let cpu = thread_cpu().checked_sub(cpu).unwrap();
         assert!(driven.result.unwrap().status().success());
         eprintln!("{} steps, {cpu:?} of CPU", driven.steps);
         assert!(
@@ -609,10 +594,10 @@ fn a_capture_in_steps_held_by_a_daemon_ends_after_its_drain() {
     let mut child = spawn_sh("setsid sleep 30 & echo $!; sleep 0.3; echo done");
     child.set_grace(signal::SIGTERM, LONG);
     let mut capture = child.capture_steps(Some(Instant::now() + LONG)).unwrap();
-    let cpu = cpu_time();
+    let cpu = thread_cpu();
     let started = Instant::now();
     let driven = drive(|| capture.step());
-    let (took, cpu) = (started.elapsed(), cpu_time().checked_sub(cpu).unwrap());
+    let (took, cpu) = (started.elapsed(), thread_cpu().checked_sub(cpu).unwrap());
     let captured = driven.result.unwrap();
     let daemon: u32 = String::from_utf8_lossy(&captured.stdout)
         .lines()
@@ -758,9 +743,9 @@ fn an_idle_capture_in_steps_wakes_at_its_idle_end() {
     let before = Instant::now();
     let mut capture = child.capture_steps(Some(before + LONG)).unwrap();
     let after = Instant::now();
-    let cpu = cpu_time();
+    let cpu = thread_cpu();
     let driven = drive(|| capture.step());
-    let cpu = cpu_time().checked_sub(cpu).unwrap();
+    let cpu = thread_cpu().checked_sub(cpu).unwrap();
     let outcome = driven.result.unwrap().outcome;
     assert!(outcome.idle(), "{outcome}");
     assert!(is_dead(leader));

@@ -35,21 +35,6 @@ fn voluntary_switches() -> u64 {
         .expect("voluntary_ctxt_switches in /proc/thread-self/status")
 }
 
-/// CPU time of the calling thread so far.
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a live timespec that clock_gettime fills in.
-    let ret = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut ts) };
-    assert_eq!(ret, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    Duration::new(
-        u64::try_from(ts.tv_sec).unwrap(),
-        u32::try_from(ts.tv_nsec).unwrap(),
-    )
-}
-
 /// Runs `wait` and returns its result with the count of this thread's wake-ups during it.
 fn wakeups_of<T>(wait: impl FnOnce() -> T) -> (T, u64) {
     let before = voluntary_switches();

@@ -330,6 +330,10 @@ impl Boundary for Attached {
         self.job().signal_kept(pgid, signal)
     }
 
+    fn rest_exited(&self, leader: u32) -> io::Result<(bool, Option<std::os::fd::RawFd>)> {
+        self.job().rest_exited(leader, self.guard_id())
+    }
+
     fn judge(&self, leader: u32, kill: bool) {
         self.job().judge(leader, kill);
     }

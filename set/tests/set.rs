@@ -758,3 +758,64 @@ fn captured_jobs_end_when_idle_and_hand_over_their_output() {
     assert_eq!(seen, [b"started\n".to_vec(), want.into_bytes()]);
     assert_eq!(left_running(&[(file, n)]), Vec::<u32>::new());
 }
+
+/// Jobs that wait for their whole job (`set_wait_for_job`, issue 39.4) in a set: a leader that exits at once leaves a
+/// child in its group (plain, and captured) or a `setsid` daemon (contained) that writes a file after a second. With
+/// a far deadline each is reported only once its file is written; with a deadline of half a second, timed out, and
+/// the file is never written. Nothing is left.
+#[test]
+fn jobs_that_wait_for_the_whole_job() {
+    let test = "jobs_that_wait_for_the_whole_job";
+    let dir = TempDir::new(test);
+    let how = boundary(test);
+    let mut set = JobSet::new().unwrap();
+    let mut files = Vec::new();
+    for key in [
+        "plain",
+        "captured",
+        "contained",
+        "plain-late",
+        "contained-late",
+    ] {
+        let (done, pids) = (dir.0.join(key), dir.0.join(format!("{key}.pids")));
+        let contained = key.starts_with("contained") && how.is_some();
+        let writer = format!("sleep 1; echo done > {}", done.display());
+        let script = if contained {
+            format!(
+                "setsid sh -c 'echo $$ >> {}; {writer}' >/dev/null 2>&1 &",
+                pids.display()
+            )
+        } else {
+            format!(
+                "echo hi; ({writer}) >/dev/null 2>&1 & echo $! >> {}",
+                pids.display()
+            )
+        };
+        files.push((pids, 1));
+        let mut child = spawn(contained.then_some(&how), &script, key == "captured");
+        child.set_wait_for_job(true);
+        let far = !key.ends_with("late");
+        let deadline = Instant::now() + Duration::from_millis(if far { 20_000 } else { 500 });
+        if key == "captured" {
+            set.add_captured(key, child, Some(deadline)).unwrap();
+        } else {
+            set.add(key, child, Some(deadline)).unwrap();
+        }
+    }
+    while let Some((key, finished)) = next(&mut set) {
+        let finished = finished.unwrap();
+        let written = dir.0.join(key).exists();
+        assert_eq!(
+            finished.outcome().timed_out(),
+            key.ends_with("late"),
+            "{key}: {finished:?}"
+        );
+        assert_eq!(written, !key.ends_with("late"), "{key}: {finished:?}");
+        if let Finished::Captured(captured) = finished {
+            assert_eq!(captured.stdout, b"hi\n");
+        }
+    }
+    assert_eq!(left_running(&files), [] as [u32; 0]);
+    thread::sleep(Duration::from_millis(1500));
+    assert!(!dir.0.join("plain-late").exists() && !dir.0.join("contained-late").exists());
+}

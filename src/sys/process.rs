@@ -69,6 +69,45 @@ pub(crate) fn signal_group_kept(pgid: u32, signal: libc::c_int, kept: bool) -> i
     group.and(leader)
 }
 
+/// Whether group `pgid`, whose leader (pid `pgid`) has exited and is held unreaped, has a member left that runs,
+/// other than `except`: on Linux, a process in `/proc` whose `stat` names the group and is not a zombie (`/proc` as
+/// mounted: one of another PID namespace names other groups); elsewhere `kill(-pgid, 0)` (a group of zombies answers
+/// `ESRCH`, or `EPERM` on macOS), which counts `except` too.
+#[cfg(target_os = "linux")]
+pub fn group_has_members(pgid: u32, except: Option<u32>) -> io::Result<bool> {
+    let group = pgid.to_string();
+    for entry in std::fs::read_dir("/proc")?.flatten() {
+        let member = entry.file_name().to_str().and_then(|s| s.parse().ok());
+        if member.is_none() || member == Some(pgid) || member == except {
+            continue;
+        }
+        // Gone meanwhile: not a member. After the name (which may hold anything): state, ppid, pgrp.
+        let stat = std::fs::read(entry.path().join("stat")).unwrap_or_default();
+        let after = stat
+            .iter()
+            .rposition(|&b| b == b')')
+            .map_or(&[][..], |i| &stat[i..]);
+        let mut fields = after.split(|&b| b == b' ').skip(1);
+        let (state, _, pgrp) = (fields.next(), fields.next(), fields.next());
+        if pgrp == Some(group.as_bytes()) && !matches!(state, Some(b"Z" | b"X" | b"x")) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// [`group_has_members`] where there is no `/proc`: `kill(-pgid, 0)`.
+#[cfg(not(target_os = "linux"))]
+pub fn group_has_members(pgid: u32, _except: Option<u32>) -> io::Result<bool> {
+    let pgid = checked_pid(pgid)?;
+    // SAFETY: kill has no memory-safety preconditions; signal 0 sends nothing; checked_pid ruled out the ids with
+    // special meanings.
+    match cvt(unsafe { libc::kill(-pgid, 0) }) {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ESRCH | libc::EPERM)) => Ok(false),
+        other => other.map(|_| true),
+    }
+}
+
 /// `ESRCH` (no such process or group) means "already gone": success.
 fn gone_is_ok(result: io::Result<libc::c_int>) -> io::Result<()> {
     match result {

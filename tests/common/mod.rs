@@ -924,3 +924,18 @@ pub fn cgroup2_mount() -> Option<String> {
             .then(|| left.split(' ').nth(4).map(str::to_owned))?
     })
 }
+
+/// CPU time of the calling thread so far (a wait that sleeps spends little of it; a busy loop, all of its time).
+pub fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a live timespec that clock_gettime fills in.
+    let ret = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut ts) };
+    assert_eq!(ret, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    Duration::new(
+        u64::try_from(ts.tv_sec).unwrap(),
+        u32::try_from(ts.tv_nsec).unwrap(),
+    )
+}

@@ -465,3 +465,32 @@ async fn idle_job_current_thread() {
 async fn idle_job_multi_thread() {
     idle_job().await;
 }
+
+// A contained job that waits for its whole job (`set_wait_for_job`): its leader exits at once, leaving a `setsid`
+// daemon that writes a file after a second. The future returns once the file is written, the daemon gone, and the
+// wait cost this thread a few ticks of CPU time (the descriptor that tells the job's end, registered with the
+// runtime, is read until it sleeps again).
+#[tokio::test(flavor = "current_thread")]
+async fn a_wait_for_the_whole_job() {
+    use grouptimeout_job::JobCommandExt as _;
+    let dir = Scratch::new("whole");
+    let line = format!(
+        "echo $$ > {0}/leader; setsid sh -c 'echo $$ > {0}/bg; sleep 1; echo done > {0}/done' &",
+        dir.0.display()
+    );
+    let mut child = sh(&line).spawn_contained().unwrap();
+    child.set_wait_for_job(true);
+    let pids = pids(&dir).await;
+    let before = thread_cpu_ticks();
+    let outcome = grouptimeout_tokio::wait(child, Some(Instant::now() + Duration::from_secs(20)))
+        .await
+        .unwrap();
+    let spent = thread_cpu_ticks() - before;
+    assert!(!outcome.timed_out(), "{outcome}");
+    assert!(
+        dir.path("done").exists(),
+        "the wait returned before the daemon had done its work"
+    );
+    assert!(is_dead(pids[1]));
+    assert!(spent < 10, "the wait took {spent} ticks of CPU time");
+}

@@ -3,7 +3,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write as _};
-use std::os::fd::AsRawFd as _;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,6 +37,8 @@ pub(crate) struct Cgroup {
     name: String,
     kill: OnceLock<File>,
     events: OnceLock<File>,
+    /// An inotify watch of `cgroup.events` (see [`Cgroup::rest_exited`]), made by its first call.
+    watch: OnceLock<io::Result<File>>,
     ended: AtomicBool,
 }
 
@@ -78,6 +80,7 @@ impl Cgroup {
             name,
             kill: OnceLock::new(),
             events: OnceLock::new(),
+            watch: OnceLock::new(),
             ended: AtomicBool::new(false),
         })
     }
@@ -91,6 +94,7 @@ impl Cgroup {
             name: self.name.clone(),
             kill: OnceLock::new(),
             events: OnceLock::new(),
+            watch: OnceLock::new(),
             ended: AtomicBool::new(true),
         }
     }
@@ -218,6 +222,21 @@ impl Cgroup {
             Ok(n) => buf[..n].windows(11).any(|w| w == b"populated 0"),
             Err(e) => e.raw_os_error() == Some(libc::ENODEV),
         }
+    }
+
+    /// Whether no process of the job is left (`cgroup.events` says `populated 0`, or the folder is gone: see
+    /// [`empty`](Self::empty)), and a descriptor that turns readable when that file changes: an inotify watch
+    /// (`IN_MODIFY`), read empty before the file is read, so that no change after the read is missed. `None` where
+    /// no watch can be made (no descriptor left): the wait then reads the file on its schedule.
+    pub(super) fn rest_exited(&self) -> (bool, Option<RawFd>) {
+        let watch = self
+            .watch
+            .get_or_init(|| sys::watch_modified(&self.dir.join("cgroup.events")));
+        let watch = watch.as_ref().ok();
+        if let Some(watch) = watch {
+            sys::drain(watch);
+        }
+        (self.empty(), watch.map(AsRawFd::as_raw_fd))
     }
 
     fn kill_all(&self) -> io::Result<()> {

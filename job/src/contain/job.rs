@@ -385,6 +385,35 @@ impl Job {
         }
     }
 
+    /// Once the command has exited, waiting for the whole job (`set_wait_for_job`), with the leader (or keeper) `id`
+    /// unreaped: whether nothing of the job but it, and `guard` (the guard of `die_with_parent`, a member of the group
+    /// that is ours), is left, and a descriptor that turns readable when that may have changed (see
+    /// `Boundary::rest_exited`). A cgroup says it in `cgroup.events` (watched by inotify); a reaper job's keeper ends
+    /// the job itself and exits (its pidfd); lineage and a plain group are scanned in `/proc`.
+    ///
+    /// # Errors
+    ///
+    /// `/proc` cannot be listed (lineage, a plain group), or the keeper was reaped by someone else (`ECHILD`).
+    pub(crate) fn rest_exited(
+        &self,
+        id: u32,
+        guard: Option<u32>,
+    ) -> io::Result<(bool, Option<std::os::fd::RawFd>)> {
+        let Some(inner) = &self.0 else {
+            return crate::sys::group_has_members(id, guard).map(|alive| (!alive, None));
+        };
+        let _ = guard;
+        match inner.bound {
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Cgroup(ref cgroup) => Ok(cgroup.rest_exited()),
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Lineage(ref mark) => mark.any_alive(id, guard).map(|alive| (!alive, None)),
+            // A keeper that was killed has exited: the job's end (by its mark) follows.
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Reaper(_) => self.keeper().map_or(Ok((true, None)), |k| k.ended_job(id)),
+        }
+    }
+
     /// The leader was reaped (or given up on): the job ends. A cgroup is killed (or, with `keep`, its processes are
     /// moved to the cgroup the caller runs in) and removed once empty, with its sub-cgroups, bounded; a lineage job
     /// needs nothing more.

@@ -2,16 +2,22 @@
 //! process std spawned (the `GroupChild`'s id) is the job's keeper, and the command is its child, in the group
 //! whose id is the keeper's pid. A wait watches the command; once it exited, the reap gives the keeper the verdict
 //! (end the job, or keep what it left), and the keeper exits as the command did. A command that left nothing running
-//! needs no verdict: its keeper ends the job and exits at once, and the wait sees the keeper's exit.
+//! needs no verdict: its keeper ends the job and exits at once, and the wait sees the keeper's exit. So does one that
+//! left something running, once that has exited too and the verdict was not given yet (a wait for the whole job, see
+//! `GroupChild::set_wait_for_job`).
 
 use std::io;
+use std::os::fd::{AsRawFd as _, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 #[derive(Debug)]
 pub(crate) struct Keeper {
     page: crate::sys::page::SharedPage,
     /// Set once the verdict was given: the keeper may reap the command from then on, so its pid is never read again.
     judged: AtomicBool,
+    /// A pidfd of the keeper, for a wait for the whole job (see [`Keeper::ended_job`]): `None` where none can be had.
+    exit: OnceLock<Option<OwnedFd>>,
 }
 
 impl Keeper {
@@ -19,6 +25,7 @@ impl Keeper {
         Ok(Keeper {
             page: crate::sys::page::SharedPage::new()?,
             judged: AtomicBool::new(false),
+            exit: OnceLock::new(),
         })
     }
 
@@ -48,6 +55,33 @@ impl Keeper {
             return false;
         }
         self.page.command_exited()
+    }
+
+    /// Whether the keeper `keeper` (our child) has exited, and a descriptor readable once it has (its pidfd; `None`
+    /// without one: the wait checks on its schedule). Waiting for the whole job, the verdict is held back: the keeper
+    /// reaps the job's orphans as they exit (each wakes it, a `SIGCHLD`), and once the command, exited, is its only
+    /// child, it ends the job and exits as the command did (see `keeper/watch.rs`).
+    ///
+    /// # Errors
+    ///
+    /// `ECHILD` as for `has_exited` (someone else reaped the keeper).
+    pub(crate) fn ended_job(&self, keeper: u32) -> io::Result<(bool, Option<RawFd>)> {
+        // A stopped keeper (`kill -STOP` of its pid) is continued, as a wait's check does (see `Job::exited`).
+        let exited = match crate::sys::exited_or_stopped(keeper)? {
+            Some(false) => {
+                crate::sys::wake_child(keeper);
+                false
+            }
+            state => state.is_some(),
+        };
+        // Opened after the check above found the keeper unreaped: the pid names our child.
+        let fd = self.exit.get_or_init(|| {
+            #[cfg(grouptimeout_no_pidfd)]
+            return None;
+            #[cfg(not(grouptimeout_no_pidfd))]
+            crate::sys::pidfd_open(keeper).ok()
+        });
+        Ok((exited, fd.as_ref().map(OwnedFd::as_raw_fd)))
     }
 
     /// Reaper mode: while `on`, the keeper `keeper` leaves the job's exited orphans unreaped (see

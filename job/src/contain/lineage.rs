@@ -335,6 +335,19 @@ impl Mark {
         }
     }
 
+    /// Whether a process of the job other than the leader and `guard` (the guard of `die_with_parent`, a member of
+    /// the group) still runs: a live member of the group, or a live process that carries the mark (the scan of a
+    /// kill, which signals nothing here).
+    ///
+    /// # Errors
+    ///
+    /// `/proc` cannot be listed.
+    pub(super) fn any_alive(&self, leader: u32, guard: Option<u32>) -> io::Result<bool> {
+        Ok(self.scan(leader)?.into_iter().any(|(pid, stat)| {
+            Some(pid) != guard && !stat.dead() && (stat.pgid == leader || self.carried_by(pid))
+        }))
+    }
+
     /// The live processes that may be the job's, besides the leader and this process: the group's members, and
     /// those started no earlier than the leader (their mark is checked later, after a pidfd was opened); and the
     /// members that `SIGKILL` has killed (zombies, for the record of what the kill reached). Each

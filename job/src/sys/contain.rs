@@ -1,10 +1,11 @@
-//! Linux calls of the job boundary (`crate::contain`): extended attributes of a cgroup folder, signalling through a
-//! pidfd, and a kept job's keeper seen from this process (stopped or exited, woken). The keeper, which starts a job's
+//! Linux calls of the job boundary (`crate::contain`): extended attributes of a cgroup folder, a watch of its
+//! `cgroup.events`, signalling through a pidfd, and a kept job's keeper seen from this process (stopped or exited,
+//! woken). The keeper, which starts a job's
 //! command, is in `keeper.rs`.
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd as _, BorrowedFd};
+use std::os::fd::{AsRawFd as _, BorrowedFd, FromRawFd as _, OwnedFd};
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 
@@ -69,6 +70,29 @@ pub(crate) fn getxattr(path: &Path, name: &str) -> io::Result<Option<Vec<u8>>> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// An inotify descriptor (non-blocking, close-on-exec) that turns readable when the file `path` is modified
+/// (`IN_MODIFY`): a cgroup's `cgroup.events` is, at each change of what it says (its `poll` answers `POLLPRI`, which
+/// a wait's `Interest` does not list). Read it empty ([`drain`]) before each look at the file.
+pub(crate) fn watch_modified(path: &Path) -> io::Result<std::fs::File> {
+    let path = CString::new(path.as_os_str().as_bytes())?;
+    // SAFETY: no pointer arguments; a descriptor returned is ours alone, owned at once.
+    let fd = unsafe {
+        OwnedFd::from_raw_fd(cvt(libc::inotify_init1(
+            libc::IN_NONBLOCK | libc::IN_CLOEXEC,
+        ))?)
+    };
+    // SAFETY: a live descriptor and a NUL-terminated path that lives across the call.
+    cvt(unsafe { libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), libc::IN_MODIFY) })?;
+    Ok(fd.into())
+}
+
+/// Reads everything a non-blocking descriptor holds (`EAGAIN` ends it), so that a `poll` sleeps until it gets more.
+pub(crate) fn drain(mut file: &std::fs::File) {
+    use std::io::Read as _;
+    let mut buf = [0u8; 1024];
+    while file.read(&mut buf).is_ok_and(|n| n > 0) {}
 }
 
 /// Sends `signal` to the process a pidfd names (`pidfd_send_signal`, Linux 5.1): `Ok(false)` when it has exited.

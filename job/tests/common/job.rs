@@ -48,3 +48,34 @@ pub fn start_job(
         .collect();
     (child, lines)
 }
+
+/// Runs `test` (a test of the calling binary, in its module `linux`) as nobody through `setpriv`, unless it runs so
+/// already (then `false`: the caller runs the scenario). Skipped where that cannot be done.
+pub fn as_nobody(test: &str) -> bool {
+    use crate::common::{have, is_root, runnable_by_anyone, skip_or_fail};
+    if std::env::var_os("GROUPTIMEOUT_TEST_UNPRIVILEGED").is_some() {
+        return false;
+    }
+    if !is_root() {
+        skip_or_fail(test, "not root, so setpriv cannot switch to nobody");
+        return true;
+    }
+    if !have(test, "setpriv", "--version") {
+        return true;
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        // A copy every user may run: the checkout may be in a folder only we may enter.
+        .arg(runnable_by_anyone(&std::env::current_exe().unwrap()))
+        .args(["--exact", &format!("linux::{test}"), "--nocapture"])
+        .env("GROUPTIMEOUT_TEST_UNPRIVILEGED", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    true
+}
