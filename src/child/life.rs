@@ -60,6 +60,7 @@ impl GroupChild {
             #[cfg(feature = "capture")]
             capture: super::output::Settings::default(),
             outcome: None,
+            usage: None,
             reaped: OnceLock::new(),
             job,
         }
