@@ -432,3 +432,21 @@ async fn awaited_again_after_the_end() {
     assert_eq!(again, first);
     assert_eq!(waiting.detach().try_wait().unwrap(), Some(first.status()));
 }
+
+/// What the job used (issue 39.1): the future awaited by reference leaves the child, which says it; a capture's
+/// result holds it.
+#[tokio::test(flavor = "current_thread")]
+async fn the_child_and_the_capture_say_what_the_job_used() {
+    let mut waiting = grouptimeout_tokio::wait(sh("exit 3").spawn_group().unwrap(), None);
+    assert_eq!(waiting.child().usage(), None);
+    let outcome = (&mut waiting).await.unwrap();
+    assert_eq!(outcome.status().code(), Some(3));
+    let usage = waiting.child().usage().expect("usage after the wait");
+    assert_eq!(usage.measured, grouptimeout::Measured::Leader);
+    #[cfg(feature = "capture")]
+    {
+        let child = sh("echo hi").stdout(Stdio::piped()).spawn_group().unwrap();
+        let captured = grouptimeout_tokio::wait_with_output(child, None).await.unwrap();
+        assert!(captured.usage.memory.is_some());
+    }
+}
