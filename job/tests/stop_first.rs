@@ -10,10 +10,13 @@
 #![cfg(unix)]
 
 mod common;
+#[path = "common/job.rs"]
+mod job_common;
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 mod linux {
     use super::common::*;
+    use super::job_common::rerun_as_nobody;
 
     use std::fs;
     use std::os::unix::process::ExitStatusExt as _;
@@ -189,36 +192,6 @@ mod linux {
         );
     }
 
-    /// Runs `test` (a test of this binary) as nobody through `setpriv`, unless it runs so already (then `false`: the
-    /// caller runs the scenario). Skipped where that cannot be done.
-    fn as_nobody(test: &str) -> bool {
-        if std::env::var_os("GROUPTIMEOUT_TEST_UNPRIVILEGED").is_some() {
-            return false;
-        }
-        if !is_root() {
-            skip_or_fail(test, "not root, so setpriv cannot switch to nobody");
-            return true;
-        }
-        if !have(test, "setpriv", "--version") {
-            return true;
-        }
-        let out = Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            // A copy every user may run: the checkout may be in a folder only we may enter.
-            .arg(runnable_by_anyone(&std::env::current_exe().unwrap()))
-            .args(["--exact", &format!("linux::{test}"), "--nocapture"])
-            .env("GROUPTIMEOUT_TEST_UNPRIVILEGED", "1")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        true
-    }
-
     #[test]
     fn cgroup_stops_the_leader_first() {
         let test = "cgroup_stops_the_leader_first";
@@ -240,7 +213,7 @@ mod linux {
 
     #[test]
     fn reaper_stops_the_leader_first_as_nobody() {
-        if !as_nobody("reaper_stops_the_leader_first_as_nobody") {
+        if !rerun_as_nobody("reaper_stops_the_leader_first_as_nobody") {
             stop_first(Mode::Reaper);
         }
     }
@@ -257,14 +230,14 @@ mod linux {
 
     #[test]
     fn lineage_stops_the_leader_first_as_nobody() {
-        if !as_nobody("lineage_stops_the_leader_first_as_nobody") {
+        if !rerun_as_nobody("lineage_stops_the_leader_first_as_nobody") {
             stop_first(Mode::Lineage);
         }
     }
 
     #[test]
     fn group_stops_the_leader_first_as_nobody() {
-        if !as_nobody("group_stops_the_leader_first_as_nobody") {
+        if !rerun_as_nobody("group_stops_the_leader_first_as_nobody") {
             stop_first(Mode::Group);
         }
     }
