@@ -40,7 +40,8 @@ use std::sync::Arc;
 /// its answers can and cannot change is in the module's docs.
 ///
 /// Every method is called with the leader unreaped by this crate, except [`take_reached`](Boundary::take_reached)
-/// (also right after the reap), and [`end`](Boundary::end) and [`record`](Boundary::record), which follow it.
+/// (also right after the reap), and [`usage`](Boundary::usage), [`end`](Boundary::end) and
+/// [`record`](Boundary::record), which follow it.
 #[doc(hidden)]
 pub trait Boundary: fmt::Debug + Send + Sync + Any {
     /// The process whose exit ends a wait: `leader`, or the command below a keeper.
@@ -113,6 +114,12 @@ pub trait Boundary: fmt::Debug + Send + Sync + Any {
     ///
     /// What could not be removed.
     fn end(&self, keep: bool) -> io::Result<()>;
+
+    /// Refines `usage`, the leader's own (from its reap), with what the boundary measured of the whole job; called
+    /// once, right after the leader's reap and before [`end`](Boundary::end). Provided: leaves it as it is.
+    fn usage(&self, usage: &mut crate::Usage) {
+        let _ = usage;
+    }
 
     /// What a capturing wait's result keeps of the job (called once the leader was reaped): a record that holds none
     /// of the job's resources (descriptors, a keeper's page), so that a kept result does not keep them open.
@@ -217,6 +224,12 @@ impl Job {
 
     pub(crate) fn end(&self, keep: bool) -> io::Result<()> {
         self.0.as_ref().map_or(Ok(()), |b| b.end(keep))
+    }
+
+    pub(crate) fn usage(&self, usage: &mut crate::Usage) {
+        if let Some(boundary) = &self.0 {
+            boundary.usage(usage);
+        }
     }
 
     #[cfg(feature = "capture")]

@@ -13,6 +13,7 @@ use crate::boundary::Job;
 use crate::group::{is_stop_signal, leader_exited, signal_group};
 use crate::handle::{GroupHandle, Reaped};
 use crate::outcome::Outcome;
+use crate::usage::Usage;
 use crate::wait::{drive, ExitWatch, Step, Woke};
 
 mod life;
@@ -64,6 +65,8 @@ pub struct GroupChild {
     pub(crate) capture: output::Settings,
     /// Set once the leader was reaped; from then on its id is never signalled.
     outcome: Option<Outcome>,
+    /// What the job used, set at the reap.
+    usage: Option<Usage>,
     /// Shared with the [`GroupHandle`]s, made by the first call of [`handle`](GroupChild::handle).
     reaped: OnceLock<Arc<Reaped>>,
     /// The job's boundary beyond the group (`boundary.rs`: `grouptimeout-job`'s); nothing for a plain group.
@@ -360,23 +363,37 @@ impl GroupChild {
         GroupHandle::new(self.id(), Arc::clone(reaped), self.job.clone())
     }
 
+    /// What the job used (see [`Usage`]): `Some` once a wait (any of them, [`step`](GroupChild::step) and the
+    /// capturing waits included) reaped the leader, `None` before.
+    ///
+    /// For a plain group, the leader's resource usage at its reap ([`Measured::Leader`](crate::Measured::Leader):
+    /// partial); a contained job of `grouptimeout-job` says what its boundary measured.
+    #[must_use]
+    pub fn usage(&self) -> Option<Usage> {
+        self.usage
+    }
+
     /// Reaps the leader (`judge` first tells a kept job's keeper to end the job, `kill`, or to keep what it left),
     /// with the handles locked out: none signals after the reap. The guard is ended by the caller, after the job's
     /// end.
     fn reap(&mut self, kill: bool) -> io::Result<ExitStatus> {
         self.job.judge(self.id(), kill);
-        let status = match self.reaped.get() {
-            None => self.child.wait(),
+        // `wait4` instead of std's `Child::wait` (the same call, with the resource usage): from now on `self.child`
+        // only gives the pid (no method of std's that waits or signals is called on it).
+        let reaped = match self.reaped.get() {
+            None => crate::sys::reap(self.id()),
             Some(reaped) => {
                 let mut reaped = reaped.lock();
-                let status = self.child.wait();
+                let status = crate::sys::reap(self.id());
                 *reaped = true;
                 status
             }
         };
         // The pid may be reused from now on: nothing is left to watch.
         self.watch.close();
-        status
+        let (status, usage) = reaped?;
+        self.usage = Some(usage);
+        Ok(status)
     }
 
     /// Makes every handle do nothing from now on (the leader is not ours to signal any more).
@@ -559,6 +576,10 @@ impl GroupChild {
             Outcome::Exited(status)
         };
         self.outcome = Some(outcome);
+        // The boundary's measure of the whole job, while it still holds what it measured with.
+        if let Some(usage) = &mut self.usage {
+            self.job.usage(usage);
+        }
         self.take_reached();
         // Also drops a guard: only now, for until the job's cgroup is gone, this process's death still ends it and
         // removes it.

@@ -249,6 +249,8 @@ mod spawn;
 #[cfg(unix)]
 mod sys;
 #[cfg(unix)]
+mod usage;
+#[cfg(unix)]
 mod wait;
 
 #[cfg(unix)]
@@ -262,6 +264,8 @@ pub use child::GroupChild;
 pub use handle::GroupHandle;
 #[cfg(unix)]
 pub use outcome::Outcome;
+#[cfg(unix)]
+pub use usage::{Measured, Usage};
 /// Extends [`std::process::Command`] with [`spawn_group`](GroupCommandExt::spawn_group) (and, with the `capture`
 /// feature, `output_timeout`).
 ///

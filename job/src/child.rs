@@ -343,6 +343,10 @@ impl Boundary for Attached {
         self.job().take_reached(&mut lock(&self.leftovers), guard);
     }
 
+    fn usage(&self, usage: &mut grouptimeout::Usage) {
+        self.job().usage(usage);
+    }
+
     /// Ends the job, then keeps only its record (whatever the end's result: a job is ended once): a finished child
     /// that the caller keeps holds no descriptor of the job and no keeper's page.
     fn end(&self, keep: bool) -> io::Result<()> {

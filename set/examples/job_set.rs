@@ -81,7 +81,7 @@ fn main() -> io::Result<ExitCode> {
             }
             _ => match &finished {
                 Finished::Captured(out) => out.stdout == b"out\n" && out.stderr == b"err\n",
-                Finished::Waited(_) => false,
+                Finished::Waited(..) => false,
             },
         };
         order.push(name);

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 #[cfg(feature = "capture")]
 use grouptimeout::{Capture, Captured};
-use grouptimeout::{GroupChild, Interest, Outcome, Step};
+use grouptimeout::{GroupChild, Interest, Outcome, Step, Usage};
 
 use crate::sleep::Watch;
 
@@ -15,8 +15,9 @@ use crate::sleep::Watch;
 #[derive(Debug)]
 pub enum Finished {
     /// A job added with [`JobSet::add`](crate::JobSet::add): how its wait ended, as
-    /// [`GroupChild::wait_deadline`] says it (its group dealt with, its leader reaped, the job ended).
-    Waited(Outcome),
+    /// [`GroupChild::wait_deadline`] says it (its group dealt with, its leader reaped, the job ended), and what the
+    /// job used ([`GroupChild::usage`]).
+    Waited(Outcome, Usage),
     /// A job added with [`JobSet::add_captured`](crate::JobSet::add_captured): what
     /// `GroupChild::wait_with_output_deadline` would have returned. Needs the `capture` feature (on by default).
     #[cfg(feature = "capture")]
@@ -29,9 +30,19 @@ impl Finished {
     #[must_use]
     pub fn outcome(&self) -> Outcome {
         match self {
-            Finished::Waited(outcome) => *outcome,
+            Finished::Waited(outcome, _) => *outcome,
             #[cfg(feature = "capture")]
             Finished::Captured(captured) => captured.outcome,
+        }
+    }
+
+    /// What the job used, either way (see [`Usage`]).
+    #[must_use]
+    pub fn usage(&self) -> Usage {
+        match self {
+            Finished::Waited(_, usage) => *usage,
+            #[cfg(feature = "capture")]
+            Finished::Captured(captured) => captured.usage,
         }
     }
 }
@@ -59,7 +70,12 @@ impl Waiting {
     pub(crate) fn step(&mut self) -> io::Result<Step<Finished>> {
         Ok(match self {
             Waiting::Plain { child, deadline } => match child.step(*deadline)? {
-                Step::Done(outcome) => Step::Done(Finished::Waited(outcome)),
+                Step::Done(outcome) => {
+                    let usage = child
+                        .usage()
+                        .expect("a wait that is done reaped its leader");
+                    Step::Done(Finished::Waited(outcome, usage))
+                }
                 Step::Pending(interest) => Step::Pending(interest),
             },
             #[cfg(feature = "capture")]

@@ -243,8 +243,14 @@ fn check(i: u32, plan: &Planned, finished: &Finished, at: Instant) {
             assert!(plan.captured, "job {i}");
             assert_eq!(String::from_utf8_lossy(&out.stdout), format!("job-{i}\n"));
         }
-        Finished::Waited(_) => assert!(!plan.captured, "job {i}"),
+        Finished::Waited(..) => assert!(!plan.captured, "job {i}"),
     }
+    // What the job used, either way (issue 39.1): measured at its reap.
+    assert!(
+        finished.usage().memory.is_some(),
+        "job {i}: {:?}",
+        finished.usage()
+    );
 }
 
 /// The fifty jobs of [`add_fifty`] in one set: every outcome is right, the jobs come in the order they ended (pairs

@@ -104,6 +104,8 @@ pub struct Captured {
     /// a daemon), a leftover kept by [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers), or, rarely, a
     /// killed member slow to die (it writes nothing more). Whatever such a process writes later is not captured.
     pub pipes_closed: bool,
+    /// What the job used (see [`Usage`](crate::Usage) and [`GroupChild::usage`]).
+    pub usage: crate::Usage,
     /// The record of the job's boundary, for `grouptimeout-job` to tell what became of the job (its `containment`
     /// and `leftovers`); nothing for a plain group. A record, not the boundary: it holds none of the job's resources.
     pub(crate) job: Record,
@@ -486,6 +488,10 @@ impl Capture {
             stderr_omitted,
             input_written,
             pipes_closed,
+            usage: self
+                .child
+                .usage()
+                .expect("a capture is finished once its leader was reaped"),
             job: self.child.job.record(),
         }
     }

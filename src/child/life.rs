@@ -62,6 +62,7 @@ impl GroupChild {
             #[cfg(feature = "capture")]
             capture: super::output::Settings::default(),
             outcome: None,
+            usage: None,
             reaped: OnceLock::new(),
             job,
         }

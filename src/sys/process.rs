@@ -2,6 +2,9 @@
 
 use std::io;
 use std::mem::MaybeUninit;
+use std::os::unix::process::ExitStatusExt as _;
+use std::process::ExitStatus;
+use std::time::Duration;
 
 use super::{checked_pid, cvt, retry_eintr, wait_id};
 
@@ -27,6 +30,38 @@ pub fn has_exited(pid: u32) -> io::Result<bool> {
         let info = unsafe { info.assume_init() };
         // With WNOHANG and no exited child the kernel leaves (POSIX: unspecified) si_signo 0; we zeroed it.
         Ok(info.si_signo != 0)
+    })
+}
+
+/// Reaps our child `pid`, blocking until it exits (`wait4`, the call std's `Child::wait` makes, which also gives the
+/// child's resource usage): its status, and its usage (the child's and that of the descendants it waited for). Fails
+/// with `ECHILD` when `pid` is not an unreaped child of ours.
+pub fn reap(pid: u32) -> io::Result<(ExitStatus, crate::Usage)> {
+    let pid = checked_pid(pid)?;
+    retry_eintr(|| {
+        let mut status = 0;
+        let mut usage = MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: `status` and the zeroed `usage` live across the call, which writes at most one of each. Then
+        // zero-initialised and possibly filled in by the kernel: every bit pattern is a valid rusage.
+        let usage = unsafe {
+            cvt(libc::wait4(pid, &raw mut status, 0, usage.as_mut_ptr()))?;
+            usage.assume_init()
+        };
+        let time = |t: libc::timeval| {
+            let (s, us) = (t.tv_sec.try_into(), t.tv_usec.try_into());
+            Duration::from_secs(s.unwrap_or(0)) + Duration::from_micros(us.unwrap_or(0))
+        };
+        // Kilobytes, but bytes on macOS.
+        let unit = if cfg!(target_vendor = "apple") {
+            1
+        } else {
+            1024
+        };
+        let rss = u64::try_from(usage.ru_maxrss)
+            .unwrap_or(0)
+            .saturating_mul(unit);
+        let used = crate::Usage::of_leader(time(usage.ru_utime), time(usage.ru_stime), rss);
+        Ok((ExitStatus::from_raw(status), used))
     })
 }
 

@@ -77,7 +77,8 @@ pub fn wait(child: GroupChild, deadline: Option<tokio::time::Instant>) -> Waitin
 
 impl Waiting {
     /// The child, for [`GroupChild::id`] and [`GroupChild::handle`] (a [`grouptimeout::GroupHandle`] signals the
-    /// group from any task or thread while this future waits).
+    /// group from any task or thread while this future waits), and, once the future (awaited as `&mut`) returned,
+    /// [`GroupChild::usage`]: what the job used.
     pub fn child(&self) -> &GroupChild {
         &self.child
     }

@@ -494,3 +494,21 @@ async fn a_wait_for_the_whole_job() {
     assert!(is_dead(pids[1]));
     assert!(spent < 10, "the wait took {spent} ticks of CPU time");
 }
+
+/// What the job used (issue 39.1): the future awaited by reference leaves the child, which says it; a capture's
+/// result holds it.
+#[tokio::test(flavor = "current_thread")]
+async fn the_child_and_the_capture_say_what_the_job_used() {
+    let mut waiting = grouptimeout_tokio::wait(sh("exit 3").spawn_group().unwrap(), None);
+    assert_eq!(waiting.child().usage(), None);
+    let outcome = (&mut waiting).await.unwrap();
+    assert_eq!(outcome.status().code(), Some(3));
+    let usage = waiting.child().usage().expect("usage after the wait");
+    assert_eq!(usage.measured, grouptimeout::Measured::Leader);
+    #[cfg(feature = "capture")]
+    {
+        let child = sh("echo hi").stdout(Stdio::piped()).spawn_group().unwrap();
+        let captured = grouptimeout_tokio::wait_with_output(child, None).await.unwrap();
+        assert!(captured.usage.memory.is_some());
+    }
+}

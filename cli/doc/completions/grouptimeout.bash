@@ -3,7 +3,7 @@
 # `complete -F _grouptimeout timeout`). tests/manual.rs checks the options against `grouptimeout --help`.
 
 _grouptimeout() {
-    local options="-s --signal -k --kill-after -p --preserve-status -f --foreground -v --verbose --leave-running --help --version"
+    local options="-s --signal -k --kill-after -p --preserve-status -f --foreground -v --verbose --leave-running --stats --help --version"
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
     local i word operands=0 options_end=0
     COMPREPLY=()

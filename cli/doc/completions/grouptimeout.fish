@@ -30,6 +30,7 @@ complete -c grouptimeout -n __grouptimeout_before_duration -s p -l preserve-stat
 complete -c grouptimeout -n __grouptimeout_before_duration -s f -l foreground -d 'Keep COMMAND in the process group of grouptimeout'
 complete -c grouptimeout -n __grouptimeout_before_duration -s v -l verbose -d 'Report every signal sent, and the processes killed besides COMMAND'
 complete -c grouptimeout -n __grouptimeout_before_duration -l leave-running -d 'When COMMAND exits by itself, leave what it started running'
+complete -c grouptimeout -n __grouptimeout_before_duration -l stats -d 'Once the job has ended, say what it used (CPU time, peak memory)'
 complete -c grouptimeout -n __grouptimeout_before_duration -l help -d 'Display the help and exit'
 complete -c grouptimeout -n __grouptimeout_before_duration -l version -d 'Output version information and exit'
 # After DURATION: COMMAND and its arguments, completed as a command line of their own.

@@ -435,6 +435,24 @@ impl Job {
         }
     }
 
+    /// Right after the reap of the leader, before [`end`](Job::end): `usage`, the leader's, refined with what a kept
+    /// job's keeper measured of the whole job (see `SharedPage::usage`); a lineage job and a plain group keep the
+    /// leader's.
+    #[cfg_attr(
+        not(all(target_os = "linux", not(grouptimeout_portable))),
+        allow(clippy::unused_self, reason = "no keeper outside Linux")
+    )]
+    pub(crate) fn usage(&self, usage: &mut grouptimeout::Usage) {
+        let _ = usage;
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if let Some(inner) = &self.0 {
+            if let Some(keeper) = &inner.keeper {
+                let reaper = matches!(inner.bound, Bound::Reaper(_));
+                keeper.page().usage(usage, reaper);
+            }
+        }
+    }
+
     /// The folder of the job's cgroup, for the guard of `die_with_parent`.
     pub(crate) fn cgroup_folder(&self) -> Option<&std::path::Path> {
         match self.0.as_ref()?.bound {

@@ -5,6 +5,7 @@
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 
+use super::page::{USED_CGROUP_CPU, USED_CHILDREN, USED_MEMORY_PEAK, USED_PIDS_PEAK};
 use super::plan::Plan;
 use crate::sys::clone::InKeeper;
 use crate::sys::signal_safe::{self as calls, DeathPlan};
@@ -17,7 +18,15 @@ pub(super) const REMOVE_TRIES_ALONE: u32 = 30_000;
 /// Kills the job: the command's group, then the cgroup; waits (`tries` milliseconds at most) for it to empty and
 /// removes the folder (a folder that holds sub-cgroups of the job's, or a process that does not die, is left to the
 /// supervisor's own end of the job, or behind).
-pub(super) fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, tries: u32) {
+/// Before each try, what the job used is read into the shared page (`record_cgroup_use`): the read before the removal
+/// that succeeds, of a folder that holds no process, is the whole job's.
+pub(super) fn end_job(
+    plan: &Plan,
+    me: &InKeeper,
+    folder_fd: RawFd,
+    group: libc::pid_t,
+    tries: u32,
+) {
     // The group's id is our own pid (> 1), pinned while we live.
     let _ = calls::kill(-group, libc::SIGKILL);
     let Some(folder) = plan.folder().filter(|_| folder_fd >= 0) else {
@@ -25,11 +34,13 @@ pub(super) fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, tries: 
     };
     // It succeeds on an empty folder without sub-cgroups (a command that left nothing: the common end), which then
     // needs no kill.
+    record_cgroup_use(plan, me, folder_fd);
     if calls::rmdir(folder).is_ok() {
         return;
     }
     let _ = calls::write_control_at(folder_fd, c"cgroup.kill", b"1");
     for _ in 0..tries {
+        record_cgroup_use(plan, me, folder_fd);
         if calls::rmdir(folder) != Err(libc::EBUSY) {
             return;
         }
@@ -42,6 +53,53 @@ pub(super) fn end_job(plan: &Plan, folder_fd: RawFd, group: libc::pid_t, tries: 
         }
         calls::nap_for(1);
     }
+}
+
+/// Cgroup mode: what the job used so far, from its folder (open as `folder_fd`) into the shared page: `cpu.stat`'s
+/// user and system time (every cgroup v2 folder has it), and `memory.peak` and `pids.peak` where their controllers
+/// are on for the folder. A file that cannot be read leaves what the page held.
+pub(super) fn record_cgroup_use(plan: &Plan, me: &InKeeper, folder_fd: RawFd) {
+    if folder_fd < 0 {
+        return;
+    }
+    let shared = plan.page.get(me.forked());
+    let mut buf = [0u8; 1024];
+    let mut used = 0;
+    if let Some(text) = calls::read_start(folder_fd, c"cpu.stat", &mut buf) {
+        if let (Some(user), Some(system)) =
+            (field(text, b"user_usec "), field(text, b"system_usec "))
+        {
+            shared.user_us.store(user, Ordering::Relaxed);
+            shared.system_us.store(system, Ordering::Relaxed);
+            used |= USED_CGROUP_CPU;
+        }
+    }
+    for (name, slot, bit) in [
+        (c"memory.peak", &shared.memory, USED_MEMORY_PEAK),
+        (c"pids.peak", &shared.processes, USED_PIDS_PEAK),
+    ] {
+        if let Some(n) = calls::read_start(folder_fd, name, &mut buf).and_then(number) {
+            slot.store(n, Ordering::Relaxed);
+            used |= bit;
+        }
+    }
+    shared.used.fetch_or(used, Ordering::Release);
+}
+
+/// The number that follows `key` at the start of a line of `text`.
+fn field(text: &[u8], key: &[u8]) -> Option<u64> {
+    text.split(|&b| b == b'\n')
+        .find_map(|line| line.strip_prefix(key))
+        .and_then(number)
+}
+
+/// The decimal number at the start of `text` (`None` without a digit there); saturates rather than overflows.
+fn number(text: &[u8]) -> Option<u64> {
+    let digits = text.iter().take_while(|b| b.is_ascii_digit());
+    let n = digits.clone().fold(0u64, |n, &b| {
+        n.saturating_mul(10).saturating_add(u64::from(b - b'0'))
+    });
+    (digits.count() > 0).then_some(n)
 }
 
 /// The supervisor died: its death plan (`Shared::death_signal`), if it set one, before the job is ended. Sends the
@@ -186,10 +244,22 @@ fn for_each_child(mut f: impl FnMut(libc::pid_t)) -> bool {
 
 /// Exits as the command did (`exit_as`), after telling this process that the keeper leaves on its own.
 pub(super) fn leave(plan: &Plan, me: &InKeeper, report: Option<calls::Report>) -> ! {
-    plan.page
-        .get(me.forked())
-        .leaving
-        .store(1, Ordering::Release);
+    let shared = plan.page.get(me.forked());
+    // What the children it reaped used (all of the job in reaper mode): the CPU time where the cgroup's was not
+    // read, the memory (the largest child's) where `memory.peak` was not.
+    let (user, system, max_rss) = calls::children_usage();
+    let written = shared.used.load(Ordering::Relaxed);
+    if written & USED_CGROUP_CPU == 0 {
+        shared.user_us.store(user, Ordering::Relaxed);
+        shared.system_us.store(system, Ordering::Relaxed);
+    }
+    if written & USED_MEMORY_PEAK == 0 {
+        shared
+            .memory
+            .store(max_rss.saturating_mul(1024), Ordering::Relaxed);
+    }
+    shared.used.fetch_or(USED_CHILDREN, Ordering::Release);
+    shared.leaving.store(1, Ordering::Release);
     exit_as(report)
 }
 

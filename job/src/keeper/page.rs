@@ -15,6 +15,15 @@ pub(crate) const KEEPER_FAILED: i32 = 1 << 20;
 pub(super) const VERDICT_KILL: u32 = 1;
 pub(super) const VERDICT_KEEP: u32 = 2;
 
+/// Which figures of what the job used the keeper wrote to the page (`Shared::used`): the cgroup's CPU time
+/// (`cpu.stat`), its `memory.peak`, its `pids.peak`; and what the keeper's reaped children used (`RUSAGE_CHILDREN`),
+/// written as the CPU time where the cgroup's is not, and as the memory (the largest child's) where `memory.peak` is
+/// not.
+pub(super) const USED_CGROUP_CPU: u32 = 1;
+pub(super) const USED_MEMORY_PEAK: u32 = 2;
+pub(super) const USED_PIDS_PEAK: u32 = 4;
+pub(super) const USED_CHILDREN: u32 = 8;
+
 /// Why a keeper failed the spawn, beyond its errno (see [`KeeperFailure`]).
 pub(super) const WHY_USER: u32 = 1;
 pub(super) const WHY_PID_NAMESPACE: u32 = 2;
@@ -84,6 +93,35 @@ impl SharedPage {
         let (signal, grace_ms) = DeathPlan::new(signal, grace).parts();
         shared.death_grace_ms.store(grace_ms, Ordering::Release);
         shared.death_signal.store(signal, Ordering::Release);
+    }
+
+    /// Refines `usage` (the keeper's own, from its reap) with what the keeper wrote of the job's use before it
+    /// exited: the cgroup's figures where it read them, else what the processes it reaped used (`reaper`: the whole
+    /// job, since it reaped every process of it; else the command and what the command waited for). Nothing from a
+    /// keeper that was killed before it wrote them.
+    pub(crate) fn usage(&self, usage: &mut grouptimeout::Usage, reaper: bool) {
+        use grouptimeout::Measured;
+        let shared = self.shared();
+        let used = shared.used.load(Ordering::Acquire);
+        let micros = |at: &std::sync::atomic::AtomicU64| {
+            std::time::Duration::from_micros(at.load(Ordering::Acquire))
+        };
+        if used & (USED_CGROUP_CPU | USED_CHILDREN) != 0 {
+            usage.user = micros(&shared.user_us);
+            usage.system = micros(&shared.system_us);
+            usage.measured = match () {
+                () if used & USED_CGROUP_CPU != 0 => Measured::Cgroup,
+                () if reaper => Measured::Keeper,
+                () => Measured::Leader,
+            };
+        }
+        if used & (USED_MEMORY_PEAK | USED_CHILDREN) != 0 {
+            usage.memory = Some(shared.memory.load(Ordering::Acquire));
+            usage.memory_whole_job = used & USED_MEMORY_PEAK != 0;
+        }
+        if used & USED_PIDS_PEAK != 0 {
+            usage.processes = Some(shared.processes.load(Ordering::Acquire));
+        }
     }
 
     /// The spawn returned: from now on the keeper waits for the verdict once the command exited (until then, a

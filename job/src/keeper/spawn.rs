@@ -270,7 +270,7 @@ fn kept(ctx: &Kept<Plan>, command: libc::pid_t, me: InKeeper) -> ! {
     if joined.is_err() {
         // Cannot happen (the helper's group is in our session, kept by the helper or its zombie until reaped). The
         // command must not run in a group with its keeper: it ends, and the keeper exits as it did (killed).
-        end::end_job(plan, ctx.folder_fd, calls::getpid(), end::REMOVE_TRIES);
+        end::end_job(plan, &me, ctx.folder_fd, calls::getpid(), end::REMOVE_TRIES);
         end::exit_as(end::reap(command));
     }
     watch::keep(plan, ctx.folder_fd, command, helper, &me)

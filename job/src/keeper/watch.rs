@@ -55,7 +55,7 @@ pub(super) fn keep(
         }
         if calls::getppid() != plan.supervisor {
             end::give_grace(plan, me, folder_fd, group, command);
-            end::end_job(plan, folder_fd, group, end::REMOVE_TRIES_ALONE);
+            end::end_job(plan, me, folder_fd, group, end::REMOVE_TRIES_ALONE);
             end::end_adopted(folder_fd, command, end::REMOVE_TRIES_ALONE);
             end::leave(plan, me, end::reap(command));
         }
@@ -72,16 +72,20 @@ pub(super) fn keep(
         if end::exited(command) {
             match page.verdict.load(Ordering::Acquire) {
                 VERDICT_KILL => {
-                    end::end_job(plan, folder_fd, group, end::REMOVE_TRIES);
+                    end::end_job(plan, me, folder_fd, group, end::REMOVE_TRIES);
                     end::end_adopted(folder_fd, command, end::REMOVE_TRIES);
                     end::leave(plan, me, end::reap(command));
                 }
-                VERDICT_KEEP => end::leave(plan, me, end::reap(command)),
+                VERDICT_KEEP => {
+                    // The job's use until the verdict: its folder stays, with what the command left.
+                    end::record_cgroup_use(plan, me, folder_fd);
+                    end::leave(plan, me, end::reap(command));
+                }
                 // Nothing of the job runs any more (the common end, and a command that failed its `exec`, for which
                 // std waits for us): ending it and keeping it are the same, so no verdict is waited for. This process
                 // then sees the keeper's own exit, one wake-up instead of a round trip through the shared page.
                 _ if end::job_empty(folder_fd, command) => {
-                    end::end_job(plan, folder_fd, group, end::REMOVE_TRIES);
+                    end::end_job(plan, me, folder_fd, group, end::REMOVE_TRIES);
                     end::leave(plan, me, end::reap(command));
                 }
                 // Before the spawn returned, a command that left something running ran its program (a failed `exec`
@@ -93,7 +97,7 @@ pub(super) fn keep(
                 _ if page.spawned.load(Ordering::Acquire) == 0 => {
                     let since = *awaiting_spawn.get_or_insert_with(calls::monotonic);
                     if calls::monotonic().saturating_sub(since) >= SPAWN_GRACE {
-                        end::end_job(plan, folder_fd, group, end::REMOVE_TRIES);
+                        end::end_job(plan, me, folder_fd, group, end::REMOVE_TRIES);
                         end::end_adopted(folder_fd, command, end::REMOVE_TRIES);
                         end::leave(plan, me, end::reap(command));
                     }

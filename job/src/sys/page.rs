@@ -4,7 +4,7 @@
 use std::io;
 use std::os::unix::process::CommandExt as _;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// What the keeper and this process share (see `keeper/page.rs` for who writes what): atomics only, valid for every
@@ -30,6 +30,14 @@ pub(crate) struct Shared {
     /// The death plan (`DeathPlan::parts`), set by this process, read by the keeper once this process died.
     pub(crate) death_signal: AtomicU32,
     pub(crate) death_grace_ms: AtomicU32,
+    /// What the job used, written by the keeper before it removes the job's folder and before it exits: which of
+    /// the figures below it wrote (`keeper::page`'s `USED_*` bits), user and system CPU time in microseconds, the
+    /// peak memory in bytes, the peak count of processes.
+    pub(crate) used: AtomicU32,
+    pub(crate) user_us: AtomicU64,
+    pub(crate) system_us: AtomicU64,
+    pub(crate) memory: AtomicU64,
+    pub(crate) processes: AtomicU64,
 }
 
 /// The page's length: one page on every system (a `Shared` is far smaller).

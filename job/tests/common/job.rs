@@ -49,14 +49,15 @@ pub fn start_job(
     (child, lines)
 }
 
-/// Runs `test` (a test of the calling binary, in its module `linux`) as nobody through `setpriv`, unless it runs so
-/// already (then `false`: the caller runs the scenario). Skipped where that cannot be done.
+/// Runs `test` (the test `linux::test` of this binary) again as nobody through `setpriv`, and checks that it passed,
+/// unless this runs as nobody already: `false` then, and the caller runs its scenario. Skipped (see `skip_or_fail`)
+/// where that cannot be done.
 pub fn as_nobody(test: &str) -> bool {
-    use crate::common::{have, is_root, runnable_by_anyone, skip_or_fail};
+    use crate::common::{have, runnable_by_anyone, skip_or_fail};
     if std::env::var_os("GROUPTIMEOUT_TEST_UNPRIVILEGED").is_some() {
         return false;
     }
-    if !is_root() {
+    if !crate::common::is_root() {
         skip_or_fail(test, "not root, so setpriv cannot switch to nobody");
         return true;
     }
@@ -71,11 +72,13 @@ pub fn as_nobody(test: &str) -> bool {
         .env("GROUPTIMEOUT_TEST_UNPRIVILEGED", "1")
         .output()
         .unwrap();
+    let output =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    // What the scenario printed, in this test's output too.
+    print!("{output}");
     assert!(
-        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        out.status.success() && output.contains("1 passed"),
+        "{output}"
     );
     true
 }

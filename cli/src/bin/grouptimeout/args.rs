@@ -30,6 +30,8 @@ pub struct Options {
     pub verbose: bool,
     /// `--leave-running`: do not kill what the command leaves running when it exits by itself.
     pub leave_running: bool,
+    /// `--stats`: say what the job used once it has ended.
+    pub stats: bool,
     /// The timeout; `None` for none (0, or too large to represent).
     pub duration: Option<Duration>,
     /// The command and its arguments; never empty.
@@ -118,6 +120,9 @@ every orphan COMMAND leaves, once it exits.
                              boundary weaker than the cgroup, with why
       --leave-running      when COMMAND exits by itself, leave the processes
                              it started running (default: kill them)
+      --stats              once the job has ended, say on stderr what it
+                             used: its CPU time (the whole job's in cgroup
+                             and reaper modes), its peak memory
       --help               display this help and exit
       --version            output version information and exit
 
@@ -161,6 +166,7 @@ const LONG_OPTIONS: &[(&str, bool)] = &[
     ("foreground", false),
     ("preserve-status", false),
     ("leave-running", false),
+    ("stats", false),
     ("help", false),
     ("version", false),
 ];
@@ -183,6 +189,7 @@ pub fn parse_args(args: &[OsString]) -> Result<Parsed, UsageError> {
         foreground: false,
         verbose: false,
         leave_running: false,
+        stats: false,
         duration: None,
         command: Vec::new(),
     };
@@ -226,6 +233,7 @@ pub fn parse_args(args: &[OsString]) -> Result<Parsed, UsageError> {
                 "foreground" => opts.foreground = true,
                 "preserve-status" => opts.preserve_status = true,
                 "leave-running" => opts.leave_running = true,
+                "stats" => opts.stats = true,
                 "help" => return Ok(Parsed::Help),
                 _ => return Ok(Parsed::Version),
             }
@@ -288,9 +296,15 @@ fn match_long(name: &[u8], arg: &[u8]) -> Result<(&'static str, bool), UsageErro
         .iter()
         .filter(|(l, _)| !name.is_empty() && l.as_bytes().starts_with(name))
         .collect();
-    match candidates[..] {
-        [&(long, takes)] => Ok((long, takes)),
-        [] => Err(UsageError::raw("unrecognized option ", arg, "")),
+    // A prefix that GNU's own options make unique stays theirs (`--s` is `--signal`, as in GNU's `timeout`), whatever
+    // the tool's own options (`--stats`, `--leave-running`) add.
+    let gnu: Vec<_> = candidates
+        .iter()
+        .filter(|(l, _)| !["stats", "leave-running"].contains(l))
+        .collect();
+    match (&candidates[..], &gnu[..]) {
+        ([&(long, takes)], _) | (_, [&&(long, takes)]) => Ok((long, takes)),
+        ([], _) => Err(UsageError::raw("unrecognized option ", arg, "")),
         _ => {
             let list: Vec<String> = candidates.iter().map(|(l, _)| format!("'--{l}'")).collect();
             let name = [b"--", name].concat();
@@ -426,6 +440,10 @@ mod tests {
         // Options end at the first operand.
         assert_eq!(run(&["1", "-v", "true"]).command, args(&["-v", "true"]));
         assert!(!run(&["1", "-v", "true"]).verbose);
+        // `--s` is GNU's `--signal` still; `--st` is the tool's `--stats`.
+        assert_eq!(run(&["--s=HUP", "1", "true"]).signal, libc::SIGHUP);
+        let o = run(&["--st", "1", "true"]);
+        assert!(o.stats && !o.verbose);
         assert_eq!(parse_args(&args(&["--help", "--bogus"])), Ok(Parsed::Help));
         assert_eq!(parse_args(&args(&["--vers"])), Ok(Parsed::Version));
     }

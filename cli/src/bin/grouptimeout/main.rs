@@ -471,6 +471,10 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
         let named: Vec<(u32, &str)> = killed.iter().map(|k| (k.pid, k.name.as_str())).collect();
         say!("{}", messages::killed_leftovers(&named));
     }
+    // What the job used, once it has ended (a command left running has none yet; nor has `--foreground`'s).
+    if let (true, Some(usage)) = (opts.stats, leader.group().and_then(|c| c.usage())) {
+        say!("{}", messages::stats(&usage));
+    }
     if matches!(waited, Ok(None)) {
         // Not dropped: the drop would try to kill it again and wait a second for it.
         std::mem::forget(leader);

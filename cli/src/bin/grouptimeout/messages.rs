@@ -262,6 +262,39 @@ pub fn unknown_leftovers(left: &[(u32, &str)]) -> String {
     )
 }
 
+/// `--stats`' line: `stats: cpu 1.02s (user 0.98s, system 0.04s), memory 3.1 MiB (whole job), peak 4 processes`. The
+/// CPU time in seconds with two decimals; a partial measurement (the leader's own rusage: a lineage job, a plain
+/// group, a keeper that was killed) is marked `; leader and its waited children` inside the parentheses; the memory
+/// says whether it is the whole job's (`memory.peak`) or the largest process's; what is unknown is left out.
+pub fn stats(usage: &grouptimeout::Usage) -> String {
+    use std::fmt::Write as _;
+    let seconds = |d: std::time::Duration| format!("{:.2}s", d.as_secs_f64());
+    let partial = match usage.measured {
+        grouptimeout::Measured::Leader => "; leader and its waited children",
+        _ => "",
+    };
+    let mut line = format!(
+        "stats: cpu {} (user {}, system {}{partial})",
+        seconds(usage.cpu()),
+        seconds(usage.user),
+        seconds(usage.system)
+    );
+    if let Some(bytes) = usage.memory {
+        #[allow(clippy::cast_precision_loss, reason = "shown with one decimal")]
+        let mib = bytes as f64 / f64::from(1 << 20);
+        let of = if usage.memory_whole_job {
+            "whole job"
+        } else {
+            "largest process"
+        };
+        let _ = write!(line, ", memory {mib:.1} MiB ({of})");
+    }
+    if let Some(n) = usage.processes {
+        let _ = write!(line, ", peak {n} processes");
+    }
+    line
+}
+
 /// `1234 (sleep), 1240 (sh)`: at most [`NAMED_LEFTOVERS`] named, then `, and 5 more`.
 fn name_list(processes: &[(u32, &str)]) -> String {
     let named: Vec<String> = processes
@@ -291,6 +324,20 @@ fn name_list(processes: &[(u32, &str)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stats_say_the_cpu_first_and_mark_the_leaders_usage_partial() {
+        use grouptimeout::GroupCommandExt as _;
+        let mut child = std::process::Command::new("true").spawn_group().unwrap();
+        child.wait().unwrap();
+        let line = stats(&child.usage().unwrap());
+        assert!(line.starts_with("stats: cpu 0."), "{line}");
+        assert!(
+            line.contains("s; leader and its waited children), memory "),
+            "{line}"
+        );
+        assert!(line.ends_with(" MiB (largest process)"), "{line}");
+    }
 
     #[test]
     fn quotes_like_gnu_in_a_utf8_locale() {

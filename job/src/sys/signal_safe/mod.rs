@@ -147,6 +147,26 @@ pub(crate) fn waitpid(pid: libc::pid_t, flags: libc::c_int) -> Result<libc::pid_
     check(unsafe { libc::waitpid(pid, std::ptr::null_mut(), flags) })
 }
 
+/// What this process's children that it reaped used (`getrusage(RUSAGE_CHILDREN)`): user and system CPU time in
+/// microseconds, and the largest `ru_maxrss` in KiB; zeros if the call fails.
+pub(crate) fn children_usage() -> (u64, u64, u64) {
+    let mut usage = MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes one rusage into `usage`, which lives across the call; zero-initialised and possibly
+    // filled in by the kernel: every bit pattern is a valid rusage.
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    let micros = |t: libc::timeval| {
+        let (s, us) = (u64::try_from(t.tv_sec), u64::try_from(t.tv_usec));
+        s.unwrap_or(0)
+            .saturating_mul(1_000_000)
+            .saturating_add(us.unwrap_or(0))
+    };
+    let max_rss = u64::try_from(usage.ru_maxrss).unwrap_or(0);
+    (micros(usage.ru_utime), micros(usage.ru_stime), max_rss)
+}
+
 pub(crate) fn kill(pid: libc::pid_t, signal: libc::c_int) -> Result<(), i32> {
     // SAFETY: kill with integer arguments (no memory); which process it reaches is each caller's argument.
     check(unsafe { libc::kill(pid, signal) }).map(drop)
