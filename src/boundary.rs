@@ -72,19 +72,7 @@ pub trait Boundary: fmt::Debug + Send + Sync + Any {
     /// Whether the pid `leader` (this crate's child, whose pid is the group's id) is the boundary's keeper, a process
     /// outside the group that passes on to the command what reaches its pid: the group's signal then spares it (it
     /// gets `SIGCONT` after `SIGKILL` and `SIGCONT`, and nothing else). The group itself is signalled either way.
-    ///
-    /// Provided: asks [`signal_kept`](Boundary::signal_kept) with signal 0, which sends nothing (the answer of the
-    /// boundaries written before this method).
-    fn keeps_group(&self, leader: u32) -> bool {
-        self.signal_kept(leader, 0).is_some()
-    }
-
-    /// Only its answer to signal 0 is used (`Some`: a kept group), by the provided
-    /// [`keeps_group`](Boundary::keeps_group); this crate sends the group's signals itself.
-    fn signal_kept(&self, pgid: u32, signal: i32) -> Option<io::Result<()>> {
-        let _ = (pgid, signal);
-        None
-    }
+    fn keeps_group(&self, leader: u32) -> bool;
 
     /// Once the leader has exited and the wait waits for the whole job (`set_wait_for_job`), with the leader
     /// unreaped: whether the rest of the job is gone, and a descriptor (the boundary's, open until [`end`](Boundary::end))
@@ -259,8 +247,8 @@ mod tests {
         fn signal(&self, _: u32, _: i32, _: &mut dyn FnMut() -> io::Result<()>) -> io::Result<()> {
             Ok(())
         }
-        fn signal_kept(&self, _: u32, _: i32) -> Option<io::Result<()>> {
-            None
+        fn keeps_group(&self, _: u32) -> bool {
+            false
         }
         fn judge(&self, _: u32, _: bool) {}
         fn take_reached(&self) {}

@@ -24,8 +24,7 @@ enum Says {
 }
 
 /// A boundary that signals nothing and answers as told: `exited` as `says`; `signal` returns `Ok` without calling
-/// the group's signal; `signal_kept` answers `Some(Ok(()))` ("I signalled the kept group", sending nothing) when
-/// `kept`, else `None` ("use kill").
+/// the group's signal; `keeps_group` answers `kept` ("the leader is my keeper, spare it").
 #[derive(Debug)]
 struct Liar {
     says: Says,
@@ -51,8 +50,8 @@ impl Boundary for Liar {
     fn signal(&self, _: u32, _: i32, _: &mut dyn FnMut() -> io::Result<()>) -> io::Result<()> {
         Ok(())
     }
-    fn signal_kept(&self, _: u32, _: i32) -> Option<io::Result<()>> {
-        self.kept.then_some(Ok(()))
+    fn keeps_group(&self, _: u32) -> bool {
+        self.kept
     }
     fn judge(&self, _: u32, _: bool) {}
     fn take_reached(&self) {}

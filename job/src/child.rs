@@ -326,8 +326,8 @@ impl Boundary for Attached {
         self.job().signal(leader, signal, group)
     }
 
-    fn signal_kept(&self, pgid: u32, signal: i32) -> Option<io::Result<()>> {
-        self.job().signal_kept(pgid, signal)
+    fn keeps_group(&self, _leader: u32) -> bool {
+        self.job().kept()
     }
 
     fn rest_exited(&self, leader: u32) -> io::Result<(bool, Option<std::os::fd::RawFd>)> {

@@ -180,21 +180,6 @@ impl Job {
         crate::sys::has_exited(id)
     }
 
-    /// For a kept job, sends `signal` to its group `pgid` (`signal_kept_group`, see `keeper/page.rs`): `None` for a
-    /// job without a keeper, whose caller signals the group as usual.
-    #[cfg_attr(
-        not(all(target_os = "linux", not(grouptimeout_portable))),
-        allow(clippy::unused_self, reason = "no keeper outside Linux")
-    )]
-    pub(crate) fn signal_kept(&self, pgid: u32, signal: i32) -> Option<io::Result<()>> {
-        let _ = (pgid, signal);
-        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-        if self.kept() {
-            return Some(crate::keeper::signal_kept_group(pgid, signal));
-        }
-        None
-    }
-
     /// For a kept job, the signal that stopped its command since the last call (`None`: not stopped; a job without
     /// a keeper has its leader's own stops, see `kept`).
     #[cfg_attr(

@@ -80,5 +80,5 @@ mod shed;
 mod spawn;
 mod watch;
 
-pub(crate) use page::{signal_kept_group, KeeperFailure};
+pub(crate) use page::KeeperFailure;
 pub(crate) use spawn::{arm_keeper, with_kept_caps};

@@ -5,7 +5,7 @@ use std::io;
 use std::sync::atomic::Ordering;
 
 use crate::sys::page::{Armed, SharedPage};
-use crate::sys::signal_safe::{kill, DeathPlan};
+use crate::sys::signal_safe::DeathPlan;
 
 /// Added to the errno of a keeper that could not start the command: std passes the hook's OS error code to the
 /// parent as the spawn's error, and no `exec` error is this large, so the parent tells the two apart.
@@ -155,20 +155,4 @@ impl KeeperHook {
         let code = spawn_error.raw_os_error()?;
         (code > KEEPER_FAILED).then(|| io::Error::from_raw_os_error(code - KEEPER_FAILED))
     }
-}
-
-/// Sends `signal` to the group `pgid` of a kept job, whose keeper (pid `pgid`) is not in it: a group with no process
-/// left counts as success. After `SIGKILL` or `SIGCONT` the keeper gets `SIGCONT` (it wakes, and a keeper stopped
-/// with its command goes on). The caller holds the keeper unreaped.
-pub(crate) fn signal_kept_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
-    let pgid = crate::sys::checked_pid(pgid)?;
-    // checked_pid ruled out the ids with special meanings.
-    let sent = match kill(-pgid, signal) {
-        Err(libc::ESRCH) => Ok(()),
-        other => other.map_err(io::Error::from_raw_os_error),
-    };
-    if signal == libc::SIGKILL || signal == libc::SIGCONT {
-        crate::sys::wake_child(pgid.unsigned_abs());
-    }
-    sent
 }
