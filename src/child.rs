@@ -245,7 +245,8 @@ impl GroupChild {
     /// A stop signal (`SIGSTOP`, `SIGTSTP`, `SIGTTIN`, `SIGTTOU`) is not followed by `SIGCONT`: the group stays
     /// stopped for the grace period (a `SIGCONT` would undo the stop at once), and `SIGKILL` ends it, stopped or not.
     ///
-    /// The default is no grace: `SIGKILL` at the deadline. The leader's exit ends the grace period at once, and the
+    /// The default is no grace: `SIGKILL` at the deadline; a `signal` of 0 (which sends nothing) means that too,
+    /// whatever `grace`. The leader's exit ends the grace period at once, and the
     /// members still running then are sent `SIGKILL`; so a wait with a grace period returns at most about `grace`
     /// after its deadline. An invalid `signal` is reported by the wait that hits the deadline, after the group was
     /// killed and the leader reaped.
@@ -514,7 +515,8 @@ impl GroupChild {
     /// The deadline passed with the leader running: the grace signal and `SIGCONT`, then the grace period; without
     /// a grace (or when its signal failed), the group's end at once.
     fn start_sequence(&mut self) -> io::Result<()> {
-        let Some((signal, grace)) = self.grace else {
+        // A grace signal of 0 sends nothing: as without a grace (and as `die_with_parent`'s plan reads it).
+        let Some((signal, grace)) = self.grace.filter(|&(signal, _)| signal != 0) else {
             return self.end_group(true, true, None);
         };
         let mut sent = self.signal_group(signal);

@@ -715,3 +715,23 @@ fn the_process_group_setting_stays_on_the_command() {
     );
     assert_ne!(pgid, common::own_group());
 }
+
+/// A grace signal of 0 sends nothing, so a grace period after it would only delay the `SIGKILL`: the deadline kills
+/// at once, as without a grace (and as `die_with_parent`'s plan reads it). Before, the wait sent nothing and slept
+/// the whole grace period (here 60 s).
+#[test]
+fn a_grace_signal_of_zero_kills_at_the_deadline() {
+    let mut child = Command::new("sleep").arg("60").spawn_group().unwrap();
+    child.set_grace(0, Duration::from_secs(60));
+    let started = Instant::now();
+    let outcome = child.wait_timeout(Duration::from_millis(100)).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        outcome,
+        Outcome::TimedOut(std::process::ExitStatus::from_raw(libc::SIGKILL))
+    );
+}
