@@ -440,7 +440,9 @@ impl GroupChild {
     ///
     /// As for [`wait_deadline`](GroupChild::wait_deadline), at the step that met them; after an error the next step
     /// goes on from where the wait stood (an error of the kill at the deadline, with the leader still running,
-    /// starts the sequence over at the next step, as a later wait does).
+    /// starts the sequence over at the next step, as a later wait does). An `Err` names nothing to sleep on: a step
+    /// made again at once meets the same error at once (say `EPERM`, the leader now another user's), so a driver that
+    /// retries pauses first, or gives up and drops the child (whose drop kills and reaps, bounded).
     ///
     /// # Examples
     ///
