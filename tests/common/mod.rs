@@ -340,10 +340,18 @@ pub fn read_pid(out: impl Read) -> u32 {
         .unwrap_or_else(|_| panic!("not a pid: {line:?}"))
 }
 
-/// A path in the temporary directory that no other test uses; the file does not exist yet.
+/// A path in the temporary directory that no other test uses; the file does not exist yet. Named after this process:
+/// its pid, and in a PID namespace of a test's own ([`in_own_pid_namespace`]), where every such run has the same small
+/// pids, also the pid of the process that made the namespace (another copy of the suite may run the same test at once).
 pub fn temp_path(name: &str) -> PathBuf {
-    let path =
-        std::env::temp_dir().join(format!("grouptimeout-test-{}-{name}", std::process::id()));
+    let outer = std::env::var(OUTER_PID)
+        .ok()
+        .filter(|_| in_private_pid_namespace())
+        .map_or_else(String::new, |pid| format!("{pid}."));
+    let path = std::env::temp_dir().join(format!(
+        "grouptimeout-test-{outer}{}-{name}",
+        std::process::id()
+    ));
     let _ = fs::remove_file(&path);
     path
 }
@@ -575,6 +583,9 @@ pub fn pids_from_file(file: &std::path::Path, n: usize) -> Vec<u32> {
 /// namespace made for it.
 const OWN_PID_NAMESPACE: &str = "GROUPTIMEOUT_TEST_OWN_PID_NAMESPACE";
 
+/// The pid of the test process that made the PID namespace ([`in_own_pid_namespace`]), as the run inside gets it.
+const OUTER_PID: &str = "GROUPTIMEOUT_TEST_OUTER_PID";
+
 /// Whether this process is the test binary that [`in_own_pid_namespace`] runs inside a PID namespace of its own.
 pub fn in_private_pid_namespace() -> bool {
     std::env::var_os(OWN_PID_NAMESPACE).is_some_and(|v| v == "1")
@@ -621,6 +632,7 @@ fn in_pid_namespace(test: &str, shell_init: bool) {
         .arg(std::env::current_exe().unwrap())
         .args(["--exact", test, "--nocapture", "--test-threads=1"])
         .env(OWN_PID_NAMESPACE, "1")
+        .env(OUTER_PID, std::process::id().to_string())
         .stdin(std::process::Stdio::null())
         .stdout(fs::File::create(&out_path).unwrap())
         .stderr(fs::File::create(&err_path).unwrap())
