@@ -295,6 +295,10 @@ fn a_capture_in_steps_bounds_a_chatty_writer() {
         .unwrap();
     child.set_output_limit(1000);
     let id = child.id();
+    // Both streams hold what the assertions below read before the deadline starts (a loaded machine may start `sh`
+    // late): `yes` goes on writing until the pipe is full.
+    assert!(common::pipe_holds(child.stdout.as_ref().unwrap(), 1000));
+    assert!(common::pipe_holds(child.stderr.as_ref().unwrap(), 4));
     let mut capture = child
         .capture_steps(Some(Instant::now() + Duration::from_millis(300)))
         .unwrap();

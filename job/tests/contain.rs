@@ -945,13 +945,25 @@ mod linux {
         ) else {
             return;
         };
-        let script = "setsid sleep 30 & echo $!; echo $$; sleep 0.3; kill -9 $PPID; sleep 30";
-        let (mut child, lines) = start(&how, Containment::Cgroup, script, 2);
+        // The command kills its keeper once the test has its folder and the wait is (most likely) asleep: 300 ms
+        // after the flag file is made, by another thread, once the folder was read.
+        let dir = TempDir::new("cgroup_a_job_that_kills_its_keeper_still_ends");
+        let flag = dir.0.join("flag");
+        let script = format!(
+            "setsid sleep 30 & echo $!; echo $$; while ! [ -e {} ]; do sleep 0.01; done; kill -9 $PPID; sleep 30",
+            flag.display()
+        );
+        let (mut child, lines) = start(&how, Containment::Cgroup, &script, 2);
         let pids = pids(&lines);
         let _cleanup = KillOnDrop::new(pids.clone());
         let folder = job_folder(pids[1]).expect("the command's cgroup");
+        let flagger = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            fs::write(flag, "").unwrap();
+        });
         let started = std::time::Instant::now();
         let outcome = child.wait_timeout(LONG).unwrap();
+        flagger.join().unwrap();
         assert_eq!(outcome.to_string(), "killed by signal 9");
         assert!(
             started.elapsed() < LONG / 3,

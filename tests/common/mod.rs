@@ -53,6 +53,18 @@ pub fn eventually(limit: Duration, mut pred: impl FnMut() -> bool) -> bool {
     }
 }
 
+/// Waits (bounded: 20 s) until the pipe `fd` holds at least `n` bytes not read yet (`FIONREAD`), and says whether it
+/// did: for output that a command must have written before a short deadline the test sets next, so that a slow start
+/// of the command cannot come after that deadline.
+pub fn pipe_holds(fd: &impl std::os::fd::AsRawFd, n: usize) -> bool {
+    eventually(Duration::from_secs(20), || {
+        let mut held: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int, to `held`, which lives across the call; `fd` is kept open by its owner.
+        let ret = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD as _, &raw mut held) };
+        ret == 0 && usize::try_from(held).is_ok_and(|held| held >= n)
+    })
+}
+
 /// Waits (bounded) until every pid in `pids` is dead; returns the ones still alive. Each is the process it is at this
 /// call (see [`KillOnDrop`]): one that ends during the wait counts as dead even once another process has its pid.
 /// Pids learned earlier are better checked with [`KillOnDrop::survivors_after`] of a list made where they were learned.
