@@ -233,10 +233,11 @@ fn check(i: u32, plan: &Planned, finished: &Finished, at: Instant, waiting: Inst
             "job {i}: {outcome}"
         );
     }
-    // Late only by the load of the machine (generously).
+    // Late only by the load of the machine (generously: at a load of 15 on 2 cores, without pidfds, a contained job's
+    // end took 2-3 s).
     let due = plan.ends.max(waiting);
     assert!(
-        at < due + Duration::from_secs(2),
+        at < due + Duration::from_secs(4),
         "job {i} came {:?} late",
         at - due
     );
@@ -251,7 +252,7 @@ fn check(i: u32, plan: &Planned, finished: &Finished, at: Instant, waiting: Inst
 }
 
 /// The fifty jobs of [`add_fifty`] in one set: every outcome is right, the jobs come in the order they ended (pairs
-/// half a second apart or more), none before its end, and nothing is left running.
+/// a second apart or more), none before its end, and nothing is left running.
 fn fifty_jobs(test: &str) {
     let dir = TempDir::new(test);
     let mut set = JobSet::new().unwrap();
@@ -270,12 +271,13 @@ fn fifty_jobs(test: &str) {
     }
     assert!(set.is_empty());
     assert_eq!(order.len(), 50, "{order:?}");
-    // In the order they ended: a job that ended half a second before another (and after the set began to wait, or
-    // was found at its first look) came first.
+    // In the order they ended: a job that ended a second before another (and after the set began to wait, or was
+    // found at its first look) came first. (Half a second was too little on a loaded machine: a contained job's end,
+    // its keeper's and its cgroup's, took 0.7 s more than another's.)
     let position = |i: usize| order.iter().position(|&j| j == i).unwrap();
     for a in 0..50 {
         for b in 0..50 {
-            if plans[a].ends.max(waiting) + Duration::from_millis(500) < plans[b].ends {
+            if plans[a].ends.max(waiting) + Duration::from_secs(1) < plans[b].ends {
                 assert!(
                     position(a) < position(b),
                     "job {a} ended well before job {b}, but came after it: {order:?}"
