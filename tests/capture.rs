@@ -521,6 +521,8 @@ fn input_to_a_command_that_never_reads_it() {
     cmd.stdin(Stdio::piped());
     let mut child = cmd.spawn_group().unwrap();
     child.set_input(vec![b'x'; 1 << 20]).unwrap();
+    // Its line is written before the deadline below starts (a loaded machine may start `sh` late).
+    assert!(common::pipe_holds(child.stdout.as_ref().unwrap(), 8));
     let started = Instant::now();
     let captured = child
         .wait_with_output_timeout(Duration::from_millis(300))

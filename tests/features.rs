@@ -99,7 +99,7 @@ fn write_crate(dir: &Path, features: Option<&[&str]>) {
     fs::write(dir.join("examples/outside_impl.rs"), OUTSIDE_IMPL).unwrap();
     // The same libc as this crate's lock file names, where there is one (the MSRV check builds without it).
     let lock = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock");
-    if lock.exists() && !dir.join("Cargo.lock").exists() {
+    if lock.exists() {
         fs::copy(lock, dir.join("Cargo.lock")).unwrap();
     }
 }
@@ -111,7 +111,10 @@ fn every_feature_set_builds_the_same_downstream_code() {
     let mut problems = Vec::new();
     for (i, features) in FEATURE_SETS.iter().enumerate() {
         let name = features.map_or("default features".to_owned(), |f| format!("features {f:?}"));
-        let dir = base.join(format!("set{i}"));
+        // This process's own (another copy of this test binary may write the same crate while this one's cargo
+        // reads it); the target folder is shared (cargo locks it).
+        let dir = base.join(format!("set{i}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
         write_crate(&dir, *features);
         let lib = cargo(&dir, &target, &["check", "--lib"]);
         if !lib.status.success() {
@@ -132,6 +135,7 @@ fn every_feature_set_builds_the_same_downstream_code() {
                  (E0277, the private supertrait):\n{stderr}"
             ));
         }
+        let _ = fs::remove_dir_all(&dir);
     }
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }

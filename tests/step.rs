@@ -106,11 +106,25 @@ fn spawn_sh(script: &str) -> GroupChild {
 
 #[test]
 fn a_job_that_exits_in_time_has_its_leftovers_killed() {
-    let mut child = spawn_sh("sleep 30 & echo $!; sleep 0.2; exit 3");
+    // The leader exits once its standard input ends, which the test closes after the second step (the one that
+    // sleeps on the pidfd): not after a sleep that a slow test could outlast before its second step.
+    let mut child = sh("sleep 30 & echo $!; read x; exit 3")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn_group()
+        .unwrap();
     let background = read_pid(child.stdout.take().unwrap());
     let _cleanup = KillOnDrop::new(vec![background]);
     let deadline = Instant::now() + LONG;
-    let driven = drive(|| child.step(Some(deadline)));
+    let (mut stdin, mut steps) = (child.stdin.take(), 0);
+    let driven = drive(|| {
+        let step = child.step(Some(deadline));
+        steps += 1;
+        if steps == 2 {
+            drop(stdin.take());
+        }
+        step
+    });
     assert_eq!(
         driven.result.unwrap(),
         Outcome::Exited(std::process::ExitStatus::from_raw(3 << 8))
@@ -247,7 +261,11 @@ fn a_handle_kill_from_another_thread_ends_a_stepped_wait() {
 /// The deadline is the one of each call, until the sequence started.
 #[test]
 fn a_later_deadline_given_to_a_later_step_wins() {
-    let mut child = Command::new("sleep").arg("1").spawn_group().unwrap();
+    // `cat` runs until the test closes its standard input: still running at the step below, however slow the test.
+    let mut child = Command::new("cat")
+        .stdin(Stdio::piped())
+        .spawn_group()
+        .unwrap();
     let near = Instant::now() + Duration::from_millis(1);
     thread::sleep(Duration::from_millis(5));
     // One step with a deadline past: it checks once, then the sequence starts (SIGKILL at once, no grace) ...
@@ -259,6 +277,7 @@ fn a_later_deadline_given_to_a_later_step_wins() {
         child.step(Some(near + LONG)).unwrap(),
         Step::Pending(_)
     ));
+    drop(child.stdin.take());
     let outcome = drive(|| child.step(Some(near + LONG))).result.unwrap();
     assert!(
         !outcome.timed_out() && outcome.status().success(),
@@ -276,6 +295,10 @@ fn a_capture_in_steps_bounds_a_chatty_writer() {
         .unwrap();
     child.set_output_limit(1000);
     let id = child.id();
+    // Both streams hold what the assertions below read before the deadline starts (a loaded machine may start `sh`
+    // late): `yes` goes on writing until the pipe is full.
+    assert!(common::pipe_holds(child.stdout.as_ref().unwrap(), 1000));
+    assert!(common::pipe_holds(child.stderr.as_ref().unwrap(), 4));
     let mut capture = child
         .capture_steps(Some(Instant::now() + Duration::from_millis(300)))
         .unwrap();
@@ -495,20 +518,20 @@ fn an_invalid_grace_signal_in_steps_kills_reaps_then_reports() {
 fn a_stop_signal_as_grace_signal_stays_a_stop_in_steps() {
     let mut child = Command::new("sleep").arg("30").spawn_group().unwrap();
     let leader = child.id();
-    let grace = Duration::from_millis(600);
+    let grace = Duration::from_secs(1);
     child.set_grace(signal::SIGSTOP, grace);
     let deadline = Instant::now() + Duration::from_millis(100);
     let (mut stopped, mut continued) = (0, 0);
     let end = Instant::now() + LONG;
-    // Steps at least every 20 ms (stepping early is allowed), looking at the leader in the grace period's middle.
+    // Steps at least every 20 ms (stepping early is allowed), looking at the leader in the grace period: from the
+    // first time it is seen stopped (the stop takes effect a moment after the signal) to the end of the grace period
+    // (the `SIGKILL` comes from a step of this loop, after the look).
     let outcome = loop {
         let now = Instant::now();
-        if now > deadline + Duration::from_millis(200)
-            && now < deadline + Duration::from_millis(500)
-        {
+        if now > deadline && now < deadline + grace {
             match common::state_and_group(leader) {
                 Some(('T', _)) => stopped += 1,
-                Some(('S' | 'R', _)) => continued += 1,
+                Some(('S' | 'R', _)) if stopped > 0 => continued += 1,
                 _ => {}
             }
         }

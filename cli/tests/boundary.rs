@@ -363,6 +363,26 @@ mod linux {
             .and_then(|ids| ids.split_whitespace().next()?.parse().ok())
     }
 
+    /// A user id of this test's own, from 60000 to 64999: one that no process has, claimed against the other test
+    /// processes on this machine (another copy of the suite may run this test at the same time) for as long as the
+    /// returned socket lives. The claim is an abstract Unix socket named after the uid: one process at a time can bind
+    /// a name, and the kernel frees it with the socket, however the process ends (no file is left behind).
+    fn own_uid() -> (u32, std::os::unix::net::UnixListener) {
+        use std::os::linux::net::SocketAddrExt as _;
+        use std::os::unix::net::{SocketAddr, UnixListener};
+        for k in 0..5000 {
+            let uid = 60_000 + (std::process::id() + k) % 5000;
+            let name = format!("grouptimeout-test-uid-{uid}");
+            let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+            if let Ok(claim) = UnixListener::bind_addr(&addr) {
+                if processes_of(uid) == 0 {
+                    return (uid, claim);
+                }
+            }
+        }
+        panic!("every uid from 60000 to 64999 is in use or claimed");
+    }
+
     /// `RLIMIT_NPROC` one process short of what a kept job needs (it leaves room for the command alone): the job
     /// falls back to lineage, and says why. Run as a user of its own (a uid no other process has), so that the
     /// limit counts this test's processes only.
@@ -417,8 +437,7 @@ mod linux {
         if !have(test, "setpriv", "--version") {
             return;
         }
-        let own = 60_000 + std::process::id() % 5000;
-        assert_eq!(processes_of(own), 0, "uid {own} is in use");
+        let (own, _claim) = own_uid();
         rerun(
             test,
             &[

@@ -455,14 +455,15 @@ fn a_stop_signal_leaves_the_command_stopped() {
         return;
     }
     // Issue 16.10: `-s STOP` without `-k` used to follow STOP with CONT at once. As under GNU, the command stays
-    // stopped (GNU stops itself too; the tool, outside the group, waits on).
+    // stopped (GNU stops itself too; the tool, outside the group, waits on). The deadline leaves `sh` a second to
+    // print its pid first, even on a loaded machine.
     let mut tool =
-        start_with_default_signals(&["-s", "STOP", ".3", "sh", "-c", "echo $$; exec sleep 30"]);
+        start_with_default_signals(&["-s", "STOP", "1", "sh", "-c", "echo $$; exec sleep 30"]);
     let listed = tool.scratch.listed("stdout");
     let pid = listed.0[0];
     let stopped = |pid| matches!(common::state_and_group(pid), Some(('T', _)));
     assert!(
-        common::eventually(Duration::from_secs(5), || stopped(pid)),
+        common::eventually(Duration::from_secs(10), || stopped(pid)),
         "the command was not stopped"
     );
     thread::sleep(Duration::from_millis(700));
@@ -598,9 +599,11 @@ fn escapees_are_swept() {
         return;
     }
     let s = Scratch::new();
-    // setsid, and a double-forking daemon, both out of the group; on exit and on timeout.
+    // setsid, and a double-forking daemon, both out of the group; on exit and on timeout. The command ends once the
+    // daemon has written its pid (a sweep before that would leave the test without it).
     let script = format!(
-        "setsid sleep 30 & echo $! > {a}; (setsid sh -c 'sleep 30 & echo $! > {b}' &); sleep 0.1",
+        "setsid sleep 30 & echo $! > {a}; (setsid sh -c 'sleep 30 & echo $! > {b}' &); \
+         while ! [ -s {b} ]; do sleep 0.01; done",
         a = s.file("a"),
         b = s.file("b")
     );
@@ -1912,7 +1915,8 @@ fn a_tool_killed_at_any_moment_of_its_start_leaves_nothing() {
             "the tool gets a cgroup of the job's own only as root here",
         );
     }
-    let needle = format!("30.{}1", std::process::id());
+    // (7 digits: no other test's or copy's marker holds this one; see job/tests/step_contained.rs.)
+    let needle = format!("30.{:07}1", std::process::id());
     let script = format!("setsid sleep {needle} & exec sleep {needle}");
     let mut left = Vec::new();
     for point in 0..21u64 {

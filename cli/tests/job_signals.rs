@@ -291,6 +291,9 @@ mod linux {
         let _cleanup = KillOnDrop::new(vec![command]);
         assert_eq!(child.command_id(), command, "{mode:?}");
         let keeper = child.id();
+        // The keeper is our child, unreaped: a pidfd opened now names it, and a signal sent through it never reaches
+        // another process that has its pid once the wait below reaped it (by `kill`, `-CONT` could).
+        let keeper_fd = pidfd_of(keeper).unwrap();
         if kept {
             send("-STOP", keeper);
             assert!(
@@ -305,7 +308,9 @@ mod linux {
             move || {
                 let _ = tx.send(child.wait().map(|status| status.code()));
             },
-            || send("-CONT", keeper),
+            || {
+                signal_through(&keeper_fd, libc::SIGCONT);
+            },
         );
         assert!(
             took.is_some(),

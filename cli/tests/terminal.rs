@@ -257,7 +257,8 @@ fn ctrl_c_reaches_the_command_group_directly() {
     let Some(tmux) = Tmux::start("ctrl_c") else {
         return;
     };
-    let (pid, procs) = tmux.start_job(&format!("{BIN} -v 20 sh -c 'echo pid:$$; sleep 30'"));
+    // (A deadline no run of this test reaches: at 20 s, a slow run once timed out just as Ctrl-C was typed.)
+    let (pid, procs) = tmux.start_job(&format!("{BIN} -v 120 sh -c 'echo pid:$$; sleep 30'"));
     assert!(
         eventually(LIMIT, || holds_terminal(pid)),
         "the command's group never got the terminal"
@@ -280,7 +281,7 @@ fn ctrl_z_stops_the_job_and_fg_continues_it_with_the_terminal() {
         return;
     };
     let (pid, procs) = tmux.start_job(&format!(
-        "{BIN} 20 sh -c 'echo pid:$$; read x; echo got:$x'"
+        "{BIN} 120 sh -c 'echo pid:$$; read x; echo got:$x'"
     ));
     let tool = procs.0[1];
     assert!(eventually(LIMIT, || holds_terminal(pid)));
@@ -302,7 +303,7 @@ fn ctrl_z_then_bg_continues_the_command_without_the_terminal() {
     // end (a test slowed down on a loaded machine) would stop nothing, and no "Stopped" would ever come.
     let go = common::temp_path("ctrl_z_bg_go");
     let (pid, procs) = tmux.start_job(&format!(
-        "{BIN} 20 sh -c 'echo pid:$$; read x; echo read:$x; until [ -e {} ]; do sleep 0.1; done; echo done:$x'",
+        "{BIN} 120 sh -c 'echo pid:$$; read x; echo read:$x; until [ -e {} ]; do sleep 0.1; done; echo done:$x'",
         go.display()
     ));
     assert!(eventually(LIMIT, || holds_terminal(pid)));
@@ -330,14 +331,15 @@ fn ctrl_z_then_the_deadline_passes() {
     let Some(tmux) = Tmux::start("ctrl_z_timeout") else {
         return;
     };
-    let (pid, procs) = tmux.start_job(&format!("{BIN} 2 sh -c 'echo pid:$$; read x'"));
-    // The tool started before its command printed the pid: its deadline is less than 2 s from here.
+    // The deadline leaves a loaded machine time for the Ctrl-Z (a few tmux calls) before it.
+    let (pid, procs) = tmux.start_job(&format!("{BIN} 5 sh -c 'echo pid:$$; read x'"));
+    // The tool started before its command printed the pid: its deadline is less than 5 s from here.
     let start = Instant::now();
     assert!(eventually(LIMIT, || holds_terminal(pid)));
     tmux.send(&["C-z"]);
     tmux.expect("Stopped");
     // The deadline passes while the job is stopped; it fires as soon as the job is continued.
-    thread::sleep(Duration::from_secs(3).saturating_sub(start.elapsed()));
+    thread::sleep(Duration::from_secs(6).saturating_sub(start.elapsed()));
     assert!(
         is_stopped(pid),
         "the command was continued while the job was stopped"
@@ -396,7 +398,7 @@ fn in_a_pipeline_a_command_that_reads_the_terminal_gets_it() {
         tmux.type_line("clear");
         assert!(eventually(LIMIT, || !tmux.screen().contains("pid:")));
         let (_, procs) = tmux.start_job(&format!(
-            "{tool} 10 sh -c 'echo pid:$$ >/dev/tty; exec head -n1' | {{ sed s/^/{marker}/; read y </dev/tty; echo typed-{marker}:$y; }}"
+            "{tool} 60 sh -c 'echo pid:$$ >/dev/tty; exec head -n1' | {{ sed s/^/{marker}/; read y </dev/tty; echo typed-{marker}:$y; }}"
         ));
         tmux.type_line("hello");
         tmux.expect(&format!("\n{marker}hello"));
@@ -528,7 +530,7 @@ fn fg_hands_the_terminal_to_a_command_started_in_the_background() {
     // The reader is sed, which calls read(2) at once: busybox sh's `read` first waits in poll(2), which a background
     // job may do without being stopped.
     let (pid, procs) = tmux.start_job(&format!(
-        "{BIN} 20 sh -c 'echo pid:$$; exec sed \"s/^/got:/;q\"' &"
+        "{BIN} 120 sh -c 'echo pid:$$; exec sed \"s/^/got:/;q\"' &"
     ));
     // Its read stopped it (SIGTTIN), as any background job; the terminal stayed with the shell.
     assert!(eventually(LIMIT, || is_stopped(pid)));
@@ -572,7 +574,7 @@ fn ctrl_z_stops_a_script_that_runs_the_tool() {
         return;
     };
     let (pid, mut procs) = tmux.start_job(&format!(
-        "sh -c '{BIN} 20 sh -c \"echo pid:\\$\\$; read x; echo got:\\$x\"; echo after'"
+        "sh -c '{BIN} 120 sh -c \"echo pid:\\$\\$; read x; echo got:\\$x\"; echo after'"
     ));
     let tool = procs.0[1];
     procs.0.push(common::parent_of(tool).expect("the script"));

@@ -783,7 +783,8 @@ mod linux {
         let Some(how) = contain(test, Containment::Cgroup) else {
             return;
         };
-        let needle = format!("30.{}7", std::process::id());
+        // (7 digits: no other test's or copy's marker holds this one; see job/tests/step_contained.rs.)
+        let needle = format!("30.{:07}7", std::process::id());
         for round in 0..40 {
             let mut child = how
                 .spawn(Command::new("env").args(["-i", "setsid", "-f", "sleep", &needle]))
@@ -944,13 +945,25 @@ mod linux {
         ) else {
             return;
         };
-        let script = "setsid sleep 30 & echo $!; echo $$; sleep 0.3; kill -9 $PPID; sleep 30";
-        let (mut child, lines) = start(&how, Containment::Cgroup, script, 2);
+        // The command kills its keeper once the test has its folder and the wait is (most likely) asleep: 300 ms
+        // after the flag file is made, by another thread, once the folder was read.
+        let dir = TempDir::new("cgroup_a_job_that_kills_its_keeper_still_ends");
+        let flag = dir.0.join("flag");
+        let script = format!(
+            "setsid sleep 30 & echo $!; echo $$; while ! [ -e {} ]; do sleep 0.01; done; kill -9 $PPID; sleep 30",
+            flag.display()
+        );
+        let (mut child, lines) = start(&how, Containment::Cgroup, &script, 2);
         let pids = pids(&lines);
         let _cleanup = KillOnDrop::new(pids.clone());
         let folder = job_folder(pids[1]).expect("the command's cgroup");
+        let flagger = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            fs::write(flag, "").unwrap();
+        });
         let started = std::time::Instant::now();
         let outcome = child.wait_timeout(LONG).unwrap();
+        flagger.join().unwrap();
         assert_eq!(outcome.to_string(), "killed by signal 9");
         assert!(
             started.elapsed() < LONG / 3,

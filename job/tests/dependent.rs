@@ -112,14 +112,26 @@ fn core_and_lock() -> (String, PathBuf) {
     (core, Path::new(&root).join("Cargo.lock"))
 }
 
-/// Writes the dependent in `name` (a folder of its own) with `example` as `examples/main.rs`.
-fn write_dependent(name: &str, example: &str) -> PathBuf {
+/// The folder of a dependent, removed (with what it holds) when dropped.
+struct Dependent(PathBuf);
+
+impl Drop for Dependent {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Writes the dependent in `name` (a folder of its own, and of this process's: another copy of this test binary may
+/// run the same test at once, and rewrite the example while this one's cargo reads it) with `example` as
+/// `examples/main.rs`. The target folder is shared (cargo locks it; the libraries are built there once).
+fn write_dependent(name: &str, example: &str) -> Dependent {
     let (core, lock) = core_and_lock();
     let quoted = |path: &str| path.replace('\\', "\\\\").replace('"', "\\\"");
     let (core, job) = (quoted(&core), quoted(env!("CARGO_MANIFEST_DIR")));
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("dependent")
-        .join(name);
+        .join(format!("{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(dir.join("src")).unwrap();
     fs::create_dir_all(dir.join("examples")).unwrap();
     fs::write(
@@ -134,16 +146,16 @@ fn write_dependent(name: &str, example: &str) -> PathBuf {
     fs::write(dir.join("src/lib.rs"), "").unwrap();
     fs::write(dir.join("examples/main.rs"), example).unwrap();
     // The same libc as the build's lock file names, where there is one (the MSRV check builds without it).
-    if lock.exists() && !dir.join("Cargo.lock").exists() {
+    if lock.exists() {
         fs::copy(lock, dir.join("Cargo.lock")).unwrap();
     }
-    dir
+    Dependent(dir)
 }
 
 #[test]
 fn every_getter_of_group_child_is_must_use() {
     let dir = write_dependent("getters", GETTERS);
-    let out = cargo(&dir, &["check", "--example", "main"]);
+    let out = cargo(&dir.0, &["check", "--example", "main"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success(),
@@ -168,7 +180,7 @@ fn every_getter_of_group_child_is_must_use() {
 #[test]
 fn a_missing_import_is_suggested_by_a_path_that_compiles() {
     let dir = write_dependent("missing_import", MISSING_IMPORT);
-    let out = cargo(&dir, &["check", "--example", "main"]);
+    let out = cargo(&dir.0, &["check", "--example", "main"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success(),
@@ -179,11 +191,11 @@ fn a_missing_import_is_suggested_by_a_path_that_compiles() {
         "rustc does not suggest `{SUGGESTED}`:\n{stderr}"
     );
     fs::write(
-        dir.join("examples/main.rs"),
+        dir.0.join("examples/main.rs"),
         format!("{SUGGESTED}\n{MISSING_IMPORT}"),
     )
     .unwrap();
-    let out = cargo(&dir, &["check", "--example", "main"]);
+    let out = cargo(&dir.0, &["check", "--example", "main"]);
     assert!(
         out.status.success(),
         "with the import rustc suggests, the example does not compile:\n{}",

@@ -94,7 +94,9 @@ fn a_stepped_contained_job_neither_spins_nor_lags() {
             (DAEMONS_THEN_EXIT, None),
             (DAEMONS_THEN_SLEEP, Some(Duration::from_millis(500))),
         ] {
-            let marker = format!("{}.{}", 30 + std::process::id() % 1000, m);
+            // This process's and this mode's (another copy of the suite runs the same scripts). Every marker of the
+            // suite is `30.` and the pid in 7 digits and one more: none is found inside another's longer number.
+            let marker = format!("30.{:07}{m}", std::process::id());
             let script = script.replace("MARK", &marker);
             let script = script.as_str();
             let mut child = match how.spawn(Command::new("sh").args(["-c", script])) {

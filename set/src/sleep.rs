@@ -77,8 +77,10 @@ impl Sleep {
 
     /// Makes what is watched for the job in `slot` what its last step listed (`want`), keyed by number and
     /// direction: deregisters first what is no longer listed, then registers what is new (the core keeps a listed
-    /// number naming the same file until a step stops listing it). A deregistration that fails with `EBADF` or
-    /// `ENOENT` is no error: the step closed that descriptor, and its close deregistered it. `watched` is kept equal
+    /// number naming the same file until a step stops listing it). A deregistration that fails with `EBADF`,
+    /// `ENOENT` or `EPERM` is no error: the step closed that descriptor, and its close deregistered it (the number
+    /// is free, or names a file that another thread opened since: `EPERM` when that file cannot be polled, as a
+    /// regular file or `/proc/PID/stat`). `watched` is kept equal
     /// to what is registered, also on error (the OS error of the first `epoll_ctl` that failed: `ENOMEM`, `ENOSPC`
     /// past the user's limit of watches).
     pub(crate) fn watch(
@@ -96,8 +98,16 @@ impl Sleep {
                 Ok(()) => false,
                 // The step that stopped listing it closed it (a capture's input after its last byte, the exit
                 // descriptor at the reap, any of them in a step that failed): the close took it out of the epoll set
-                // (`EBADF`: the number is free; `ENOENT`: another file of this process took it since).
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EBADF | libc::ENOENT)) => false,
+                // (`EBADF`: the number is free; `ENOENT`: another file of this process took it since; `EPERM`: one
+                // that cannot be polled did, which epoll checks first).
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EBADF | libc::ENOENT | libc::EPERM)
+                    ) =>
+                {
+                    false
+                }
                 Err(e) => {
                     failed.get_or_insert(e);
                     true
@@ -223,5 +233,38 @@ impl Sleep {
                 .map(|(_, slot)| slot),
         );
         Ok(())
+    }
+}
+
+#[cfg(all(test, target_os = "linux", not(grouptimeout_portable)))]
+mod tests {
+    use super::{Sleep, Watch};
+    use std::fs::File;
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::net::UnixStream;
+
+    /// A step closed a watched descriptor, and before the set deregistered it another thread opened a file that
+    /// cannot be polled (`/proc/PID/stat`, as a test's death check does) and got its number: `EPOLL_CTL_DEL` fails
+    /// with `EPERM`. That is no error (the close deregistered it): the job stays watched, not made blind.
+    #[test]
+    fn a_closed_descriptor_whose_number_names_an_unpollable_file_is_no_error() {
+        let mut sleep = Sleep::new().unwrap();
+        let (ours, _peer) = UnixStream::pair().unwrap();
+        let watch = Watch {
+            fd: ours.as_raw_fd(),
+            write: true,
+        };
+        let mut watched = Vec::new();
+        sleep.watch(0, &mut watched, &[watch]).unwrap();
+        drop(ours);
+        // The lowest free number is given first: open until the file has the closed one (at once, unless another
+        // test of this binary took it meanwhile).
+        let mut held = Vec::new();
+        while held.last().is_none_or(|f: &File| f.as_raw_fd() != watch.fd) {
+            assert!(held.len() < 1000, "number {} not given again", watch.fd);
+            held.push(File::open("/proc/self/stat").unwrap());
+        }
+        sleep.watch(0, &mut watched, &[]).unwrap();
+        assert!(watched.is_empty());
     }
 }

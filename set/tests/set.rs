@@ -131,7 +131,7 @@ struct Planned {
     captured: bool,
 }
 
-/// Adds to `set` fifty jobs with deadlines spread over 0.2–3 s: the even ones exit in time (at half their
+/// Adds to `set` fifty jobs with deadlines spread over 0.5–3.3 s: the even ones exit in time (at half their
 /// deadline) with statuses of their own, the odd ones run into it (some with a grace period, one that ignores its
 /// grace signal); every job leaves a background child (its pid in a file in `dir`), every fifth job is contained
 /// (with a `setsid` child too), every third is captured. Returns the plans, and the pid files with their counts.
@@ -146,7 +146,8 @@ fn add_fifty(
     let mut files = Vec::new();
     let start = Instant::now();
     for i in 0..50_u32 {
-        let offset = Duration::from_millis(200 + u64::from(i) * 2800 / 49);
+        // (At least half a second: an even job's shell, started late on a loaded machine, still exits in time.)
+        let offset = Duration::from_millis(500 + u64::from(i) * 2800 / 49);
         let contained = how.is_some() && i % 5 == 0;
         let captured = cfg!(feature = "capture") && i % 3 == 0;
         let file = dir.join(format!("job-{i}"));
@@ -209,8 +210,9 @@ fn add_fifty(
     (plans, files)
 }
 
-/// Checks what the set gave for job `i` at `at` against its plan.
-fn check(i: u32, plan: &Planned, finished: &Finished, at: Instant) {
+/// Checks what the set gave for job `i` at `at` against its plan; `waiting`: when the set began to wait (a job
+/// that ended before could not be reported earlier).
+fn check(i: u32, plan: &Planned, finished: &Finished, at: Instant, waiting: Instant) {
     let outcome = finished.outcome();
     let status = outcome.status();
     if let Some(code) = plan.code {
@@ -231,11 +233,13 @@ fn check(i: u32, plan: &Planned, finished: &Finished, at: Instant) {
             "job {i}: {outcome}"
         );
     }
-    // Late only by the load of the machine (generously).
+    // Late only by the load of the machine (generously: at a load of 15 on 2 cores, without pidfds, a contained job's
+    // end took 2-3 s).
+    let due = plan.ends.max(waiting);
     assert!(
-        at < plan.ends + Duration::from_secs(2),
+        at < due + Duration::from_secs(4),
         "job {i} came {:?} late",
-        at - plan.ends
+        at - due
     );
     match finished {
         #[cfg(feature = "capture")]
@@ -254,27 +258,32 @@ fn check(i: u32, plan: &Planned, finished: &Finished, at: Instant) {
 }
 
 /// The fifty jobs of [`add_fifty`] in one set: every outcome is right, the jobs come in the order they ended (pairs
-/// half a second apart or more), none before its end, and nothing is left running.
+/// a second apart or more), none before its end, and nothing is left running.
 fn fifty_jobs(test: &str) {
     let dir = TempDir::new(test);
     let mut set = JobSet::new().unwrap();
     let start = Instant::now();
     let (plans, files) = add_fifty(test, &mut set, &dir.0);
     assert_eq!(set.len(), 50);
+    // The set takes note of ends only from here: on a loaded machine the adding takes long enough for the first
+    // deadlines to pass, and the jobs that ended meanwhile come in the order of the set's first steps.
+    let waiting = Instant::now();
     let mut order = Vec::new();
     while let Some((i, result)) = next(&mut set) {
         let at = Instant::now();
         let finished = result.unwrap_or_else(|e| panic!("job {i}: {e}"));
-        check(i, &plans[i as usize], &finished, at);
+        check(i, &plans[i as usize], &finished, at, waiting);
         order.push(i as usize);
     }
     assert!(set.is_empty());
     assert_eq!(order.len(), 50, "{order:?}");
-    // In the order they ended: a job that ended half a second before another came first.
+    // In the order they ended: a job that ended a second before another (and after the set began to wait, or was
+    // found at its first look) came first. (Half a second was too little on a loaded machine: a contained job's end,
+    // its keeper's and its cgroup's, took 0.7 s more than another's.)
     let position = |i: usize| order.iter().position(|&j| j == i).unwrap();
     for a in 0..50 {
         for b in 0..50 {
-            if plans[a].ends + Duration::from_millis(500) < plans[b].ends {
+            if plans[a].ends.max(waiting) + Duration::from_secs(1) < plans[b].ends {
                 assert!(
                     position(a) < position(b),
                     "job {a} ended well before job {b}, but came after it: {order:?}"
@@ -419,7 +428,8 @@ fn jobs_added_between_calls() {
         ("first", Some(4))
     );
     assert!(set.is_empty());
-    set.add("slow", spawn(None, "sleep 60", false), in_a_while(700))
+    // `slow`'s deadline leaves `quick` and then `quicker` time to start and end first, on a loaded machine too.
+    set.add("slow", spawn(None, "sleep 60", false), in_a_while(2000))
         .unwrap();
     set.add(
         "quick",
@@ -526,18 +536,30 @@ fn the_set_dropped_halfway_ends_the_rest() {
     for i in 0..12_u32 {
         let contained = how.is_some() && i % 3 == 0;
         let file = dir.0.join(format!("job-{i}"));
-        let (mut script, n) = background(&file, contained);
-        files.push((file, n));
+        let (background, n) = background(&file, contained);
         let quick = i < 6;
-        script += if quick {
-            "sleep 0.1"
+        // The slow ones ignore TERM before they write their pids.
+        let script = if quick {
+            background + "sleep 0.1"
         } else {
-            "trap '' TERM; sleep 60"
+            format!("trap '' TERM; {background}sleep 60")
         };
         let captured = cfg!(feature = "capture") && i == 7;
         let mut child = spawn(contained.then_some(&how), &script, captured);
         leaders.push(child.id());
-        // Job 11 is in its grace period (which it ignores, for 30 s) when the set is dropped.
+        // Job 11 is in its grace period (which it ignores, for 30 s) when the set is dropped: its deadline may come
+        // only once its shell ignores TERM (a loaded machine may start it late), so it is added once its pids are
+        // written.
+        if i == 11 {
+            assert!(common::eventually(Duration::from_secs(20), || {
+                std::fs::read_to_string(&file)
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .count()
+                    == n
+            }));
+        }
+        files.push((file, n));
         let deadline = if i == 11 {
             Duration::from_millis(100)
         } else {
@@ -654,7 +676,6 @@ fn a_set_is_send() {
 #[cfg(all(
     feature = "capture",
     target_os = "linux",
-    target_env = "gnu",
     not(grouptimeout_portable),
     not(grouptimeout_no_pidfd)
 ))]
@@ -669,16 +690,14 @@ fn sleeps_of_this_thread() -> u64 {
 
 /// A captured job fed with `set_input` larger than a pipe: its standard input is listed (writable) by a step and
 /// closed after its last byte by a later one, so the set's `EPOLL_CTL_DEL` of it fails (`EBADF`, or `ENOENT` had
-/// the number been given to another file). That is normal: the job stays watched by its exit descriptor (not stepped
+/// the number been given to another file, `EPERM` to one that cannot be polled, as the `/proc/PID/stat` that other
+/// tests of this binary open all the time: the case CI's musl pass once hit, 198 sleeps). That is normal: the job stays watched by its exit descriptor (not stepped
 /// every 10 ms as a job whose descriptors cannot be watched), and its exit is reported at once, long before its
 /// deadline. The set's thread sleeps a few times while the input is written and the command ends, not once every
 /// 10 ms of the second the command then sleeps.
-// Not in the musl build: CI's musl pass once counted 198 sleeps here (the poll schedule's rate, as if the job had no
-// pidfd), which five runs by hand did not reproduce; until that is understood, the glibc passes check it.
 #[cfg(all(
     feature = "capture",
     target_os = "linux",
-    target_env = "gnu",
     not(grouptimeout_portable),
     not(grouptimeout_no_pidfd)
 ))]

@@ -53,6 +53,18 @@ pub fn eventually(limit: Duration, mut pred: impl FnMut() -> bool) -> bool {
     }
 }
 
+/// Waits (bounded: 20 s) until the pipe `fd` holds at least `n` bytes not read yet (`FIONREAD`), and says whether it
+/// did: for output that a command must have written before a short deadline the test sets next, so that a slow start
+/// of the command cannot come after that deadline.
+pub fn pipe_holds(fd: &impl std::os::fd::AsRawFd, n: usize) -> bool {
+    eventually(Duration::from_secs(20), || {
+        let mut held: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int, to `held`, which lives across the call; `fd` is kept open by its owner.
+        let ret = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD as _, &raw mut held) };
+        ret == 0 && usize::try_from(held).is_ok_and(|held| held >= n)
+    })
+}
+
 /// Waits (bounded) until every pid in `pids` is dead; returns the ones still alive. Each is the process it is at this
 /// call (see [`KillOnDrop`]): one that ends during the wait counts as dead even once another process has its pid.
 /// Pids learned earlier are better checked with [`KillOnDrop::survivors_after`] of a list made where they were learned.
@@ -340,10 +352,18 @@ pub fn read_pid(out: impl Read) -> u32 {
         .unwrap_or_else(|_| panic!("not a pid: {line:?}"))
 }
 
-/// A path in the temporary directory that no other test uses; the file does not exist yet.
+/// A path in the temporary directory that no other test uses; the file does not exist yet. Named after this process:
+/// its pid, and in a PID namespace of a test's own ([`in_own_pid_namespace`]), where every such run has the same small
+/// pids, also the pid of the process that made the namespace (another copy of the suite may run the same test at once).
 pub fn temp_path(name: &str) -> PathBuf {
-    let path =
-        std::env::temp_dir().join(format!("grouptimeout-test-{}-{name}", std::process::id()));
+    let outer = std::env::var(OUTER_PID)
+        .ok()
+        .filter(|_| in_private_pid_namespace())
+        .map_or_else(String::new, |pid| format!("{pid}."));
+    let path = std::env::temp_dir().join(format!(
+        "grouptimeout-test-{outer}{}-{name}",
+        std::process::id()
+    ));
     let _ = fs::remove_file(&path);
     path
 }
@@ -575,6 +595,9 @@ pub fn pids_from_file(file: &std::path::Path, n: usize) -> Vec<u32> {
 /// namespace made for it.
 const OWN_PID_NAMESPACE: &str = "GROUPTIMEOUT_TEST_OWN_PID_NAMESPACE";
 
+/// The pid of the test process that made the PID namespace ([`in_own_pid_namespace`]), as the run inside gets it.
+const OUTER_PID: &str = "GROUPTIMEOUT_TEST_OUTER_PID";
+
 /// Whether this process is the test binary that [`in_own_pid_namespace`] runs inside a PID namespace of its own.
 pub fn in_private_pid_namespace() -> bool {
     std::env::var_os(OWN_PID_NAMESPACE).is_some_and(|v| v == "1")
@@ -621,6 +644,7 @@ fn in_pid_namespace(test: &str, shell_init: bool) {
         .arg(std::env::current_exe().unwrap())
         .args(["--exact", test, "--nocapture", "--test-threads=1"])
         .env(OWN_PID_NAMESPACE, "1")
+        .env(OUTER_PID, std::process::id().to_string())
         .stdin(std::process::Stdio::null())
         .stdout(fs::File::create(&out_path).unwrap())
         .stderr(fs::File::create(&err_path).unwrap())
