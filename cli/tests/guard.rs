@@ -265,9 +265,11 @@ fn killed_by_name(kill_by_name: &str) -> String {
         tool=$!
         i=0
         # The guard renamed itself (group-guard; a job in a cgroup has its keeper, group-keeper, instead) and left the
-        # tool's group: a kill by the tool's name misses it.
-        until [ -s "$dir/pid" ] && [ -n "$(pgrep -o -x 'group-(guard|keeper)')" ] \
+        # tool's group: a kill by the tool's name misses it. Where the tool takes the portable branches, its guard is
+        # the shell guard: an `sh` child of the tool in the command's group, other than the command.
+        until [ -s "$dir/pid" ] && { [ -n "$(pgrep -o -x 'group-(guard|keeper)')" ] \
             && [ "$(ps -o pgid= -p "$(pgrep -o -x 'group-(guard|keeper)')" | tr -d ' ')" != "$tool" ] \
+            || pgrep -P "$tool" -g "$(cat "$dir/pid")" -x sh | grep -qvx "$(cat "$dir/pid")"; } \
             || [ $i -ge 200 ]; do
             sleep 0.05; i=$((i + 1))
         done

@@ -20,12 +20,13 @@
 //!
 //! # fn main() -> std::io::Result<()> {
 //! let mut child = Command::new("sh")
-//!     .args(["-c", "setsid sleep 30 & sleep 30"])
+//!     .args(["-c", "setsid sleep 1 & sleep 30"])
 //!     .spawn_contained()?;
 //! child.die_with_parent()?;
 //! let outcome = child.wait_timeout(Duration::from_millis(200))?;
 //! assert!(outcome.timed_out());
-//! // In a cgroup or under the job's reaper, the `setsid` sleep was killed too.
+//! // In a cgroup or under the job's reaper, the `setsid` sleep was killed too (with the group alone it escaped the
+//! // kill, and ends by itself a second later).
 //! println!("{:?}: {:?}", child.containment(), child.leftovers());
 //! # Ok(())
 //! # }

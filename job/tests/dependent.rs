@@ -134,12 +134,16 @@ fn write_dependent(name: &str, example: &str) -> Dependent {
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(dir.join("src")).unwrap();
     fs::create_dir_all(dir.join("examples")).unwrap();
+    // A name of its own (and of this process's): the dependents share a target folder, where cargo tells packages
+    // apart by name and version, not by folder (each is its own workspace's root), so that one dependent's check could
+    // be taken for another's, whose example is newer than its own.
     fs::write(
         dir.join("Cargo.toml"),
         format!(
-            "[package]\nname = \"dependent\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
+            "[package]\nname = \"dependent-{name}-{}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
              [dependencies]\ngrouptimeout = {{ path = \"{core}\" }}\ngrouptimeout-job = {{ path = \"{job}\" }}\n\n\
-             [patch.crates-io]\ngrouptimeout = {{ path = \"{core}\" }}\n\n[workspace]\n"
+             [patch.crates-io]\ngrouptimeout = {{ path = \"{core}\" }}\n\n[workspace]\n",
+            std::process::id()
         ),
     )
     .unwrap();
