@@ -508,7 +508,9 @@ async fn the_child_and_the_capture_say_what_the_job_used() {
     #[cfg(feature = "capture")]
     {
         let child = sh("echo hi").stdout(Stdio::piped()).spawn_group().unwrap();
-        let captured = grouptimeout_tokio::wait_with_output(child, None).await.unwrap();
+        let captured = grouptimeout_tokio::wait_with_output(child, None)
+            .await
+            .unwrap();
         assert!(captured.usage.memory.is_some());
     }
 }
