@@ -51,7 +51,8 @@ BEGIN, END = "<!-- audit:begin (made by .ci/audit.py --write) -->", "<!-- audit:
 CORE = "core"
 # The promise of issues 18 and 33: all of `grouptimeout`'s src/, every feature counted, an auditor can read in a day.
 # Raised from 1,500 lines for issue 39 (the job's usage, streamed output, per-stream limits, the idle end): the
-# core-only build stays near 1,100; the way back under 1,500 is the capture as a crate of its own.
+# core-only build grew too (1,058 to 1,228: the usage and the whole-job wait); the way back under 1,500 is the
+# capture as a crate of its own.
 BUDGET_LINES, BUDGET_UNSAFE = 1750, 25
 
 MOD = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;")
