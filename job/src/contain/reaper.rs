@@ -69,6 +69,11 @@ struct Walk<'a> {
     denied: Vec<(u32, String)>,
     /// How many live processes (not refused) the current pass found.
     live: usize,
+    /// The processes found dead (zombies, which the keeper holds unreaped during the kill).
+    dead: Vec<u32>,
+    /// Whether the current pass found one dead that no pass before had: its children were re-parented to the keeper
+    /// as it died, maybe after this pass read the keeper's children, so the next pass looks for them there.
+    newly_dead: bool,
     reached: &'a Mutex<Vec<Leftover>>,
 }
 
@@ -106,6 +111,10 @@ impl Walk<'_> {
                 if stat.killed && pid != self.command {
                     record(self.reached, pid, stat.name);
                 }
+                if !self.dead.contains(&pid) {
+                    self.dead.push(pid);
+                    self.newly_dead = true;
+                }
                 continue;
             }
             if !self.denied.iter().any(|(p, _)| *p == pid) {
@@ -141,8 +150,10 @@ impl Walk<'_> {
 
 /// Kills the job's processes below `keeper` (the command `command` among them), after the caller signalled the
 /// command's group (stop first, then the rest): every process found is killed and recorded (but the command), and the
-/// walk is made again until it finds none alive (those killed have died, and their children, re-parented to the
-/// keeper as their parents died, were killed in turn), within about a second; the keeper then ends what is left when
+/// walk is made again until it finds none alive and none newly dead (those killed have died, and their children,
+/// re-parented to the keeper as their parents died, were killed in turn: a process that died between the pass's read
+/// of the keeper's children and its own check has moved its children to the keeper after that read, so the pass
+/// that first finds it dead does not end the kill), within about a second; the keeper then ends what is left when
 /// it gets the verdict. (Other signals reach the command's group only: see `Job::signal`.)
 ///
 /// # Errors
@@ -159,12 +170,15 @@ pub(super) fn kill(keeper: u32, command: u32, reached: &Mutex<Vec<Leftover>>) ->
         sent: Vec::new(),
         denied: Vec::new(),
         live: 0,
+        dead: Vec::new(),
+        newly_dead: false,
         reached,
     };
     loop {
         walk.live = 0;
+        walk.newly_dead = false;
         walk.visit(keeper, None, 0)?;
-        if walk.live == 0 || Instant::now() >= deadline {
+        if (walk.live == 0 && !walk.newly_dead) || Instant::now() >= deadline {
             break;
         }
         // Killed, and dying: a pause, then a look at what is left (and what their deaths re-parented).

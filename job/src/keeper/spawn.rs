@@ -251,9 +251,10 @@ fn kept(ctx: &Kept<Plan>, command: libc::pid_t, me: InKeeper) -> ! {
         .get(me.forked())
         .command
         .store(command.unsigned_abs(), Ordering::Release);
-    // First of all (std's error pipe among them): the spawn returns once the command's process, which has a copy of
-    // each, has exec'd and closed its own.
-    calls::close_all_but(ctx.folder_fd);
+    // Out of `G` before the spawn can return (it returns once this process and the command's have closed their
+    // copies of std's error pipe, below): a caller that kills the command's group right after the spawn (a job that
+    // ends at once, or a `wait_timeout` at the deadline on a busy machine) must not kill its keeper with it, which
+    // would take the job's orphans along (to init, unrecorded) in reaper mode.
     let mut joined = calls::setpgid(0, ctx.group);
     if joined.is_err() {
         // The helper's group was not made yet (our own `setpgid` of it failed): once the helper exited (its zombie
@@ -265,6 +266,9 @@ fn kept(ctx: &Kept<Plan>, command: libc::pid_t, me: InKeeper) -> ! {
         );
         joined = calls::setpgid(0, ctx.group);
     }
+    // Then every descriptor (std's error pipe among them): the spawn returns once the command's process, which has a
+    // copy of each, has exec'd and closed its own.
+    calls::close_all_but(ctx.folder_fd);
     // Reaped once it exited (now, or in `keep`): the keeper does not wait for it.
     let helper = if end::reaped(ctx.group) { 0 } else { ctx.group };
     if joined.is_err() {
