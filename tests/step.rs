@@ -359,40 +359,16 @@ fn dropping_a_capture_mid_wait_kills_the_group() {
     assert!(survivors_after(Duration::from_secs(5), &[member]).is_empty());
 }
 
-/// The `ptrace` system call's number, for a tracer written in perl.
-#[cfg(target_arch = "x86_64")]
-const SYS_PTRACE: u32 = 101;
-#[cfg(target_arch = "aarch64")]
-const SYS_PTRACE: u32 = 117;
-
 /// A killed leader that cannot be reaped yet (its tracer does not run, so its exit waits for the tracer) must not
 /// block a step: the steps go on (`Pending`) without spinning until the tracer lets go.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[test]
 fn a_killed_leader_that_is_not_reapable_yet_does_not_block_a_step() {
     let test = "a_killed_leader_that_is_not_reapable_yet_does_not_block_a_step";
-    if !common::have(test, "perl", "-v") {
-        return;
-    }
     let mut leader = Command::new("sleep").arg("30").spawn_group().unwrap();
-    let script = format!(
-        "$| = 1; syscall({SYS_PTRACE}, 0x4206, {}, 0, 0) == 0 or die \"PTRACE_SEIZE: $!\"; print \"seized\\n\"; \
-         sleep 2",
-        leader.id()
-    );
-    let mut tracer = Command::new("perl")
-        .args(["-e", &script])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn perl");
-    let _cleanup = KillOnDrop::new(vec![tracer.id()]);
-    let mut line = String::new();
-    io::BufRead::read_line(
-        &mut io::BufReader::new(tracer.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    assert_eq!(line, "seized\n", "the tracer failed");
+    let Some((mut tracer, _cleanup)) = common::seize(test, leader.id()) else {
+        return;
+    };
     let started = Instant::now();
     let cpu = thread_cpu();
     // `drive` fails if one step takes a second: the tracer holds the exit for about 2 s.
@@ -426,33 +402,6 @@ fn the_stepped_types_are_send_and_sync() {
     check::<Step<grouptimeout::Captured>>();
 }
 
-/// Starts a perl tracer that seizes `pid` and then sleeps 2 s without waiting for it: the leader's exit is held
-/// until the tracer ends. `None` (skipped) without perl.
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn seize(test: &str, pid: u32) -> Option<(std::process::Child, KillOnDrop)> {
-    if !common::have(test, "perl", "-v") {
-        return None;
-    }
-    let script = format!(
-        "$| = 1; syscall({SYS_PTRACE}, 0x4206, {pid}, 0, 0) == 0 or die \"PTRACE_SEIZE: $!\"; print \"seized\\n\"; \
-         sleep 2"
-    );
-    let mut tracer = Command::new("perl")
-        .args(["-e", &script])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn perl");
-    let cleanup = KillOnDrop::new(vec![tracer.id()]);
-    let mut line = String::new();
-    io::BufRead::read_line(
-        &mut io::BufReader::new(tracer.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    assert_eq!(line, "seized\n", "the tracer failed");
-    Some((tracer, cleanup))
-}
-
 /// `try_wait` between steps keeps its promise of never blocking: after a step killed a leader that cannot be reaped
 /// yet (traced by a tracer that does not let go for 2 s), it returns `None` at once, and the steps go on.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -460,7 +409,7 @@ fn seize(test: &str, pid: u32) -> Option<(std::process::Child, KillOnDrop)> {
 fn try_wait_between_steps_does_not_block_on_a_killed_leader() {
     let test = "try_wait_between_steps_does_not_block_on_a_killed_leader";
     let mut leader = Command::new("sleep").arg("30").spawn_group().unwrap();
-    let Some((mut tracer, _cleanup)) = seize(test, leader.id()) else {
+    let Some((mut tracer, _cleanup)) = common::seize(test, leader.id()) else {
         return;
     };
     // A deadline already past: the steps kill the group, then wait for the reap.

@@ -244,12 +244,6 @@ fn commands_inherit_no_pidfd() {
     );
 }
 
-/// The `ptrace` system call's number, for a tracer written in perl.
-#[cfg(target_arch = "x86_64")]
-const SYS_PTRACE: u32 = 101;
-#[cfg(target_arch = "aarch64")]
-const SYS_PTRACE: u32 = 117;
-
 fn tracer_pid(pid: u32) -> Option<u32> {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
@@ -263,13 +257,6 @@ fn tracer_pid(pid: u32) -> Option<u32> {
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[test]
 fn a_leader_traced_by_another_process_is_waited_for_without_spinning() {
-    if !common::have(
-        "a_leader_traced_by_another_process_is_waited_for_without_spinning",
-        "perl",
-        "-v",
-    ) {
-        return;
-    }
     // A traced leader's exit is seen by its tracer first: its pidfd is readable while `waitid` in its parent
     // still says "running", until the tracer lets go of it. The wait must not spin meanwhile. The leader, `cat`,
     // exits when its standard input is closed, once the tracer holds it.
@@ -278,24 +265,10 @@ fn a_leader_traced_by_another_process_is_waited_for_without_spinning() {
         .spawn_group()
         .unwrap();
     let leader_stdin = leader.stdin.take().unwrap();
-    let script = format!(
-        "$| = 1; syscall({SYS_PTRACE}, 0x4206, {}, 0, 0) == 0 or die \"PTRACE_SEIZE: $!\"; print \"seized\\n\"; \
-         sleep 2",
-        leader.id()
-    );
-    let mut tracer = Command::new("perl")
-        .args(["-e", &script])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn perl");
-    let _cleanup = KillOnDrop::new(vec![tracer.id()]);
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(tracer.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    assert_eq!(line, "seized\n", "the tracer failed");
+    let test = "a_leader_traced_by_another_process_is_waited_for_without_spinning";
+    let Some((mut tracer, _cleanup)) = common::seize(test, leader.id()) else {
+        return;
+    };
     assert_eq!(tracer_pid(leader.id()), Some(tracer.id()));
     drop(leader_stdin);
     if PIDFD {

@@ -963,3 +963,36 @@ pub fn thread_cpu() -> Duration {
         u32::try_from(ts.tv_nsec).unwrap(),
     )
 }
+
+/// The `ptrace` system call's number, for a tracer written in perl.
+#[cfg(target_arch = "x86_64")]
+pub const SYS_PTRACE: u32 = 101;
+#[cfg(target_arch = "aarch64")]
+pub const SYS_PTRACE: u32 = 117;
+
+/// Starts a perl tracer that seizes `pid` and then sleeps 2 s without waiting for it: the leader's exit is held
+/// until the tracer ends. `None` (skipped) without perl.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub fn seize(test: &str, pid: u32) -> Option<(std::process::Child, KillOnDrop)> {
+    if !have(test, "perl", "-v") {
+        return None;
+    }
+    let script = format!(
+        "$| = 1; syscall({SYS_PTRACE}, 0x4206, {pid}, 0, 0) == 0 or die \"PTRACE_SEIZE: $!\"; print \"seized\\n\"; \
+         sleep 2"
+    );
+    let mut tracer = std::process::Command::new("perl")
+        .args(["-e", &script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn perl");
+    let cleanup = KillOnDrop::new(vec![tracer.id()]);
+    let mut line = String::new();
+    BufRead::read_line(
+        &mut BufReader::new(tracer.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line, "seized\n", "the tracer failed");
+    Some((tracer, cleanup))
+}
