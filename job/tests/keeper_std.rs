@@ -263,14 +263,7 @@ fn a_failed_exec_under_a_keeper_is_the_spawns_error_and_std_reaps_the_keeper() {
 fn the_keeper_has_left_the_commands_group_when_the_spawn_returns() {
     let _one = one_at_a_time();
     // Two busy threads, so that the keeper is more often preempted (the race was one of some hundred spawns).
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let busy: Vec<_> = (0..2)
-        .map(|_| {
-            let stop = stop.clone();
-            thread::spawn(move || while !stop.load(std::sync::atomic::Ordering::Relaxed) {})
-        })
-        .collect();
-    let _stop = StopOnDrop(stop, busy);
+    let _busy = StopOnDrop::busy(2);
     for _ in 0..500 {
         let mut child = reaper()
             .spawn(Command::new("/bin/sleep").arg("20"))
@@ -292,6 +285,20 @@ struct StopOnDrop(
     Vec<thread::JoinHandle<()>>,
 );
 
+impl StopOnDrop {
+    /// Starts `n` threads that spin until the value is dropped.
+    fn busy(n: usize) -> StopOnDrop {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let busy = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                thread::spawn(move || while !stop.load(std::sync::atomic::Ordering::Relaxed) {})
+            })
+            .collect();
+        StopOnDrop(stop, busy)
+    }
+}
+
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
         self.0.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -308,14 +315,7 @@ impl Drop for StopOnDrop {
 #[test]
 fn reaper_leftovers_name_the_escapees_of_a_command_that_dies_during_the_kill() {
     let _one = one_at_a_time();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let busy: Vec<_> = (0..2)
-        .map(|_| {
-            let stop = stop.clone();
-            thread::spawn(move || while !stop.load(std::sync::atomic::Ordering::Relaxed) {})
-        })
-        .collect();
-    let _stop = StopOnDrop(stop, busy);
+    let _busy = StopOnDrop::busy(2);
     let script = "i=0; while [ $i -lt 20 ]; do setsid sleep 30 & i=$((i+1)); done; echo ready; exec sleep 30";
     for round in 0..150 {
         let mut child = reaper()
