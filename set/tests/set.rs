@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{is_dead, skip_or_fail, survivors_after, TempDir};
+use common::{is_dead, survivors_after, TempDir};
 use grouptimeout::{signal, GroupChild, GroupCommandExt as _};
 use grouptimeout_set::{Finished, JobSet};
 
@@ -306,31 +306,8 @@ fn fifty_jobs_in_one_set_end_in_order_and_leave_nothing() {
 #[test]
 fn fifty_jobs_as_nobody_contained_by_the_reaper() {
     let test = "fifty_jobs_as_nobody_contained_by_the_reaper";
-    if std::env::var_os("GROUPTIMEOUT_TEST_UNPRIVILEGED").is_some() {
+    if !common::rerun_as_nobody(test, test) {
         fifty_jobs(test);
-        return;
-    }
-    if !common::is_root() {
-        skip_or_fail(test, "not root, so setpriv cannot switch to nobody");
-        return;
-    }
-    let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        // A copy every user may run: the checkout may be in a folder only we may enter.
-        .arg(common::runnable_by_anyone(
-            &std::env::current_exe().unwrap(),
-        ))
-        .args(["--exact", test, "--nocapture"])
-        .env("GROUPTIMEOUT_TEST_UNPRIVILEGED", "1")
-        .output();
-    match out {
-        Err(e) => skip_or_fail(test, &format!("setpriv cannot run: {e}")),
-        Ok(out) => assert!(
-            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
     }
 }
 
@@ -652,7 +629,7 @@ fn out_of_descriptors_no_job_is_dropped() {
         .env("GROUPTIMEOUT_TEST_FEW_FDS", "1")
         .output();
     match out {
-        Err(e) => skip_or_fail(test, &format!("prlimit cannot run: {e}")),
+        Err(e) => common::skip_or_fail(test, &format!("prlimit cannot run: {e}")),
         Ok(out) => assert!(
             out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
             "{}{}",

@@ -996,3 +996,36 @@ pub fn seize(test: &str, pid: u32) -> Option<(std::process::Child, KillOnDrop)> 
     assert_eq!(line, "seized\n", "the tracer failed");
     Some((tracer, cleanup))
 }
+
+/// Runs the test of this binary named `exact` (its path, for `--exact`) again as nobody through `setpriv`, and checks
+/// that it passed, unless this runs as nobody already: `false` then, and the caller runs its scenario. Skipped (see
+/// `skip_or_fail`) where that cannot be done.
+pub fn rerun_as_nobody(test: &str, exact: &str) -> bool {
+    if std::env::var_os("GROUPTIMEOUT_TEST_UNPRIVILEGED").is_some() {
+        return false;
+    }
+    if !is_root() {
+        skip_or_fail(test, "not root, so setpriv cannot switch to nobody");
+        return true;
+    }
+    if !have(test, "setpriv", "--version") {
+        return true;
+    }
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        // A copy every user may run: the checkout may be in a folder only we may enter.
+        .arg(runnable_by_anyone(&std::env::current_exe().unwrap()))
+        .args(["--exact", exact, "--nocapture"])
+        .env("GROUPTIMEOUT_TEST_UNPRIVILEGED", "1")
+        .output()
+        .unwrap();
+    let output =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    // What the scenario printed, in this test's output too.
+    print!("{output}");
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+        "{output}"
+    );
+    true
+}

@@ -49,36 +49,7 @@ pub fn start_job(
     (child, lines)
 }
 
-/// Runs `test` (the test `linux::test` of this binary) again as nobody through `setpriv`, and checks that it passed,
-/// unless this runs as nobody already: `false` then, and the caller runs its scenario. Skipped (see `skip_or_fail`)
-/// where that cannot be done.
+/// Runs `test` (the test `linux::test` of this binary) again as nobody: see `common::rerun_as_nobody`.
 pub fn as_nobody(test: &str) -> bool {
-    use crate::common::{have, runnable_by_anyone, skip_or_fail};
-    if std::env::var_os("GROUPTIMEOUT_TEST_UNPRIVILEGED").is_some() {
-        return false;
-    }
-    if !crate::common::is_root() {
-        skip_or_fail(test, "not root, so setpriv cannot switch to nobody");
-        return true;
-    }
-    if !have(test, "setpriv", "--version") {
-        return true;
-    }
-    let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        // A copy every user may run: the checkout may be in a folder only we may enter.
-        .arg(runnable_by_anyone(&std::env::current_exe().unwrap()))
-        .args(["--exact", &format!("linux::{test}"), "--nocapture"])
-        .env("GROUPTIMEOUT_TEST_UNPRIVILEGED", "1")
-        .output()
-        .unwrap();
-    let output =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    // What the scenario printed, in this test's output too.
-    print!("{output}");
-    assert!(
-        out.status.success() && output.contains("1 passed"),
-        "{output}"
-    );
-    true
+    crate::common::rerun_as_nobody(test, &format!("linux::{test}"))
 }
