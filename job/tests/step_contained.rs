@@ -33,27 +33,12 @@ fn sleep_on(interest: &Interest) {
     unsafe { libc::poll(fds.as_mut_ptr(), nfds, ms) };
 }
 
-/// The CPU time of this thread.
-fn cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a live timespec that clock_gettime fills in.
-    let ret = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut ts) };
-    assert_eq!(ret, 0);
-    Duration::new(
-        u64::try_from(ts.tv_sec).unwrap(),
-        u32::try_from(ts.tv_nsec).unwrap(),
-    )
-}
-
 /// Steps `child` to its end; returns the outcome, the steps, the CPU time of the loop and the time after `from`.
 fn drive(
     child: &mut GroupChild,
     deadline: Option<Instant>,
 ) -> (io::Result<grouptimeout::Outcome>, usize, Duration) {
-    let cpu = cpu_time();
+    let cpu = common::thread_cpu();
     let end = Instant::now() + Duration::from_secs(60);
     let mut steps = 0;
     let result = loop {
@@ -67,7 +52,11 @@ fn drive(
             Err(e) => break Err(e),
         }
     };
-    (result, steps, cpu_time().checked_sub(cpu).unwrap())
+    (
+        result,
+        steps,
+        common::thread_cpu().checked_sub(cpu).unwrap(),
+    )
 }
 
 fn modes() -> Vec<(Containment, Contain)> {
