@@ -210,6 +210,30 @@ impl ExitWatch {
         }
     }
 
+    /// Watches a process through `pidfd`, a pidfd of it (`None`: on the poll schedule alone), opened by whoever could
+    /// open it race-free: a kept job's command, which is not our child.
+    pub(crate) fn with_pidfd(pidfd: Option<OwnedFd>) -> ExitWatch {
+        ExitWatch {
+            pid: None,
+            yielded: true,
+            pidfd,
+            since: Instant::now(),
+            fired: false,
+            traced: false,
+        }
+    }
+
+    /// From now on watches our unreaped child `pid` (a kept job's keeper, whose exit ends the reap) instead of the
+    /// process watched so far: its pidfd is opened before the old one is closed, so that no descriptor number a step
+    /// listed names another file within the step.
+    pub(crate) fn watch_leader(&mut self, pid: u32) {
+        let pidfd = open_pidfd(pid).ok();
+        *self = ExitWatch {
+            pidfd,
+            ..ExitWatch::with_pidfd(None)
+        };
+    }
+
     /// Waits until `exited` says the process has exited (`true`) or `deadline` passes (`false`; `None`: no
     /// deadline), without reaping or signalling: [`step`](Self::step) driven by the one blocking driver.
     pub(crate) fn wait_exit(

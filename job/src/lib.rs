@@ -61,6 +61,12 @@ mod contain;
 mod guard;
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 mod keeper;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+#[allow(
+    dead_code,
+    reason = "the library and the keeper program each use their half"
+)]
+mod protocol;
 #[cfg(unix)]
 mod spawn;
 #[cfg(unix)]

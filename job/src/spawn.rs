@@ -2,6 +2,10 @@
 //! `contain/`) and spawns its leader as a [`GroupChild`] with that boundary attached (`child.rs`).
 
 use std::io;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+use std::os::fd::AsFd as _;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -11,10 +15,8 @@ use grouptimeout::GroupChild;
 use crate::child::attached;
 use crate::child::Attached;
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-use crate::contain::{cgroup, keeper::Keeper, lineage, Bound};
+use crate::contain::{cgroup, lineage, Bound};
 use crate::contain::{Containment, Job};
-#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-use crate::keeper::KeeperFailure;
 
 /// Extends [`std::process::Command`] with [`spawn_contained`](JobCommandExt::spawn_contained). Sealed: implemented
 /// for [`Command`] only.
@@ -393,19 +395,31 @@ impl Contain {
                 }
             };
             let mut child = None;
+            // The keeper program first (the first kept spawn of this process probes it): a folder is made only
+            // once a keeper can be had for it.
+            let kept = (self.cgroup || self.reaper).then(crate::keeper::program);
+            let program = || match &kept {
+                Some(Ok(program)) => Ok(*program),
+                Some(Err(why)) => Err(io::Error::new(io::ErrorKind::Unsupported, why.clone())),
+                None => Err(io::Error::from(io::ErrorKind::Unsupported)),
+            };
             if self.cgroup {
-                let spawned = cgroup::Cgroup::make(self.parent.as_deref())
-                    .map(|cgroup| spawn_kept(Bound::Cgroup(cgroup), command));
+                let spawned = program().and_then(|program| {
+                    let cgroup = cgroup::Cgroup::make(self.parent.as_deref())?;
+                    Ok(spawn_kept(Bound::Cgroup(cgroup), command, program))
+                });
                 child = match spawned {
                     Ok(spawned) => tried(&mut why, "cgroup", spawned)?,
                     Err(e) => tried(&mut why, "cgroup", Ok(Err(e)))?,
                 };
             }
             if child.is_none() && self.reaper && self.require.rank() <= Containment::Reaper.rank() {
-                child = match reaper_mark() {
-                    Ok(mark) => {
-                        tried(&mut why, "reaper", spawn_kept(Bound::Reaper(mark), command))?
-                    }
+                let spawned = program().and_then(|program| {
+                    let mark = reaper_mark()?;
+                    Ok(spawn_kept(Bound::Reaper(mark), command, program))
+                });
+                child = match spawned {
+                    Ok(spawned) => tried(&mut why, "reaper", spawned)?,
                     Err(e) => tried(&mut why, "reaper", Ok(Err(e)))?,
                 };
             }
@@ -476,128 +490,83 @@ fn reaper_mark() -> io::Result<lineage::Mark> {
     Ok(mark)
 }
 
-/// Spawns `command` through a keeper (see `contain/keeper.rs`): for a cgroup `bound`, the command is born inside the
-/// cgroup; for a reaper `bound`, the keeper is the job's child subreaper, and the command carries the backup mark
-/// (taken off `command` again after the spawn).
-/// The inner `Err` says that the mode could not be had for it, and why (the kind kept): the keeper could not make
-/// the folder or start the command in it (its `mkdir` or `clone3` failed, with the folder and the OS error named),
-/// or the spawn ran out of descriptors (std's pipe of a forked spawn, beyond a plain spawn's). Nothing of the command
-/// ran then, and the folder is removed, so the caller may spawn it again another way.
+/// Spawns `command` kept (see `crate::keeper`): for a cgroup `bound`, born inside the cgroup; for a reaper `bound`,
+/// under the keeper as the job's child subreaper, with the backup mark (taken off `command` again after the spawn).
+/// The inner `Err` says that the mode could not be had for it, and why (the kind kept): the keeper program cannot run
+/// here, the spawning child could not enter the folder or make the command's group, or the spawn ran out of
+/// descriptors. Nothing of the command ran then (the folder is removed), so the caller may spawn it again another
+/// way. The outer `Err` is the spawn's: std's error of the command, or a command that was started and then killed
+/// because its keeper could not be (never spawned again).
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-fn spawn_kept(bound: Bound, command: &mut Command) -> io::Result<io::Result<GroupChild>> {
-    let (folder, mark) = match bound {
-        Bound::Cgroup(ref cgroup) => (Some(cgroup.folder().to_path_buf()), None),
-        Bound::Reaper(ref mark) | Bound::Lineage(ref mark) => (None, Some(mark.name().to_owned())),
-    };
-    let place = folder.as_ref().map_or_else(
-        || "under the job's reaper".to_owned(),
-        |folder| format!("in the job's cgroup {}", folder.display()),
-    );
-    let too_few = |e: io::Error| {
-        io::Error::new(
-            e.kind(),
-            format!(
-                "too few descriptors to spawn {place} (such a spawn forks with a pipe of std's instead of using \
-                 posix_spawn): {e}"
-            ),
-        )
-    };
-    let keeper = Keeper::new()?;
-    let hook = match room_for_a_fork()
-        .and_then(|()| crate::keeper::arm_keeper(command, folder.as_deref(), keeper.page()))
-    {
-        Ok(hook) => hook,
-        Err(e) => return Ok(Err(too_few(e))),
+fn spawn_kept(
+    bound: Bound,
+    command: &mut Command,
+    program: std::os::fd::BorrowedFd<'_>,
+) -> io::Result<io::Result<GroupChild>> {
+    use crate::keeper::{self, Spawned};
+    if grouptimeout::__private::sys::children_are_auto_reaped()? {
+        // As `spawn_group` refuses it: the plain spawn says why.
+        return grouptimeout::GroupCommandExt::spawn_group(command).map(Ok);
+    }
+    let mark = match bound {
+        Bound::Reaper(ref mark) | Bound::Lineage(ref mark) => Some(mark.name().to_owned()),
+        Bound::Cgroup(_) => None,
     };
     if let Some(name) = &mark {
         command.env(name, "1");
     }
-    let job = Job::new(bound, Some(keeper));
-    // As root, for a `Command::uid`: the keeper keeps the right to make the job's cgroup across std's user switch.
-    let spawned = crate::keeper::with_kept_caps(folder.is_some(), || {
-        grouptimeout::__private::spawn(command, Attached::new(job.clone(), None))
-    });
+    let spawned = match bound {
+        Bound::Cgroup(ref cgroup) => match cgroup.open() {
+            Ok(dir) => keeper::spawn(
+                command,
+                program,
+                Some((cgroup.folder(), dir.as_fd(), cgroup.own())),
+            ),
+            Err(e) => Spawned::NotHad(e),
+        },
+        _ => keeper::spawn(command, program, None),
+    };
+    command.process_group(0);
     if let Some(name) = &mark {
         command.env_remove(name);
     }
-    let not_started = spawned.as_ref().err().and_then(|e| hook.keeper_error(e));
-    match spawned {
-        Ok(child) => {
-            job.started(child.id());
-            // The keeper records the command's pid before it closes its copy of std's error pipe: a spawn that
-            // returned without it means that the keeper died before it made the command.
-            if job.watched(child.id()) == child.id() {
-                return Ok(Err(keeper_died(child, &place)));
-            }
-            Ok(Ok(child))
-        }
-        Err(e) => {
-            let _ = job.end(false);
-            if let Some(start) = not_started {
-                let how = match job.keeper_failure() {
-                    Some(KeeperFailure::User) => {
-                        "the command runs as another user (`Command::uid`), and its keeper, switched with it by \
-                         std, kept no CAP_DAC_OVERRIDE to make the job's cgroup and start the command in it: \
-                         spawn as root with that capability, or start the command as that user in a cgroup \
-                         delegated to it (`Contain::cgroup_parent`)"
-                    }
-                    Some(KeeperFailure::PidNamespace) => {
-                        "a `pre_exec` hook put the keeper's children in another PID namespace: a new one that \
-                         the keeper cannot leave again (setns needs CAP_SYS_ADMIN over its own: a hook that also \
-                         made a user namespace), or, for the reaper, an existing one, whose orphans go to its own \
-                         init; lineage mode runs such a hook's command as without a keeper"
-                    }
-                    None if start.raw_os_error() == Some(libc::EAGAIN) => {
-                        "no process could be made: RLIMIT_NPROC, or the pids controller's pids.max, leaves too \
-                         few (a kept job needs two more than the command: its keeper and a short-lived helper)"
-                    }
-                    None if folder.is_some() => "the keeper could not make it or start the command in it",
-                    None => "the keeper could not become a child subreaper or make it",
-                };
-                return Ok(Err(io::Error::new(
-                    start.kind(),
-                    format!("the command's first process could not start {place} ({how}): {start}"),
-                )));
-            }
-            if !out_of_descriptors(&e) {
-                // std's error, as it is (see "Errors" in the crate docs).
-                return Err(e);
-            }
-            Ok(Err(too_few(e)))
-        }
-    }
-}
-
-/// Why the mode of `child`, a kept job whose keeper died before it made the command's process (its spawn returned
-/// with no command recorded: std reads end of file on its error pipe once the keeper is gone, as after an `exec`),
-/// could not be had: the keeper's death, as its reap gives it (a wait, which ends the job: no folder is left).
-#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-fn keeper_died(mut child: GroupChild, place: &str) -> io::Error {
-    use std::os::unix::process::ExitStatusExt as _;
-    let how = match child.wait_timeout(std::time::Duration::from_secs(5)) {
-        Ok(outcome) => match outcome.status().signal() {
-            Some(libc::SIGSYS) => format!(
-                "killed by signal {} (SIGSYS: a seccomp filter forbids a system call it makes)",
-                libc::SIGSYS
-            ),
-            Some(signal) => format!("killed by signal {signal}"),
-            None => format!("{}", outcome.status()),
-        },
-        Err(e) => format!("it could not be waited for: {e}"),
+    let place = match bound {
+        Bound::Cgroup(ref cgroup) => format!("in the job's cgroup {}", cgroup.folder().display()),
+        _ => "under the job's reaper".to_owned(),
     };
-    io::Error::other(format!(
-        "the command's first process could not start {place}: its keeper died before it made it, {how}; the \
-         command did not run"
-    ))
-}
-
-/// Whether two more descriptors can be opened now (std's pipe of a forked spawn): a spawn that failed for want of
-/// them would have run nothing, but is better not tried.
-#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-fn room_for_a_fork() -> io::Result<()> {
-    let probe = std::fs::File::open("/dev/null")?;
-    let _second = probe.try_clone()?;
-    Ok(())
+    match spawned {
+        Spawned::Kept {
+            keeper,
+            stdio,
+            watch,
+            handle,
+        } => {
+            let job = Job::new(bound, Some(handle));
+            job.started(keeper);
+            let attached = Attached::new(job, None);
+            Ok(Ok(grouptimeout::__private::spawned(
+                keeper, stdio, watch, attached,
+            )))
+        }
+        Spawned::NotHad(e) => {
+            let how = if e.raw_os_error() == Some(libc::EAGAIN) {
+                " (no process could be made: RLIMIT_NPROC, or the pids controller's pids.max, leaves too few; a kept \
+                 job needs, for a moment, three more than the command: its keeper and two short-lived helpers)"
+            } else {
+                ""
+            };
+            Ok(Err(io::Error::new(
+                e.kind(),
+                format!("the command's first process could not start {place}{how}: {e}"),
+            )))
+        }
+        Spawned::Failed(e) if out_of_descriptors(&e) => Ok(Err(io::Error::new(
+            e.kind(),
+            format!("too few descriptors to spawn {place}: {e}"),
+        ))),
+        // std's error, as it is (see "Errors" in the crate docs).
+        Spawned::Failed(e) => Err(e),
+    }
 }
 
 /// Whether a spawn failed for want of a descriptor (`EMFILE`, `ENFILE`): a contained spawn then falls back to a

@@ -111,7 +111,9 @@ impl Job {
                 bound,
                 keeper: None,
                 reached: Mutex::new(Vec::new()),
-                command: inner.command.or_else(|| inner.keeper.as_ref()?.command()),
+                command: inner
+                    .command
+                    .or_else(|| Some(inner.keeper.as_ref()?.command())),
             })))
         }
         #[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
@@ -129,12 +131,6 @@ impl Job {
         None
     }
 
-    /// What a kept job's keeper said of its failure to start the command (see `Keeper::failure`).
-    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-    pub(crate) fn keeper_failure(&self) -> Option<crate::keeper::KeeperFailure> {
-        self.keeper()?.failure()
-    }
-
     /// Whether the job has a keeper: the spawned process (`id`) is the keeper, outside the group whose id is its pid;
     /// the command is its child in that group.
     pub(crate) fn kept(&self) -> bool {
@@ -149,7 +145,10 @@ impl Job {
     pub(crate) fn watched(&self, id: u32) -> u32 {
         #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
         if let Some(inner) = &self.0 {
-            if let Some(command) = inner.command.or_else(|| inner.keeper.as_ref()?.command()) {
+            if let Some(command) = inner
+                .command
+                .or_else(|| Some(inner.keeper.as_ref()?.command()))
+            {
                 return command;
             }
         }
@@ -157,12 +156,11 @@ impl Job {
     }
 
     /// Whether our child `id` (the leader, or a kept job's keeper) has exited, or a kept job's command has (its
-    /// keeper then waits for [`judge`](Job::judge)). Errors as for `has_exited`.
+    /// keeper then ends the job, or waits for [`judge`](Job::judge)). Errors as for `has_exited`.
     ///
     /// A kept job's keeper found stopped (`kill -STOP` of `id`: `SIGSTOP` cannot be blocked, so it stops the keeper
-    /// alone, and the command runs on) is continued at once (`SIGCONT`): stopped, it could neither report the
-    /// command's exit nor end the job, and a wait, which sleeps until the command exits, would sleep on to its
-    /// deadline. One `waitid` tells both the keeper's exit and its stop.
+    /// alone, and the command runs on) is continued at once (`SIGCONT`): stopped, it could neither end the job nor
+    /// take the verdict.
     #[cfg_attr(
         not(all(target_os = "linux", not(grouptimeout_portable))),
         allow(clippy::unused_self, reason = "no keeper outside Linux")
@@ -170,12 +168,7 @@ impl Job {
     pub(crate) fn exited(&self, id: u32) -> io::Result<bool> {
         #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
         if let Some(keeper) = self.keeper() {
-            match crate::sys::exited_or_stopped(id)? {
-                Some(true) => return Ok(true),
-                Some(false) => crate::sys::wake_child(id),
-                None => {}
-            }
-            return Ok(keeper.command_exited());
+            return keeper.exited(id);
         }
         crate::sys::has_exited(id)
     }
@@ -210,7 +203,7 @@ impl Job {
     }
 
     /// Just before the reap of `id`: tells a kept job's keeper to end the job (`kill`) or to keep what the command
-    /// left; it then reaps the command and exits as it did.
+    /// left; it then reaps the command and exits as it did (the wait sleeps on its exit).
     #[cfg_attr(
         not(all(target_os = "linux", not(grouptimeout_portable))),
         allow(clippy::unused_self, reason = "no keeper outside Linux")
@@ -219,21 +212,18 @@ impl Job {
         let _ = (id, kill);
         #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
         if let Some(keeper) = self.keeper() {
-            keeper.judge(id, kill);
+            keeper.judge(kill);
         }
     }
 
-    /// The leader `pid` was spawned: a cgroup opens the control files it did not hold across the spawn; for
-    /// lineage, the leader's start time bounds which processes may carry the mark.
+    /// The leader `pid` was spawned: for lineage (and a reaper's backup mark), the leader's start time bounds which
+    /// processes may carry the mark.
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     pub(crate) fn started(&self, pid: u32) {
-        if let Some(keeper) = self.keeper() {
-            keeper.spawned();
-        }
-        match self.0.as_ref().map(|inner| &inner.bound) {
-            Some(Bound::Cgroup(cgroup)) => cgroup.open_controls(),
-            Some(Bound::Lineage(mark) | Bound::Reaper(mark)) => mark.started(pid),
-            None => {}
+        if let Some(Bound::Lineage(mark) | Bound::Reaper(mark)) =
+            self.0.as_ref().map(|inner| &inner.bound)
+        {
+            mark.started(pid);
         }
     }
 
@@ -251,13 +241,6 @@ impl Job {
         }
     }
 
-    /// Whether a kept job's keeper (our child `keeper`, unreaped) was killed: it exited without leaving on its own.
-    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-    fn keeper_killed(&self, keeper: u32) -> bool {
-        self.keeper()
-            .is_some_and(|k| !k.left() && crate::sys::has_exited(keeper).unwrap_or(true))
-    }
-
     /// Sends `signal` to a kept job's command by its pid if it left its group (`setpgid`, `setsid`), which the group
     /// signal of its keeper `keeper` (whose pid is the group's id) then missed, as `signal_group` does for a leader
     /// without a keeper. Through a pidfd, opened before the process is checked to be the keeper's child: the command
@@ -268,7 +251,7 @@ impl Job {
     /// A pidfd that cannot be opened (the OS error), or `EPERM` (a command that became another user).
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     fn signal_moved_command(&self, keeper: u32, signal: i32) -> io::Result<()> {
-        let Some(command) = self.keeper().and_then(Keeper::command) else {
+        let Some(command) = self.keeper().map(Keeper::command) else {
             return Ok(());
         };
         let moved = |pid| {
@@ -315,10 +298,14 @@ impl Job {
             return sent;
         }
         match inner.bound {
+            // The keeper kills the job (this thread only tells it); a keeper that was killed left it to this process.
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Cgroup(ref cgroup) => {
-                let command = self.watched(leader);
-                cgroup.kill_job(command, group, &inner.reached)
+                let sent = group();
+                match self.keeper() {
+                    Some(keeper) if keeper.kill() => sent,
+                    _ => sent.and(cgroup.kill_all()),
+                }
             }
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Lineage(ref mark) => {
@@ -341,18 +328,13 @@ impl Job {
             }
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Reaper(ref mark) => {
-                // A job that killed its keeper was re-parented away from it: its mark is what is left to find it by.
-                if self.keeper_killed(leader) {
-                    let sent = group();
-                    return sent.and(mark.signal(leader, signal, &inner.reached, || {}));
-                }
-                // The members the group's SIGKILL kills stay unreaped zombies of the keeper until the walk saw them.
-                let keeper = self.keeper();
-                keeper.inspect(|k| k.hold_orphans(leader, true));
                 let sent = group();
-                let rest = reaper::kill(leader, self.watched(leader), &inner.reached);
-                keeper.inspect(|k| k.hold_orphans(leader, false));
-                sent.and(rest)
+                match self.keeper() {
+                    Some(keeper) if keeper.kill() => sent,
+                    // A job that killed its keeper was re-parented away from it: its mark is what is left to find it
+                    // by.
+                    _ => sent.and(mark.signal(leader, signal, &inner.reached, || {})),
+                }
             }
         }
     }
@@ -363,6 +345,10 @@ impl Job {
         let Some(inner) = &self.0 else {
             return;
         };
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if let Some(keeper) = &inner.keeper {
+            keeper.take_reached(&mut lock(&inner.reached));
+        }
         for left in lock(&inner.reached).drain(..) {
             if Some(left.pid) != guard && !leftovers.iter().any(|l| l.pid == left.pid) {
                 leftovers.push(left);
@@ -373,8 +359,8 @@ impl Job {
     /// Once the command has exited, waiting for the whole job (`set_wait_for_job`), with the leader (or keeper) `id`
     /// unreaped: whether nothing of the job but it, and `guard` (the guard of `die_with_parent`, a member of the group
     /// that is ours), is left, and a descriptor that turns readable when that may have changed (see
-    /// `Boundary::rest_exited`). A cgroup says it in `cgroup.events` (watched by inotify); a reaper job's keeper ends
-    /// the job itself and exits (its pidfd); lineage and a plain group are scanned in `/proc`.
+    /// `Boundary::rest_exited`). A kept job's keeper ends the job itself and exits once nothing of it is left (its
+    /// pidfd); lineage and a plain group are scanned in `/proc`.
     ///
     /// # Errors
     ///
@@ -390,12 +376,12 @@ impl Job {
         let _ = guard;
         match inner.bound {
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Cgroup(ref cgroup) => Ok(cgroup.rest_exited()),
-            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Lineage(ref mark) => mark.any_alive(id, guard).map(|alive| (!alive, None)),
-            // A keeper that was killed has exited: the job's end (by its mark) follows.
+            // A keeper that was killed has exited: the job's end follows.
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Reaper(_) => self.keeper().map_or(Ok((true, None)), |k| k.ended_job(id)),
+            Bound::Cgroup(_) | Bound::Reaper(_) => self
+                .keeper()
+                .map_or(Ok((true, None)), |k| k.rest_exited(id)),
         }
     }
 
@@ -412,11 +398,19 @@ impl Job {
             return Ok(());
         };
         let _ = keep;
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        let (removed, failed) = self.keeper().map_or((false, None), Keeper::ended);
         match inner.bound {
+            // The folder that a keeper did not remove (it ended the job inside it, or it was killed) is removed here.
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Cgroup(ref cgroup) => cgroup.end(keep),
+            Bound::Cgroup(ref cgroup) => {
+                let ended = if removed { Ok(()) } else { cgroup.end(keep) };
+                failed.map_or(ended, Err)
+            }
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Lineage(_) | Bound::Reaper(_) => Ok(()),
+            Bound::Reaper(_) => failed.map_or(Ok(()), Err),
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Lineage(_) => Ok(()),
         }
     }
 
@@ -430,11 +424,8 @@ impl Job {
     pub(crate) fn usage(&self, usage: &mut grouptimeout::Usage) {
         let _ = usage;
         #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-        if let Some(inner) = &self.0 {
-            if let Some(keeper) = &inner.keeper {
-                let reaper = matches!(inner.bound, Bound::Reaper(_));
-                keeper.page().usage(usage, reaper);
-            }
+        if let Some(keeper) = self.keeper() {
+            keeper.usage(usage);
         }
     }
 
@@ -462,8 +453,9 @@ impl Job {
             return in_group();
         };
         match inner.bound {
+            // The keeper lives in the job's folder, but is not the job's.
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Cgroup(ref cgroup) => cgroup.contains(pid),
+            Bound::Cgroup(ref cgroup) => pid != leader && cgroup.contains(pid),
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Lineage(ref mark) => in_group() || mark.carried_by(pid),
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]

@@ -1,7 +1,5 @@
-//! Linux calls of the job boundary (`crate::contain`): extended attributes of a cgroup folder, a watch of its
-//! `cgroup.events`, signalling through a pidfd, and a kept job's keeper seen from this process (stopped or exited,
-//! woken). The keeper, which starts a job's
-//! command, is in `keeper.rs`.
+//! Linux calls of the job boundary (`crate::contain`): extended attributes of a cgroup folder, signalling through a
+//! pidfd, a watch of two pidfds at once, and a kept job's keeper seen from this process (stopped or exited, woken).
 
 use std::ffi::CString;
 use std::io;
@@ -72,29 +70,6 @@ pub(crate) fn getxattr(path: &Path, name: &str) -> io::Result<Option<Vec<u8>>> {
     }
 }
 
-/// An inotify descriptor (non-blocking, close-on-exec) that turns readable when the file `path` is modified
-/// (`IN_MODIFY`): a cgroup's `cgroup.events` is, at each change of what it says (its `poll` answers `POLLPRI`, which
-/// a wait's `Interest` does not list). Read it empty ([`drain`]) before each look at the file.
-pub(crate) fn watch_modified(path: &Path) -> io::Result<std::fs::File> {
-    let path = CString::new(path.as_os_str().as_bytes())?;
-    // SAFETY: no pointer arguments; a descriptor returned is ours alone, owned at once.
-    let fd = unsafe {
-        OwnedFd::from_raw_fd(cvt(libc::inotify_init1(
-            libc::IN_NONBLOCK | libc::IN_CLOEXEC,
-        ))?)
-    };
-    // SAFETY: a live descriptor and a NUL-terminated path that lives across the call.
-    cvt(unsafe { libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), libc::IN_MODIFY) })?;
-    Ok(fd.into())
-}
-
-/// Reads everything a non-blocking descriptor holds (`EAGAIN` ends it), so that a `poll` sleeps until it gets more.
-pub(crate) fn drain(mut file: &std::fs::File) {
-    use std::io::Read as _;
-    let mut buf = [0u8; 1024];
-    while file.read(&mut buf).is_ok_and(|n| n > 0) {}
-}
-
 /// Sends `signal` to the process a pidfd names (`pidfd_send_signal`, Linux 5.1): `Ok(false)` when it has exited.
 ///
 /// Unlike `kill(2)` this never reaches another process that reused the pid.
@@ -114,6 +89,29 @@ pub(crate) fn pidfd_send_signal(pidfd: BorrowedFd<'_>, signal: libc::c_int) -> i
         Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(false),
         Err(e) => Err(e),
     }
+}
+
+/// An epoll set (close-on-exec) of `first` and `second` (pidfds): readable while either is, so that a wait that
+/// sleeps on it wakes when either process exits.
+pub(crate) fn either(first: BorrowedFd<'_>, second: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    // SAFETY: epoll_create1 with a flag; a descriptor returned is ours alone, owned at once.
+    let set = unsafe { OwnedFd::from_raw_fd(cvt(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
+    for fd in [first, second] {
+        let mut event = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: 0,
+        };
+        // SAFETY: epoll_ctl with live descriptors and an event that lives across the call.
+        cvt(unsafe {
+            libc::epoll_ctl(
+                set.as_raw_fd(),
+                libc::EPOLL_CTL_ADD,
+                fd.as_raw_fd(),
+                &raw mut event,
+            )
+        })?;
+    }
+    Ok(set)
 }
 
 /// Whether our unreaped child `pid` (a kept job's keeper) has exited (`Some(true)`), is stopped (`Some(false)`: a

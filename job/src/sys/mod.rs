@@ -16,13 +16,11 @@ pub(crate) use posix::*;
 pub(crate) mod signal_safe;
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-pub(crate) mod clone;
-#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 mod contain;
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-pub(crate) mod page;
-#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-pub(crate) mod shed;
+mod spawn;
 
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 pub(crate) use contain::*;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+pub(crate) use spawn::*;

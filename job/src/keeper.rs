@@ -1,0 +1,343 @@
+//! The kept spawn (cgroup and reaper modes, Linux; `job/doc/keeper.md`, "Spawn"): the keeper program, embedded by
+//! the build script and written once per process into a sealed memory file (its probe too), and the spawn itself.
+//! The calling thread makes a child `C` that shares its memory and sleeps it until `C` execs (`sys::clone_vfork`,
+//! born in the job's cgroup where it can be); `C` makes the command's group and leaves it, spawns the command with
+//! std's own `Command::spawn` (every setting of the `Command`, the caller's `pre_exec` hooks included, applies to the
+//! command's process alone), sends its standard streams and a pidfd of it back over the job's channel, and execs
+//! the program, which keeps the job (`job/keeper/`). The caller's handle on the keeper is `contain/keeper.rs`.
+
+use std::ffi::{c_int, CString};
+use std::fs::OpenOptions;
+use std::io::{self, Write as _};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::process::{ChildStderr, ChildStdin, ChildStdout, Command};
+use std::sync::OnceLock;
+
+use crate::contain::keeper::Keeper;
+use crate::protocol::{Keep, Start, KEEPER_NAME};
+use crate::sys;
+
+/// The keeper program, as the build script made it (empty where it could not: see `MISSING`).
+static PROGRAM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/gt-keeper"));
+/// Why the build has no program (empty where it has one).
+const MISSING: &str = env!("GROUPTIMEOUT_KEEPER_MISSING");
+
+/// The program's memory file, made and probed by the first kept spawn of this process and kept open for its life
+/// (the crate's one piece of process-wide state, made only by a contained spawn); or why it cannot be run here.
+static EXECUTABLE: OnceLock<Result<OwnedFd, String>> = OnceLock::new();
+
+/// The keeper program, ready to exec: its memory file, or why there is none (the build had none, the memory file
+/// cannot be made or executed here: `vm.memfd_noexec` = 2, a seccomp rule on `memfd_create` or `execveat`).
+pub(crate) fn program() -> Result<BorrowedFd<'static>, String> {
+    // The memory file holds a descriptor for good: made only where a kept spawn has room for its own (the file, the
+    // channel's two, the folder's), and not kept from a process that has too few.
+    if EXECUTABLE.get().is_none() {
+        crate::contain::room_for(4).map_err(|e| {
+            format!("too few descriptors for a kept spawn (4 free at once, one of them kept): {e}")
+        })?;
+    }
+    let made = EXECUTABLE.get_or_init(|| {
+        if PROGRAM.is_empty() {
+            return Err(format!(
+                "this build of grouptimeout-job has no keeper program: {MISSING}"
+            ));
+        }
+        let file = sys::program_file(PROGRAM).map_err(|e| {
+            format!("the keeper program's memory file cannot be made (memfd_create): {e}")
+        })?;
+        probe(file.as_fd())?;
+        Ok(file)
+    });
+    made.as_ref().map(AsFd::as_fd).map_err(Clone::clone)
+}
+
+/// Runs the program once with `--probe` the way a kept spawn will run it (`C`, then `execveat`), and waits for it:
+/// `Err` with why unless it exited 0.
+fn probe(program: BorrowedFd<'_>) -> Result<(), String> {
+    let args = arguments(&Start::Probe);
+    let mut failed = None;
+    let mask = sys::block_signals();
+    let made = sys::clone_vfork(None, &mut |_| {
+        failed = Some(sys::exec_program(program, None, &args));
+        127
+    });
+    mask.set();
+    let pid = made.map_err(|e| format!("the keeper program's probe cannot start (clone): {e}"))?;
+    let status = sys::wait_status(pid);
+    match (failed, status) {
+        (Some(e), _) => Err(format!(
+            "the keeper program cannot be executed here (execveat of its memory file): {e}"
+        )),
+        (None, Ok(status)) if status.success() => Ok(()),
+        (None, Ok(status)) => Err(format!("the keeper program's probe failed here: {status}")),
+        (None, Err(e)) => Err(format!(
+            "the keeper program's probe could not be waited for: {e}"
+        )),
+    }
+}
+
+/// The program's `argv`.
+fn arguments(start: &Start) -> Vec<CString> {
+    std::iter::once(KEEPER_NAME.into())
+        .chain(start.to_args())
+        .filter_map(|arg| CString::new(arg.as_bytes()).ok())
+        .collect()
+}
+
+/// What a kept spawn gave.
+pub(crate) enum Spawned {
+    /// The command runs, kept: the keeper's pid (the `GroupChild`'s id), the command's standard streams, a pidfd of
+    /// the command for the wait (`None`: none could be had), and the caller's handle on the keeper.
+    Kept {
+        keeper: u32,
+        stdio: (Option<ChildStdin>, Option<ChildStdout>, Option<ChildStderr>),
+        watch: Option<OwnedFd>,
+        handle: Keeper,
+    },
+    /// The mode cannot be had, and why: nothing of the command ran (its process was never made).
+    NotHad(io::Error),
+    /// std's spawn failed (the command's own error: its program not found, say), or the command was started and
+    /// then killed because its keeper could not be: an error of the spawn, no fallback (the command must never run
+    /// twice).
+    Failed(io::Error),
+}
+
+/// How far `C` got.
+enum Stage {
+    /// It never reported (it died before: the caller's `clone` says how).
+    Nothing,
+    /// A step before the command's spawn failed: the mode is not had.
+    Refused(io::Error),
+    /// std's spawn of the command failed.
+    SpawnFailed(io::Error),
+    /// The command runs: its pid; `C` goes on to exec the program.
+    Spawned(u32),
+    /// The command was started, but the keeper could not be: it was killed and reaped.
+    Lost(io::Error),
+}
+
+/// Spawns `command` kept: in the cgroup `folder` (open as `folder_fd`; the keeper moves to `leave_to` to kill it),
+/// or, without one, under the keeper as the job's reaper.
+pub(crate) fn spawn(
+    command: &mut Command,
+    program: BorrowedFd<'_>,
+    cgroup: Option<(&Path, BorrowedFd<'_>, &Path)>,
+) -> Spawned {
+    let (ours, theirs) = match sys::socket_pair() {
+        Ok(pair) => pair,
+        Err(e) => return Spawned::NotHad(e),
+    };
+    let supervisor = std::process::id();
+    let mut stage = Stage::Nothing;
+    let mask = sys::block_signals();
+    let made = sys::clone_vfork(cgroup.map(|(_, fd, _)| fd), &mut |inside| {
+        in_child(
+            command,
+            &mut stage,
+            &mask,
+            program,
+            theirs.as_fd(),
+            cgroup,
+            supervisor,
+            inside,
+        )
+    });
+    mask.set();
+    drop(theirs);
+    let pid = match made {
+        Ok(pid) => pid,
+        Err(e) => return Spawned::NotHad(e),
+    };
+    let end = |why: Option<&str>, e: io::Error| {
+        sys::reap_child(pid);
+        match why {
+            Some(what) => io::Error::new(e.kind(), format!("{what}: {e}")),
+            None => e,
+        }
+    };
+    match stage {
+        Stage::Spawned(command) => received(pid, command, ours),
+        Stage::Refused(e) => Spawned::NotHad(end(None, e)),
+        Stage::SpawnFailed(e) => Spawned::Failed(end(None, e)),
+        Stage::Lost(e) => Spawned::Failed(end(
+            Some(
+                "the command was started, but its keeper could not be (so the command was killed)",
+            ),
+            e,
+        )),
+        Stage::Nothing => {
+            let status = sys::wait_status(pid);
+            Spawned::NotHad(io::Error::other(format!(
+                "the child that spawns the command died before it did: {}",
+                status.map_or_else(|e| e.to_string(), |s| s.to_string())
+            )))
+        }
+    }
+}
+
+/// What `C` does (see the module docs); its exit status if it does not exec the program.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "what `C` is given is the spawn's whole state"
+)]
+fn in_child(
+    command: &mut Command,
+    stage: &mut Stage,
+    mask: &sys::Mask,
+    program: BorrowedFd<'_>,
+    channel: BorrowedFd<'_>,
+    cgroup: Option<(&Path, BorrowedFd<'_>, &Path)>,
+    supervisor: u32,
+    inside: bool,
+) -> c_int {
+    let refused = |stage: &mut Stage, e: io::Error, what: &str| {
+        *stage = Stage::Refused(sys::os_error_or(e, |e| format!("{what}: {e}")));
+        127
+    };
+    // Born outside the folder (`clone3` refused, or not x86-64): into it before anything of the command exists.
+    if let Some((folder, _, _)) = cgroup.filter(|_| !inside) {
+        let moved = OpenOptions::new()
+            .write(true)
+            .open(folder.join("cgroup.procs"))
+            .and_then(|mut procs| procs.write_all(b"0"));
+        if let Err(e) = moved {
+            return refused(stage, e, "cannot move into the job's cgroup");
+        }
+    }
+    // Every orphan of the job comes to the keeper, from the command's first instruction on (the flag survives the
+    // `exec` of the program).
+    if let Err(e) = sys::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) {
+        return refused(stage, e, "cannot become a child subreaper");
+    }
+    let holder = match sys::leave_own_group() {
+        Ok(holder) => holder,
+        Err(e) => return refused(stage, e, "cannot make the command's process group"),
+    };
+    let group = std::process::id();
+    sys::quiet_handlers();
+    mask.set();
+    command.process_group(i32::try_from(group).unwrap_or(0));
+    let spawned = match command.spawn() {
+        // glibc's `posix_spawn` under a seccomp profile that refuses `clone3` with `EPERM` (older container
+        // runtimes): a fork works there (the `Command` keeps taking that path).
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+            sys::spawn_by_fork(command);
+            command.spawn()
+        }
+        spawned => spawned,
+    };
+    let _ = sys::block_signals();
+    sys::reap_child(holder);
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            *stage = Stage::SpawnFailed(e);
+            return 127;
+        }
+    };
+    let pid = child.id();
+    if cgroup.is_none() && joined_pid_namespace(pid) {
+        let _ = sys::kill(-i32::try_from(group).unwrap_or(0), libc::SIGKILL);
+        let _ = sys::kill(i32::try_from(pid).unwrap_or(0), libc::SIGKILL);
+        sys::reap_child(pid);
+        *stage = Stage::Lost(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "a `pre_exec` hook put the command's children in another, existing PID namespace (setns), whose \
+             orphans go to its own init: the job's reaper cannot hold them (a cgroup can)",
+        ));
+        return 127;
+    }
+    // The command is this process's unreaped child: a pidfd opened now names it for good.
+    #[cfg(not(grouptimeout_no_pidfd))]
+    let pidfd = sys::pidfd_open(pid).ok();
+    #[cfg(grouptimeout_no_pidfd)]
+    let pidfd: Option<OwnedFd> = None;
+    let stdio: [Option<OwnedFd>; 4] = [
+        child.stdin.take().map(OwnedFd::from),
+        child.stdout.take().map(OwnedFd::from),
+        child.stderr.take().map(OwnedFd::from),
+        pidfd,
+    ];
+    let present = stdio
+        .iter()
+        .enumerate()
+        .fold(0u8, |bits, (i, fd)| bits | u8::from(fd.is_some()) << i);
+    let fds: Vec<_> = stdio.iter().flatten().map(AsRawFd::as_raw_fd).collect();
+    let mut kept = sys::send_with_fds(channel, &[present], &fds)
+        .and_then(|()| sys::prctl(libc::PR_SET_PDEATHSIG, libc::SIGCONT as libc::c_ulong));
+    if kept.is_ok() {
+        *stage = Stage::Spawned(pid);
+        let start = Start::Keep(Keep {
+            channel: channel.as_raw_fd(),
+            command: pid,
+            supervisor,
+            cgroup: cgroup.map(|(folder, _, leave_to)| (folder.to_owned(), leave_to.to_owned())),
+        });
+        kept = Err(sys::exec_program(
+            program,
+            Some(channel.as_raw_fd()),
+            &arguments(&start),
+        ));
+    }
+    // The keeper could not be: the command (our child, pinned until reaped) and its group end here.
+    let _ = sys::kill(-i32::try_from(group).unwrap_or(0), libc::SIGKILL);
+    let _ = sys::kill(i32::try_from(pid).unwrap_or(0), libc::SIGKILL);
+    sys::reap_child(pid);
+    *stage = Stage::Lost(kept.err().unwrap_or_else(|| io::Error::other("lost")));
+    127
+}
+
+/// Whether the command `pid` (our child) has its children born in an existing PID namespace other than ours (a
+/// `pre_exec` hook that called `setns`): its `pid_for_children` names a namespace that has an init already, which is
+/// not a child of the command's. A namespace the command made (`unshare`) has none until its first child, which is
+/// its init, and which dies with the job (a namespace dies with its init).
+fn joined_pid_namespace(pid: u32) -> bool {
+    let link = |path: String| std::fs::read_link(path).ok();
+    let Some(theirs) = link(format!("/proc/{pid}/ns/pid_for_children")) else {
+        return false;
+    };
+    if link("/proc/self/ns/pid".into()).is_none_or(|own| own == theirs) {
+        return false;
+    }
+    let children =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    !children.split_whitespace().any(|child| {
+        let status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap_or_default();
+        link(format!("/proc/{child}/ns/pid")).as_ref() == Some(&theirs)
+            && status
+                .lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .is_some_and(|ids| ids.split_whitespace().last() == Some("1"))
+    })
+}
+
+/// The command runs and `C` exec'd the keeper `keeper`: the command's streams and pidfd, from the channel.
+fn received(keeper: u32, command: u32, channel: OwnedFd) -> Spawned {
+    let mut present = [0u8; 1];
+    let fds = sys::receive_with_fds(channel.as_fd(), &mut present)
+        .map_or_else(|_| Vec::new(), |(_, fds)| fds);
+    let mut fds = fds.into_iter();
+    let mut next = |bit: u8| (present[0] & (1 << bit) != 0).then(|| fds.next()).flatten();
+    let stdio = (
+        next(0).map(ChildStdin::from),
+        next(1).map(ChildStdout::from),
+        next(2).map(ChildStderr::from),
+    );
+    let pidfd = next(3);
+    // The keeper is our unreaped child: a pidfd opened now names it.
+    let keeper_fd = pidfd.as_ref().and_then(|_| sys::pidfd_open(keeper).ok());
+    // A wait sleeps until the command exits, or its keeper does (killed: the command would run on unwatched).
+    let watch = match (&pidfd, &keeper_fd) {
+        (Some(command), Some(keeper)) => sys::either(command.as_fd(), keeper.as_fd()).ok(),
+        _ => None,
+    };
+    Spawned::Kept {
+        keeper,
+        stdio,
+        watch,
+        handle: Keeper::new(channel, command, pidfd, keeper_fd),
+    }
+}
