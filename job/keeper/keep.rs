@@ -47,11 +47,11 @@ pub(crate) fn keep(job: &Keep) -> ! {
             .map(|(folder, leave_to)| Folder::new(folder.clone(), leave_to.clone())),
         exit: None,
         verdict: None,
-        kill: false,
-        killed: false,
+        kill: Kill::No,
         plan: (0, 0),
         stop: None,
         told: false,
+        alone: false,
         report: Report::default(),
     };
     if let Err(e) = moved {
@@ -82,6 +82,14 @@ fn set_descriptors(channel: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// A kill of the whole job: not asked for, asked for (the caller's order, or a `waitid` that failed), done.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kill {
+    No,
+    Asked,
+    Done,
+}
+
 struct Keeper {
     command: u32,
     supervisor: u32,
@@ -93,15 +101,17 @@ struct Keeper {
     exit: Option<sys::Report>,
     /// The caller's verdict: end the rest of the job (`true`) or leave it.
     verdict: Option<bool>,
-    /// Kill the job (ordered, or the end of the death plan); and whether that was done.
-    kill: bool,
-    killed: bool,
+    /// Whether the job is to be killed (ordered, or the end of the death plan), and whether that was done.
+    kill: Kill,
     /// The death plan: a signal and a grace in milliseconds.
     plan: (u32, u32),
     /// A stop of the command not told yet (the caller has not read the last one).
     stop: Option<u32>,
     /// Whether the caller was sent `SIGCHLD` for the command's exit.
     told: bool,
+    /// Whether the caller died (or closed its end: the kernel closes a dying process's descriptors before it
+    /// re-parents its children, so the keeper's parent may still be the caller then).
+    alone: bool,
     report: Report,
 }
 
@@ -114,15 +124,15 @@ impl Keeper {
             if !open || sys::parent() != self.supervisor {
                 self.orphaned();
             }
-            if self.kill && !self.killed {
+            if self.kill == Kill::Asked {
                 self.kill_job(END_LIMIT);
             }
             reaper::reap_orphans(self.command, &mut self.report.killed);
             self.watch_command();
             if self.exit.is_some() {
                 match self.verdict {
-                    Some(kill) => self.finish(kill || self.killed),
-                    None if self.killed || self.job_empty() => self.finish(true),
+                    Some(kill) => self.finish(kill || self.kill == Kill::Done),
+                    None if self.kill == Kill::Done || self.job_empty() => self.finish(true),
                     None if !self.told => {
                         // The caller hears of the exit as it would of its own child's.
                         self.told = true;
@@ -197,7 +207,7 @@ impl Keeper {
             match sys::receive_datagram(CHANNEL, &mut buf) {
                 Ok(0) => return false,
                 Ok(n) => match buf.get(..n).and_then(Order::decode) {
-                    Some(Order::Kill) => self.kill = true,
+                    Some(Order::Kill) => self.kill = self.kill.max(Kill::Asked),
                     Some(Order::Verdict { kill }) => self.verdict = Some(kill),
                     Some(Order::DeathPlan { signal, grace_ms }) => self.plan = (signal, grace_ms),
                     None => {}
@@ -218,7 +228,10 @@ impl Keeper {
             match sys::wait_child(self.command, sys::WEXITED | sys::WSTOPPED | sys::WNOWAIT) {
                 Ok(Some(stop)) if stop.code == sys::CLD_STOPPED => {
                     let _ = sys::wait_child(self.command, sys::WSTOPPED);
-                    self.stop = Some(stop.status.unsigned_abs());
+                    // Once told to kill the job, a stop is the caller's own, before its SIGKILL: not the command's.
+                    if self.kill == Kill::No {
+                        self.stop = Some(stop.status.unsigned_abs());
+                    }
                 }
                 Ok(exit) => self.exit = exit,
                 Err(e) => self.lost(&e),
@@ -239,7 +252,7 @@ impl Keeper {
     /// The command cannot be watched: reported, and the job ended.
     fn lost(&mut self, e: &io::Error) {
         self.fail(e, "cannot watch the command (waitid)");
-        self.kill = true;
+        self.kill = self.kill.max(Kill::Asked);
         self.exit = Some(sys::Report {
             pid: pid(self.command),
             code: 2,
@@ -260,7 +273,7 @@ impl Keeper {
     /// Kills the whole job: the command's group (the keeper is not in it), the command, then the cgroup (frozen,
     /// listed, killed, waited for) or the keeper's descendants (walked, killed), within `limit`.
     fn kill_job(&mut self, limit: Duration) {
-        self.killed = true;
+        self.kill = Kill::Done;
         let _ = sys::send_signal(-pid(self.me), sys::SIGKILL);
         let _ = sys::send_signal(pid(self.command), sys::SIGKILL);
         let ended = match &mut self.folder {
@@ -277,8 +290,12 @@ impl Keeper {
     /// its end: the death plan (its signal to the command's group and the command, `SIGCONT` unless it stops, up to
     /// its grace for the job to end), then the whole job killed, and the keeper's end.
     fn orphaned(&mut self) -> ! {
+        self.alone = true;
         let (signal, grace_ms) = self.plan;
-        if let (Ok(signal), true) = (i32::try_from(signal), grace_ms > 0 && !self.killed) {
+        if let (Ok(signal), true) = (
+            i32::try_from(signal),
+            grace_ms > 0 && self.kill != Kill::Done,
+        ) {
             for target in [-pid(self.me), pid(self.command)] {
                 let _ = sys::send_signal(target, signal);
                 if ![sys::SIGSTOP, sys::SIGTSTP, sys::SIGTTIN, sys::SIGTTOU].contains(&signal) {
@@ -297,7 +314,7 @@ impl Keeper {
                 self.sleep(Some(left.min(Duration::from_millis(100))));
             }
         }
-        if !(self.killed || self.exit.is_some() && self.job_empty()) {
+        if !(self.kill == Kill::Done || self.exit.is_some() && self.job_empty()) {
             self.kill_job(END_LIMIT_ALONE);
         }
         self.finish(true)
@@ -307,18 +324,18 @@ impl Keeper {
     /// read, its folder removed (cgroup mode, unless the keeper still lives in it: the caller removes it then), every
     /// child reaped, the report written, and the exit as the command's.
     fn finish(&mut self, kill: bool) -> ! {
-        let limit = if sys::parent() == self.supervisor {
-            END_LIMIT
-        } else {
+        let limit = if self.alone {
             END_LIMIT_ALONE
+        } else {
+            END_LIMIT
         };
-        if kill && !self.killed && !self.job_empty() {
+        if kill && self.kill != Kill::Done && !self.job_empty() {
             self.kill_job(limit);
         }
         let own = sys::usage(false);
         if let Some(folder) = &mut self.folder {
             let used = folder.usage(own);
-            if limit == END_LIMIT_ALONE {
+            if self.alone {
                 // No caller will remove the folder: the keeper leaves it, and removes it below.
                 let _ = folder.leave();
             }

@@ -8,6 +8,7 @@
 //!   its end (the report, the exit as the command's).
 //! - `cgroup.rs`: the job's cgroup folder (cgroup mode): who is left in it, the freeze, list and kill, the usage,
 //!   the removal; `reaper.rs`: the job as the keeper's descendants (reaper mode, and both modes' orphans).
+//! - `guard.rs`: the guard of a job without a keeper (`die_with_parent`), the same program started otherwise.
 //! - `sys/`: the few calls into the C library that std does not make.
 //! - `../src/protocol.rs`: the command line and the messages, shared with the library.
 #![cfg_attr(
@@ -56,6 +57,15 @@ mod cgroup;
         target_arch = "riscv64"
     )
 ))]
+mod guard;
+#[cfg(all(
+    target_os = "linux",
+    any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "riscv64"
+    )
+))]
 mod keep;
 #[cfg(all(
     target_os = "linux",
@@ -90,6 +100,7 @@ fn main() {
     match start {
         Some(protocol::Start::Probe) => keep::probe(),
         Some(protocol::Start::Keep(job)) => keep::keep(&job),
+        Some(protocol::Start::Guard { pipe, leader }) => guard::guard(pipe, leader),
         None => {}
     }
     let _ = start;

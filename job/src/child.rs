@@ -10,7 +10,7 @@ use grouptimeout::__private::{self as core, Boundary};
 use grouptimeout::GroupChild;
 
 use crate::contain::{Containment, Job, Leftover};
-use crate::guard::{Guard, Start};
+use crate::guard::Guard;
 
 /// [`grouptimeout::GroupChild`]'s methods for its job: import it to call them on any child, of
 /// [`spawn_contained`](crate::JobCommandExt::spawn_contained) or of `spawn_group`.
@@ -218,7 +218,7 @@ impl JobChildExt for GroupChild {
     }
 
     fn die_with_parent(&mut self) -> io::Result<()> {
-        arrange_guard(self, Start::Shell)
+        arrange_guard(self)
     }
 
     fn guard_id(&self) -> Option<u32> {
@@ -389,8 +389,8 @@ pub(crate) fn attached(child: &GroupChild) -> Option<&Attached> {
     of(core::boundary(child))
 }
 
-/// [`die_with_parent`](JobChildExt::die_with_parent) with the guard started by `how`.
-pub(crate) fn arrange_guard(child: &mut GroupChild, how: Start) -> io::Result<()> {
+/// [`die_with_parent`](JobChildExt::die_with_parent).
+pub(crate) fn arrange_guard(child: &mut GroupChild) -> io::Result<()> {
     if attached(child).is_none() {
         // A plain group's guard needs a boundary to live in: one that adds nothing else.
         if core::attach(child, Attached::new(Job::default(), None)).is_err() {
@@ -407,7 +407,7 @@ pub(crate) fn arrange_guard(child: &mut GroupChild, how: Start) -> io::Result<()
     // A kept job's keeper is its guard already (see `Contain`).
     if core::leader_unreaped(child) && a.guard_id().is_none() && !job.kept() {
         core::leader_exited(child)?;
-        let guard = Guard::start(child.id(), how, job.cgroup_folder())?;
+        let guard = Guard::start(child.id())?;
         *lock(&a.guard) = Some(guard);
     }
     // The plan of `set_grace` for this process's death: to the guard, or to the keeper.

@@ -61,7 +61,7 @@ fn probe(program: BorrowedFd<'_>) -> Result<(), String> {
     let mut failed = None;
     let mask = sys::block_signals();
     let made = sys::clone_vfork(None, &mut |_| {
-        failed = Some(sys::exec_program(program, None, &args));
+        failed = Some(sys::exec_program(program, None, &mut sys::Argv::new(&args)));
         127
     });
     mask.set();
@@ -85,6 +85,37 @@ fn arguments(start: &Start) -> Vec<CString> {
         .chain(start.to_args())
         .filter_map(|arg| CString::new(arg.as_bytes()).ok())
         .collect()
+}
+
+/// Starts the program as the guard of group `leader` (whose leader the caller holds unreaped), reading `pipe`: a
+/// child that shares this process's memory until it execs (as a kept spawn's `C`), joins the group with every signal
+/// blocked (so that none but `SIGKILL` can end it once it is in, the exec keeping the mask), and execs the program.
+/// Its pid, once it exec'd (armed).
+pub(crate) fn spawn_guard(program: BorrowedFd<'_>, leader: u32, pipe: &OwnedFd) -> io::Result<u32> {
+    let group = sys::checked_pid(leader)?;
+    // Made before the child joins the group: from then on it only makes system calls (a signal to the group must
+    // never find it in the middle of an allocation of this process's).
+    let args = arguments(&Start::Guard {
+        pipe: pipe.as_raw_fd(),
+        leader,
+    });
+    let mut pointers = sys::Argv::new(&args);
+    let mut failed = None;
+    let mask = sys::block_signals();
+    let made = sys::clone_vfork(None, &mut |_| {
+        failed = Some(match sys::join_group(group) {
+            Ok(()) => sys::exec_program(program, Some(pipe.as_raw_fd()), &mut pointers),
+            Err(e) => e,
+        });
+        127
+    });
+    mask.set();
+    let pid = made?;
+    if let Some(e) = failed {
+        let _ = sys::wait_status(pid);
+        return Err(e);
+    }
+    Ok(pid)
 }
 
 /// What a kept spawn gave.
@@ -276,10 +307,11 @@ fn in_child(
             supervisor,
             cgroup: cgroup.map(|(folder, _, leave_to)| (folder.to_owned(), leave_to.to_owned())),
         });
+        let args = arguments(&start);
         kept = Err(sys::exec_program(
             program,
             Some(channel.as_raw_fd()),
-            &arguments(&start),
+            &mut sys::Argv::new(&args),
         ));
     }
     // The keeper could not be: the command (our child, pinned until reaped) and its group end here.

@@ -90,13 +90,14 @@ pub mod __private {
 
     use grouptimeout::GroupChild;
 
-    /// `die_with_parent` with a guard that is a fork of this process (the tool's `host::die_with_parent_forked`).
+    /// `die_with_parent` (the tool's `host::die_with_parent_forked`, whose guard was a fork of the tool: the guard is
+    /// the same for both now).
     ///
     /// # Errors
     ///
     /// As for [`die_with_parent`](crate::JobChildExt::die_with_parent).
     pub fn die_with_parent_forked(child: &mut GroupChild) -> io::Result<()> {
-        crate::child::arrange_guard(child, crate::guard::Start::Fork)
+        crate::child::arrange_guard(child)
     }
 
     /// A [`Leftover`](crate::Leftover) (non-exhaustive) found by the tool's own sweep.

@@ -23,6 +23,10 @@ pub(crate) enum Start {
     Probe,
     /// Keep a job.
     Keep(Keep),
+    /// Guard the group `leader` of a job without a keeper (`die_with_parent`): the program is in that group, and kills
+    /// it when its `pipe` (a descriptor it inherited, whose other end only the caller holds) reaches end of file,
+    /// after the death plan last written on it (`SIGNAL CONT GRACE_MS` lines).
+    Guard { pipe: i32, leader: u32 },
 }
 
 /// A kept job, as its keeper is told at its start.
@@ -44,6 +48,13 @@ impl Start {
     pub(crate) fn to_args(&self) -> Vec<OsString> {
         match self {
             Start::Probe => vec!["--probe".into()],
+            Start::Guard { pipe, leader } => {
+                vec![
+                    "--guard".into(),
+                    pipe.to_string().into(),
+                    leader.to_string().into(),
+                ]
+            }
             Start::Keep(keep) => {
                 let mut args: Vec<OsString> = vec![
                     "--keep".into(),
@@ -65,6 +76,10 @@ impl Start {
         let number = |arg: Option<&OsString>| arg?.to_str()?.parse::<u32>().ok();
         match args.first()?.to_str()? {
             "--probe" if args.len() == 1 => Some(Start::Probe),
+            "--guard" if args.len() == 3 => Some(Start::Guard {
+                pipe: i32::try_from(number(args.get(1))?).ok()?,
+                leader: number(args.get(2))?,
+            }),
             "--keep" if args.len() == 4 || args.len() == 6 => Some(Start::Keep(Keep {
                 channel: i32::try_from(number(args.get(1))?).ok()?,
                 command: number(args.get(2))?,
@@ -389,6 +404,8 @@ mod tests {
             cgroup: Some(("/a b".into(), "/c".into())),
         });
         assert_eq!(Start::from_args(&start.to_args()), Some(start));
+        let guard = Start::Guard { pipe: 0, leader: 9 };
+        assert_eq!(Start::from_args(&guard.to_args()), Some(guard));
     }
 
     #[test]

@@ -219,6 +219,12 @@ pub(crate) fn send_signal(pid: i32, signal_number: c_int) -> io::Result<bool> {
     }
 }
 
+/// Sends `signal_number` to this process's own group (the guard's, the job's).
+pub(crate) fn signal_own_group(signal_number: c_int) {
+    // SAFETY: kill with integers; 0 is this process's own group.
+    unsafe { kill(0, signal_number) };
+}
+
 /// Opens a pidfd of `pid` (Linux 5.3): it names that process from now on, or one that has exited.
 pub(crate) fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
     let pid = c_int::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
@@ -329,6 +335,18 @@ pub(crate) fn close_from(first: RawFd) {
         // already, is at most closed twice).
         unsafe { close(fd) };
     }
+}
+
+/// Closes descriptor `fd` (a number: no memory of this process's is at stake).
+pub(crate) fn close_fd(fd: RawFd) {
+    // SAFETY: close of a number.
+    unsafe { close(fd) };
+}
+
+/// Descriptor 0 as a `File`, for a process that holds it as its own (the guard's pipe, put there at its start).
+pub(crate) fn file_on_zero() -> std::fs::File {
+    // SAFETY: descriptor 0 is open (the caller put it there), and nothing else in this process uses it.
+    unsafe { std::fs::File::from_raw_fd(0) }
 }
 
 /// Makes `to` a copy of `from` (`dup2`).

@@ -47,6 +47,17 @@ impl Containment {
     }
 }
 
+/// A kept job's `SIGKILL`, once its keeper was told to kill the job: the command's group stopped first (`SIGSTOP`:
+/// the keeper is not in it, and takes no stop for the command's own once told), then `group` (the core's `SIGKILL`).
+/// A stopped member cannot reap a child of its that the kill ends, so every killed process whose parent dies with it
+/// comes to the keeper (a child subreaper), which names it among what the kill reached.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+fn stopped_first(leader: u32, group: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
+    // The group's id is the keeper's pid, our unreaped child (the core checked it): it names the job's group.
+    let _ = i32::try_from(leader).map(|id| crate::sys::kill(-id, libc::SIGSTOP));
+    group()
+}
+
 /// A job's boundary beyond its process group; empty (a plain group) by default. Clones share it.
 #[derive(Clone, Default)]
 pub(crate) struct Job(Option<Arc<Inner>>);
@@ -300,13 +311,10 @@ impl Job {
         match inner.bound {
             // The keeper kills the job (this thread only tells it); a keeper that was killed left it to this process.
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Cgroup(ref cgroup) => {
-                let sent = group();
-                match self.keeper() {
-                    Some(keeper) if keeper.kill() => sent,
-                    _ => sent.and(cgroup.kill_all()),
-                }
-            }
+            Bound::Cgroup(ref cgroup) => match self.keeper() {
+                Some(keeper) if keeper.kill() => stopped_first(leader, group),
+                _ => group().and(cgroup.kill_all()),
+            },
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Lineage(ref mark) => {
                 // The group is stopped first and killed after the search's first pass: a member that the group kill
@@ -327,15 +335,11 @@ impl Job {
                 sent.and(rest)
             }
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Reaper(ref mark) => {
-                let sent = group();
-                match self.keeper() {
-                    Some(keeper) if keeper.kill() => sent,
-                    // A job that killed its keeper was re-parented away from it: its mark is what is left to find it
-                    // by.
-                    _ => sent.and(mark.signal(leader, signal, &inner.reached, || {})),
-                }
-            }
+            Bound::Reaper(ref mark) => match self.keeper() {
+                Some(keeper) if keeper.kill() => stopped_first(leader, group),
+                // A job that killed its keeper was re-parented away from it: its mark is what is left to find it by.
+                _ => group().and(mark.signal(leader, signal, &inner.reached, || {})),
+            },
         }
     }
 
@@ -426,16 +430,6 @@ impl Job {
         #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
         if let Some(keeper) = self.keeper() {
             keeper.usage(usage);
-        }
-    }
-
-    /// The folder of the job's cgroup, for the guard of `die_with_parent`.
-    pub(crate) fn cgroup_folder(&self) -> Option<&std::path::Path> {
-        match self.0.as_ref()?.bound {
-            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Cgroup(ref cgroup) => Some(cgroup.folder()),
-            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Lineage(_) | Bound::Reaper(_) => None,
         }
     }
 

@@ -68,7 +68,13 @@ impl Keeper {
     /// Reads what the keeper wrote since the last call.
     fn read_notes(&self) -> std::sync::MutexGuard<'_, Notes> {
         let mut notes = lock(&self.notes);
-        while let Ok(Some(bytes)) = sys::receive_datagram(self.channel.as_fd()) {
+        loop {
+            let bytes = match sys::receive_datagram(self.channel.as_fd()) {
+                Ok(Some(bytes)) => bytes,
+                // The keeper exited with orders of ours unread: the first read says so (once), the notes follow.
+                Err(e) if e.raw_os_error() == Some(libc::ECONNRESET) => continue,
+                _ => break,
+            };
             match Note::decode(&bytes) {
                 Some(Note::Stopped(signal)) => notes.stop = i32::try_from(signal).ok(),
                 Some(Note::Report(report)) => notes.report = Some(report),

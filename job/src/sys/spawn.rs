@@ -43,7 +43,11 @@ pub(crate) fn program_file(program: &[u8]) -> io::Result<OwnedFd> {
     let create = |flags: libc::c_uint| -> io::Result<OwnedFd> {
         // SAFETY: a NUL-terminated name and integer flags; a descriptor returned is ours alone, owned at once.
         unsafe {
-            let fd = cvt(libc::syscall(libc::SYS_memfd_create, c"group-keeper".as_ptr(), flags))?;
+            let fd = cvt(libc::syscall(
+                libc::SYS_memfd_create,
+                c"group-keeper".as_ptr(),
+                flags,
+            ))?;
             Ok(OwnedFd::from_raw_fd(c_int::try_from(fd).unwrap_or(-1)))
         }
     };
@@ -389,8 +393,12 @@ pub(crate) fn send_with_fds(fd: BorrowedFd<'_>, bytes: &[u8], fds: &[RawFd]) -> 
             message.msg_control = (&raw mut rights).cast();
             message.msg_controllen = std::mem::size_of::<Rights>() as _;
         }
-        cvt(libc::sendmsg(fd.as_raw_fd(), &raw const message, libc::MSG_NOSIGNAL))
-            .map(drop)
+        cvt(libc::sendmsg(
+            fd.as_raw_fd(),
+            &raw const message,
+            libc::MSG_NOSIGNAL,
+        ))
+        .map(drop)
     }
 }
 
@@ -417,7 +425,10 @@ pub(crate) fn receive_with_fds(
         let n = cvt(libc::recvmsg(fd.as_raw_fd(), &raw mut message, flags))?;
         let mut fds = Vec::new();
         if message.msg_controllen != 0 && rights.header.cmsg_type == libc::SCM_RIGHTS {
-            #[allow(clippy::unnecessary_cast, reason = "socklen_t on musl, size_t on glibc")]
+            #[allow(
+                clippy::unnecessary_cast,
+                reason = "socklen_t on musl, size_t on glibc"
+            )]
             let count = (rights.header.cmsg_len as usize)
                 .saturating_sub(std::mem::size_of::<libc::cmsghdr>())
                 / 4;
@@ -482,34 +493,60 @@ pub(crate) fn receive_datagram(fd: BorrowedFd<'_>) -> io::Result<Option<Vec<u8>>
             std::ptr::null_mut(),
             0,
             flags | libc::MSG_PEEK | libc::MSG_TRUNC,
-        ))
-        {
+        )) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
             len => usize::try_from(len?).unwrap_or(0),
         };
         let mut buf = vec![0u8; len.max(1)];
-        let n =
-            cvt(libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), flags))?;
+        let n = cvt(libc::recv(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            flags,
+        ))?;
         buf.truncate(usize::try_from(n).unwrap_or(0));
         Ok(Some(buf))
     }
 }
 
-/// In `C`: execs the program in the memory file `program` with `args` and an empty environment, the channel
-/// `channel` made inheritable first (in `C`'s own descriptor table). Returns only if that failed: why.
+/// An `argv` for `execveat`: pointers to `args`, made before the exec (which then allocates nothing).
+pub(crate) struct Argv<'a> {
+    pointers: Vec<*const libc::c_char>,
+    args: std::marker::PhantomData<&'a [CString]>,
+}
+
+impl<'a> Argv<'a> {
+    pub(crate) fn new(args: &'a [CString]) -> Argv<'a> {
+        let mut pointers: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+        pointers.push(std::ptr::null());
+        Argv {
+            pointers,
+            args: std::marker::PhantomData,
+        }
+    }
+}
+
+/// In a child of `clone_vfork`: joins process group `group` (system calls only).
+pub(crate) fn join_group(group: libc::pid_t) -> io::Result<()> {
+    // SAFETY: setpgid with integers.
+    cvt(unsafe { libc::setpgid(0, group) }).map(drop)
+}
+
+/// In `C`: execs the program in the memory file `program` with `argv` and an empty environment, the descriptor
+/// `inherited` made inheritable first (in `C`'s own descriptor table). System calls only. Returns only if that
+/// failed: why.
 pub(crate) fn exec_program(
     program: BorrowedFd<'_>,
-    channel: Option<RawFd>,
-    args: &[CString],
+    inherited: Option<RawFd>,
+    argv: &mut Argv<'_>,
 ) -> io::Error {
-    let mut pointers: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
-    pointers.push(std::ptr::null());
     let environment: [*const libc::c_char; 1] = [std::ptr::null()];
     // SAFETY: fcntl with integers; execveat with a descriptor, an empty NUL-terminated path, and NULL-terminated
-    // arrays of NUL-terminated strings, all alive across the call (it returns only on failure).
+    // arrays of NUL-terminated strings (`argv`'s point into strings it borrows), all alive across the call (it
+    // returns only on failure).
     unsafe {
-        if let Some(channel) = channel {
-            if libc::fcntl(channel, libc::F_SETFD, 0) != 0 {
+        if let Some(fd) = inherited {
+            if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
                 return io::Error::last_os_error();
             }
         }
@@ -517,7 +554,7 @@ pub(crate) fn exec_program(
             libc::SYS_execveat,
             program.as_raw_fd(),
             c"".as_ptr(),
-            pointers.as_ptr(),
+            argv.pointers.as_ptr(),
             environment.as_ptr(),
             libc::AT_EMPTY_PATH,
         );
