@@ -52,6 +52,12 @@
 //!   to see. Elsewhere (macOS, FreeBSD, a build with `--cfg grouptimeout_portable`) each sleep is one `poll(2)` over
 //!   every job's descriptors, and a job without an exit descriptor is stepped on its poll schedule (checked at least
 //!   every 10 ms): correct, with a cost that grows with the number of jobs.
+//! - **A panic in a step** (a captured job's output sink, called in the step that read the chunk) unwinds out of the
+//!   call that stepped it ([`next`](JobSet::next), [`next_timeout`](JobSet::next_timeout), [`add`](JobSet::add))
+//!   and leaves the set as it was before that call: every job stays in it (the one whose step panicked too, also
+//!   when that was its first step, in `add`) with its deadline and what it waits on, jobs that ended before the
+//!   panic are still given back, and the next call goes on (the job whose step panicked, and any whose instant had
+//!   come in that round, are stepped at once). Dropping the set instead ends every job, as ever.
 //!
 //! # What a job costs
 //!
@@ -133,6 +139,11 @@ pub struct JobSet<K> {
     want: Vec<Watch>,
     /// The count of rounds (a wake-up and the steps it brings).
     round: u64,
+    /// The slot of the job whose step is under way, and whether a round is under way (its due jobs' instants taken):
+    /// both cleared when done, so that either one still set when a call begins says that a panic unwound out of a
+    /// step of the last call (see [`JobSet::recover`]).
+    stepping: Option<usize>,
+    in_round: bool,
 }
 
 /// One job in its slot.
@@ -169,6 +180,8 @@ impl<K> JobSet<K> {
             woken: Vec::new(),
             want: Vec::new(),
             round: 0,
+            stepping: None,
+            in_round: false,
         })
     }
 
@@ -228,6 +241,7 @@ impl<K> JobSet<K> {
 
     /// Puts `job` in a free slot and takes its first step; on error takes it out again (its drop ends it).
     fn insert(&mut self, key: K, job: Waiting) -> io::Result<()> {
+        self.recover();
         let slot = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
             self.slots.len() - 1
@@ -264,7 +278,10 @@ impl<K> JobSet<K> {
             return Ok(());
         };
         s.round = self.round;
-        let interest = match s.job.step() {
+        self.stepping = Some(slot);
+        let step = s.job.step();
+        self.stepping = None;
+        let interest = match step {
             Ok(Step::Pending(interest)) => interest,
             Ok(Step::Done(finished)) => {
                 self.finish(slot, Ok(finished));
@@ -307,8 +324,34 @@ impl<K> JobSet<K> {
         }
     }
 
+    /// Makes the set again what it was before a call out of which a panic unwound (a captured job's output sink
+    /// panicked in its step): the job whose step did not return has its registrations dropped (what that step closed
+    /// is not known; its next step lists its descriptors again), and every job left without an instant (that one, and
+    /// those whose instants the round had taken and not yet stepped) is stepped at the next round. Each job's
+    /// deadline is in its own wait, so it keeps it. Nothing to do (one check) when no panic came.
+    fn recover(&mut self) {
+        if self.stepping.is_none() && !self.in_round {
+            return;
+        }
+        if let Some(Some(s)) = self
+            .stepping
+            .take()
+            .and_then(|slot| self.slots.get_mut(slot))
+        {
+            self.sleep.unwatch(&mut s.watched);
+        }
+        self.in_round = false;
+        let now = Instant::now();
+        for (slot, s) in self.slots.iter_mut().enumerate() {
+            if let Some(s) = s.as_mut().filter(|s| s.timer.is_none()) {
+                s.timer = Some((now, self.timers.push(now, slot)));
+            }
+        }
+    }
+
     /// [`next`](JobSet::next), up to `limit` (`None`: no limit).
     fn next_until(&mut self, limit: Option<Instant>) -> Option<(K, io::Result<Finished>)> {
+        self.recover();
         loop {
             if let Some(done) = self.done.pop_front() {
                 return Some(done);
@@ -317,6 +360,7 @@ impl<K> JobSet<K> {
                 return None;
             }
             self.round += 1;
+            self.in_round = true;
             let now = Instant::now();
             let mut woken = std::mem::take(&mut self.woken);
             woken.clear();
@@ -341,6 +385,7 @@ impl<K> JobSet<K> {
             let timeout = if woken.is_empty() {
                 if limit.is_some_and(|l| now >= l) {
                     self.woken = woken;
+                    self.in_round = false;
                     return None;
                 }
                 let earliest = self
@@ -376,6 +421,7 @@ impl<K> JobSet<K> {
                 }
             }
             self.woken = woken;
+            self.in_round = false;
             let slots = &self.slots;
             self.timers
                 .sweep(self.live, |slot, stamp| has_stamp(slots, slot, stamp));

@@ -823,3 +823,50 @@ fn jobs_that_wait_for_the_whole_job() {
     thread::sleep(Duration::from_millis(1500));
     assert!(!dir.0.join("plain-late").exists() && !dir.0.join("contained-late").exists());
 }
+
+/// Issue 42.6: a panic caught around `next` (a captured job's output sink that panics once) leaves the set as it was
+/// before: each job keeps its deadline and its registration. Both jobs write a line before the set's first round,
+/// which steps both (their first steps asked for one yield: their instants are due), and the first one's sink
+/// panics; caught, the set goes on and ends each job at its deadline (before, the instants of both had been taken for
+/// that round, and neither job was ever ended), nothing left.
+#[cfg(feature = "capture")]
+#[test]
+fn a_panic_caught_around_next_leaves_every_deadline_armed() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let panicked = Arc::new(AtomicBool::new(false));
+    let mut set = JobSet::new().unwrap();
+    let start = Instant::now();
+    let deadlines = [1500, 2000].map(|ms| start + Duration::from_millis(ms));
+    let mut leaders = Vec::new();
+    for (key, deadline) in deadlines.into_iter().enumerate() {
+        // Written after `add` has taken the first step (which would hand it to the sink), before `next`.
+        let mut child = spawn(None, "sleep 0.1; echo hi; exec sleep 60", true);
+        leaders.push(child.id());
+        let once = Arc::clone(&panicked);
+        child.set_output_sink(move |_, _| {
+            assert!(once.swap(true, Ordering::SeqCst), "the sink's one panic");
+        });
+        set.add_captured(key, child, Some(deadline)).unwrap();
+    }
+    thread::sleep(Duration::from_millis(500));
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        set.next_timeout(Duration::from_secs(10))
+    }));
+    assert!(caught.is_err(), "the sink did not panic: {caught:?}");
+    let mut ended = Vec::new();
+    while let Some((key, result)) = next(&mut set) {
+        let at = Instant::now();
+        let Finished::Captured(out) = result.unwrap() else {
+            panic!("job {key} was added captured");
+        };
+        assert!(out.outcome.timed_out(), "job {key}: {}", out.outcome);
+        assert!(at >= deadlines[key], "job {key} ended before its deadline");
+        ended.push(key);
+    }
+    assert_eq!(ended, [0, 1]);
+    assert_eq!(
+        survivors_after(Duration::from_secs(5), &leaders),
+        [] as [u32; 0]
+    );
+}
