@@ -73,16 +73,25 @@ impl Interest {
     /// already (a capture's standard input after its last byte, the exit descriptor at the reap, any of them in a
     /// step that returns an error); but a step never opens a descriptor it keeps after it closed one (a capture's
     /// step writes its input after the child's step, which may open the exit descriptor), so a number that a step
-    /// lists names the file that the last step listed under it, if any. So with `epoll`, key what is registered by
-    /// number and direction, re-sync it with every `Pending` (and drop all after `Done` or `Err`), and ignore a
-    /// failed `EPOLL_CTL_DEL` (`EBADF`, `ENOENT`: the close already took the descriptor out of every epoll set,
-    /// unless the driver registered a `dup` of its own, which it then deregisters and closes itself).
+    /// lists names the file that the last step listed under it, if any.
+    ///
+    /// So with `epoll` (or any readiness API that holds a registration between sleeps), never register the listed
+    /// descriptor itself: register a duplicate of your own (`fcntl(F_DUPFD_CLOEXEC)`) of each, keyed by the listed
+    /// number and direction, re-sync with every `Pending` (deregister and close the duplicates of what is no longer
+    /// listed; all of them after `Done` or `Err`). An epoll registration lasts until the last reference to its
+    /// *file* is closed, not the descriptor: when a step closes a registered descriptor whose file another reference
+    /// keeps open (a child this process forked without exec holds a copy of every descriptor), the registration
+    /// stays, an `EPOLL_CTL_DEL` by the closed number fails (`EBADF`, `ENOENT`) without removing it, and the closed
+    /// pidfd or pipe, ready for ever, wakes every sleep for as long as the copy lives. `poll(2)`, which holds nothing
+    /// between calls, may use the listed descriptors as they are.
     pub fn readable(&self) -> impl Iterator<Item = RawFd> + '_ {
         self.read[..self.reads].iter().copied()
     }
 
     /// The descriptor to watch for writability (`POLLOUT`): a capture's standard input while
-    /// input (`set_input`) is left to write; owned by the child, as the readable ones.
+    /// input (`set_input`) is left to write; owned by the child, as the readable ones. A driver's duplicate of it
+    /// (see [`readable`](Interest::readable)) holds the command's input open too: the command reads its end of file
+    /// once the driver closed that as well, so close it as soon as a step no longer lists it.
     #[must_use]
     pub fn writable(&self) -> Option<RawFd> {
         self.write

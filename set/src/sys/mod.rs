@@ -1,5 +1,5 @@
-//! The system calls of the set's one sleep, as safe wrappers: on Linux `epoll`, and `ppoll` (a sleep below a
-//! millisecond); `poll(2)` elsewhere.
+//! The system calls of the set's one sleep, as safe wrappers: on Linux `epoll`, the set's own duplicates of the
+//! descriptors it registers there, and `ppoll` (a sleep below a millisecond); `poll(2)` elsewhere.
 //! Wrappers only: the set's logic is in the modules above. Every `unsafe` block of the crate is in this file.
 //!
 //! `EINTR` is an empty wake-up here (no event, no error): the caller recomputes its timeout and sleeps again.
@@ -108,6 +108,18 @@ impl Epoll {
             Err(e) => Err(e),
         }
     }
+}
+
+/// A duplicate of `fd` that the set owns (`F_DUPFD_CLOEXEC`, numbered 3 or above, as std's `try_clone`): the same
+/// open file under a number of its own, which stays open until the set closes it, whatever the descriptor's owner
+/// does with `fd` meanwhile. `EMFILE` when this process has no descriptor left; `EBADF` when `fd` is not open.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+pub fn dup(fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: no pointer is passed; a number that is not an open descriptor is an error (EBADF), not undefined
+    // behaviour, and the new descriptor is returned to us alone.
+    let own = check(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) })?;
+    // SAFETY: `own` was just returned by fcntl, is open, and is owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(own) })
 }
 
 /// `poll(2)` on `fds` for at most `timeout_ms` (-1: no limit); sets their `revents`.
