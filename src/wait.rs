@@ -35,10 +35,13 @@ use std::time::{Duration, Instant};
 ///   lists, register what is new and keep the rest; after `Done` or `Err` drop every registration of the job (an
 ///   `Err` may have closed any descriptor; a `Capture` stepped again after an `Err` lists what it has then).
 /// - **Register a duplicate of your own** (`F_DUPFD_CLOEXEC`), not the listed number: an `epoll` registration lives
-///   as long as the open file, which outlives the child's close while another process holds a copy of it (a fork of
-///   this process that has not closed it yet), and would then report under a number that names another file by
-///   then. Deregister and close the duplicate right after the step that stops listing its number: a kept copy holds
-///   the file open (a copy of a capture's standard input keeps the command from seeing end of file).
+///   as long as the open file, not the descriptor, and the file outlives the child's close while another process
+///   holds a copy of it (a child this process forked without exec holds a copy of every descriptor). The
+///   registration then stays, an `EPOLL_CTL_DEL` by the closed number fails (`EBADF`, `ENOENT`) without removing it,
+///   and the closed pidfd or pipe, ready for ever, wakes every sleep until the copy is closed (or reports under a
+///   number that names another file by then): a failed deregistration never means "deregistered". Deregister and
+///   close the duplicate right after the step that stops listing its number: a kept copy holds the file open (a copy
+///   of a capture's standard input keeps the command from seeing end of file).
 /// - **Step what is due.** A step without news from its driver polls the descriptors it listed last itself (without
 ///   waiting) where it needs to know: stepping every job at every wake-up is correct, stepping only those whose
 ///   descriptor was ready or whose instant came is cheaper.
@@ -99,25 +102,15 @@ impl Interest {
     /// already (a capture's standard input after its last byte, the exit descriptor at the reap, any of them in a
     /// step that returns an error); but a step never opens a descriptor it keeps after it closed one (a capture's
     /// step writes its input after the child's step, which may open the exit descriptor), so a number that a step
-    /// lists names the file that the last step listed under it, if any.
-    ///
-    /// So with `epoll` (or any readiness API that holds a registration between sleeps), never register the listed
-    /// descriptor itself: register a duplicate of your own (`fcntl(F_DUPFD_CLOEXEC)`) of each, keyed by the listed
-    /// number and direction, re-sync with every `Pending` (deregister and close the duplicates of what is no longer
-    /// listed; all of them after `Done` or `Err`). An epoll registration lasts until the last reference to its
-    /// *file* is closed, not the descriptor: when a step closes a registered descriptor whose file another reference
-    /// keeps open (a child this process forked without exec holds a copy of every descriptor), the registration
-    /// stays, an `EPOLL_CTL_DEL` by the closed number fails (`EBADF`, `ENOENT`) without removing it, and the closed
-    /// pidfd or pipe, ready for ever, wakes every sleep for as long as the copy lives. `poll(2)`, which holds nothing
-    /// between calls, may use the listed descriptors as they are.
+    /// lists names the file that the last step listed under it, if any. With `epoll` (or any API that holds a
+    /// registration between sleeps), register a duplicate of your own of each, never the listed number: see
+    /// [`Interest`], "What a driver may rely on, and what it does".
     pub fn readable(&self) -> impl Iterator<Item = RawFd> + '_ {
         self.read[..self.reads].iter().copied()
     }
 
     /// The descriptor to watch for writability (`POLLOUT`): a capture's standard input while
-    /// input (`set_input`) is left to write; owned by the child, as the readable ones. A driver's duplicate of it
-    /// (see [`readable`](Interest::readable)) holds the command's input open too: the command reads its end of file
-    /// once the driver closed that as well, so close it as soon as a step no longer lists it.
+    /// input (`set_input`) is left to write; owned by the child, as the readable ones.
     #[must_use]
     pub fn writable(&self) -> Option<RawFd> {
         self.write
