@@ -93,8 +93,10 @@ impl Interest {
     }
 
     /// The descriptors to watch for readability (`POLLIN`, `EPOLLIN`; a hang-up or an error counts as readiness too):
-    /// the leader's exit descriptor (a pidfd, Linux) while the step waits for the leader's exit, and while capturing
-    /// the output pipes not yet at end of file. At most 3.
+    /// the leader's exit descriptor (a pidfd, Linux) while the step waits for the leader's exit, or the job's
+    /// (`grouptimeout-job`'s, for a contained job) while it waits for the rest of the job
+    /// ([`set_wait_for_job`](crate::GroupChild::set_wait_for_job)), and while capturing the output pipes not yet at
+    /// end of file. At most 3.
     ///
     /// Each descriptor belongs to the child: it stays open and names the same file while consecutive steps list it,
     /// until the wait is done or the child (or its capture, `Capture`) is dropped. A driver never closes one, and
