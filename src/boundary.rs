@@ -29,12 +29,12 @@
 //! ends a wait as an exit (the leftovers' kill and the reap follow, which then blocks until the leader exits);
 //! saying `false`, or a [`watched`](Boundary::watched) process that does not exit, makes a wait sleep on to its
 //! deadline, or without one for as long as it lies; so does a [`rest_exited`](Boundary::rest_exited) that answers
-//! `false` with a descriptor that never turns readable. [`keeps_group`](Boundary::keeps_group) saying `true` of a
-//! leader that left its group (`setpgid`) spares that leader the signal by pid (the group is signalled all the same):
-//! the reap then waits for the leader's own exit, and the drop gives up after `DROP_REAP_LIMIT` and leaves it
-//! running. Any of its methods can block, and with them a wait or a drop. And a boundary is code that runs in this
-//! process: it can send any signal of its own, reap the leader itself (this crate then refuses with `ECHILD` as for
-//! any foreign reap); what this crate promises is what its own signals do.
+//! `false`. [`keeps_group`](Boundary::keeps_group) saying `true` of a leader that left its group (`setpgid`) spares
+//! that leader the signal by pid (the group is signalled all the same): the reap then waits for the leader's own
+//! exit, and the drop gives up after `DROP_REAP_LIMIT` and leaves it running. Any of its methods can block, and with
+//! them a wait or a drop. And a boundary is code that runs in this process: it can send any signal of its own, reap
+//! the leader itself (this crate then refuses with `ECHILD` as for any foreign reap); what this crate promises is
+//! what its own signals do.
 
 use std::any::Any;
 use std::fmt;
@@ -126,11 +126,10 @@ pub unsafe trait Boundary: fmt::Debug + Send + Sync + Any {
     fn keeps_group(&self, leader: u32) -> bool;
 
     /// Once the leader has exited and the wait waits for the whole job (`set_wait_for_job`), with the leader
-    /// unreaped: whether the rest of the job is gone, and a descriptor (the boundary's, open until [`end`](Boundary::end):
-    /// see the trait's contract) that turns readable when that may have changed (`None`: the wait checks again on its
-    /// schedule). A descriptor whose notice may be lost is not enough alone: the wait sleeps on it until the deadline,
-    /// or without one for good. Called at
-    /// every step of that wait; a `true` ends it as an exit (the job's `SIGKILL` follows), an error too (returned
+    /// unreaped: whether the rest of the job is gone, and a descriptor (the boundary's, open until
+    /// [`end`](Boundary::end): see the trait's contract) that turns readable when that may have changed (`None`: the
+    /// wait checks again on its schedule; with one, when it turns readable, and a second later at the latest). Called
+    /// at every step of that wait; a `true` ends it as an exit (the job's `SIGKILL` follows), an error too (returned
     /// after the reap).
     ///
     /// Provided: the plain group's answer (a live member of the group `leader` other than the leader).
@@ -227,10 +226,9 @@ impl Job {
     /// The wait's check: the boundary's [`exited`](Boundary::exited), else our own. Not the check before a signal
     /// (`group::leader_exited`, always our own).
     pub(crate) fn exited(&self, id: u32) -> io::Result<bool> {
-        match &self.0 {
-            Some(boundary) => boundary.exited(id),
-            None => crate::sys::has_exited(id),
-        }
+        self.0
+            .as_ref()
+            .map_or_else(|| crate::sys::has_exited(id), |b| b.exited(id))
     }
 
     /// Our own check (`ECHILD` refuses a leader reaped by someone else), then the boundary's: whether a leader whose

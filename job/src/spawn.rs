@@ -115,7 +115,9 @@ impl JobCommandExt for Command {
 /// rest of the job to exit on its own, up to the deadline (then the job is ended as at any deadline: the grace signal
 /// to the command's group, the grace period, which ends once the whole job is gone, `SIGKILL` to the whole job;
 /// [`Outcome::TimedOut`](grouptimeout::Outcome::TimedOut)). The keeper (or the plain group's leader) stays unreaped
-/// meanwhile, so the group's id stays the job's. How each mode sees the rest exit, without a busy loop:
+/// meanwhile, so the group's id stays the job's. How each mode sees the rest exit, without a busy loop (where the wait
+/// sleeps on a descriptor, it also checks again every second, in case the descriptor's notice never comes: a keeper
+/// stopped with `kill -STOP` is continued then):
 ///
 /// - [`Cgroup`](Containment::Cgroup): `cgroup.events` says `populated 0`, or the folder is gone, or the keeper has
 ///   exited (it removes the folder of a job it finds empty, then exits); the wait sleeps on one epoll descriptor that

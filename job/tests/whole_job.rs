@@ -260,6 +260,42 @@ mod linux {
         short_rests_end(Mode::Plain);
     }
 
+    /// A reaper job's keeper stopped (`kill -STOP` of the job's id) while a whole-job wait with no deadline sleeps on
+    /// its exit (issue 42.3): the keeper cannot end the job once its rest has exited, and its exit, which the wait
+    /// sleeps on, never comes until it is continued. The wait checks again within a second all the same, which
+    /// continues it (`SIGCONT`): it returns the command's status within a few seconds. On the code before the fix
+    /// it never returned (the test continues the keeper itself to end it).
+    #[test]
+    fn a_whole_job_wait_continues_a_keeper_stopped_while_it_sleeps() {
+        let mut command = Command::new("sh");
+        command.args(["-c", "(sleep 0.5) & exit 3"]);
+        let mut child = spawn_in(Mode::Reaper, &mut command);
+        // Opened while the keeper is our unreaped child: the signals below reach it and no later owner of its pid.
+        let (keeper, command) = (pidfd_of(child.id()).unwrap(), child.command_id());
+        let (done, finished) = std::sync::mpsc::channel();
+        let waiting = std::thread::spawn(move || {
+            let _ = done.send(child.wait());
+        });
+        // The command exits at once (a zombie its keeper holds); a moment later the wait sleeps on the keeper's exit.
+        assert!(eventually(LONG, || state_and_group(command)
+            .is_some_and(|(s, _)| s == 'Z')));
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(signal_through(&keeper, libc::SIGSTOP));
+        let waited = finished.recv_timeout(Duration::from_secs(5));
+        let stuck = waited.is_err();
+        if stuck {
+            signal_through(&keeper, libc::SIGCONT);
+        }
+        let waited = waited.or_else(|_| finished.recv_timeout(LONG));
+        waiting.join().unwrap();
+        let status = waited.expect("the wait never returned").unwrap();
+        assert!(
+            !stuck,
+            "the wait returned only once the test continued the keeper"
+        );
+        assert_eq!(status.code(), Some(3));
+    }
+
     /// How many rounds of the three commands that leave nothing a cgroup job runs (issue 42.1: 120 waits, about 7 ms
     /// each): on the code before the fix, 22 of 23 runs of the test failed (1 to 18 of the 120 waits ran into their
     /// deadline: the keeper had removed the folder, and `cgroup.events` could not be opened).
