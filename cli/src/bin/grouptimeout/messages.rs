@@ -29,7 +29,7 @@ static UTF8: OnceLock<bool> = OnceLock::new();
 /// The first call takes the environment's locale for the character classification, as GNU's `setlocale(LC_ALL, "")`
 /// does (see [`host::use_environment_charset`](grouptimeout_cli::host::use_environment_charset)), and quotes in it
 /// from then on if its character set is UTF-8, otherwise as in the C locale. Only then: a run that quotes nothing
-/// (most runs) does not pay for loading the locale (about 0.1 ms). The tool starts no thread, as `setlocale` asks.
+/// (most runs) does not pay for loading the locale (about 0.1 ms).
 pub fn quote(arg: &[u8]) -> String {
     // The unit tests quote as in the C locale, whatever locale runs them (`quote_in` tests the UTF-8 one).
     let utf8 = || !cfg!(test) && grouptimeout_cli::host::use_environment_charset();
