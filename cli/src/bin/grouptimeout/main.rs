@@ -10,13 +10,14 @@
 //! and reaps the processes it adopted that belong to the job (they carry its lineage mark, or are in its group), and
 //! only reaps the others. At a terminal the command's group gets the terminal while it runs, and its stops are
 //! passed on to the shell (`terminal.rs`).
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod args;
 mod duration;
 mod messages;
 mod signals;
 mod spawn;
+mod sys;
 mod terminal;
 
 use std::ffi::OsString;
@@ -357,7 +358,7 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
             any(target_os = "linux", target_os = "android"),
             not(grouptimeout_portable)
         )) {
-            host::die_with_parent_forked(child)
+            sys::die_with_parent_forked(child)
         } else {
             child.die_with_parent()
         };
