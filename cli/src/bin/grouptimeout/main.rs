@@ -511,9 +511,17 @@ fn environment_unreadable(pid: u32) -> bool {
         .is_err_and(|e| e.kind() == io::ErrorKind::PermissionDenied)
 }
 
-/// Process `pid`'s line in `/proc/PID/stat`, split: its name, and the fields after it (state, ppid, pgrp, …).
-fn proc_stat(pid: &str) -> Option<(String, Vec<String>)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+/// Process `pid`'s line in `/proc/PID/stat`, split: its name, and the fields after it (state, ppid, pgrp, …). One
+/// `read` (procfs gives the line whole; it fits in 1 KiB), not `read_to_string`'s probes: [`may_end`] reads it for
+/// every process of the system.
+fn proc_stat(pid: u32) -> Option<(String, Vec<String>)> {
+    use std::io::Read as _;
+    let mut buf = [0u8; 1024];
+    let n = std::fs::File::open(format!("/proc/{pid}/stat"))
+        .ok()?
+        .read(&mut buf)
+        .ok()?;
+    let stat = String::from_utf8_lossy(buf.get(..n)?);
     let (name, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
     Some((
         name.to_owned(),
@@ -542,7 +550,7 @@ fn may_end(group: u32, signal: i32) -> Option<Vec<u32>> {
         .flatten()
         .filter_map(|entry| {
             let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let (_, fields) = proc_stat(&pid.to_string())?;
+            let (_, fields) = proc_stat(pid)?;
             // After the name: state (3), ppid (4), pgrp (5).
             if *fields.get(2)? != group {
                 return None;
@@ -573,7 +581,7 @@ fn may_end(group: u32, signal: i32) -> Option<Vec<u32>> {
 fn running_name(pid: u32) -> Option<String> {
     /// The kernel's flag of a process that is exiting (include/linux/sched.h).
     const PF_EXITING: u64 = 0x4;
-    let (name, fields) = proc_stat(&pid.to_string())?;
+    let (name, fields) = proc_stat(pid)?;
     // After the name: state (3), ppid (4), ..., flags (9).
     let running = !matches!(fields.first()?.as_str(), "Z" | "X" | "x");
     let ours = *fields.get(1)? == std::process::id().to_string();
