@@ -21,6 +21,35 @@ use std::time::{Duration, Instant};
 /// [`writable`](Interest::writable) one is writable, or [`until`](Interest::until) passes, whichever comes first,
 /// then steps again. Waking earlier is always allowed: a step when nothing happened costs one check of the leader.
 /// Sleeping longer than asked is not: it delays a deadline, a grace period's end, or the poll schedule's next check.
+///
+/// # What a driver may rely on, and what it does
+///
+/// - **The descriptors are the child's** (its pidfd, a capture's pipes): a driver never reads, writes or closes them.
+/// - **A listed number names the same file until a step stops listing it.** A step may close a descriptor it listed
+///   before (a capture's standard input after its last byte, the pidfd at the reap, any of them in a step that
+///   returns `Err`), but it never opens a descriptor it keeps after it closed one, so a number listed by two
+///   consecutive steps, in the same direction or not, names the same file in both. (A capture keeps an output pipe
+///   at end of file open, unlisted, until it is done or dropped.)
+/// - **Watch what the last `Pending` lists, by number and direction.** With `poll(2)`, pass the listed descriptors
+///   at each sleep. With registrations (`epoll`, a reactor), right after each step deregister what it no longer
+///   lists, register what is new and keep the rest; after `Done` or `Err` drop every registration of the job (an
+///   `Err` may have closed any descriptor; a `Capture` stepped again after an `Err` lists what it has then).
+/// - **Register a duplicate of your own** (`F_DUPFD_CLOEXEC`), not the listed number: an `epoll` registration lives
+///   as long as the open file, not the descriptor, and the file outlives the child's close while another process
+///   holds a copy of it (a child this process forked without exec holds a copy of every descriptor). The
+///   registration then stays, an `EPOLL_CTL_DEL` by the closed number fails (`EBADF`, `ENOENT`) without removing it,
+///   and the closed pidfd or pipe, ready for ever, wakes every sleep until the copy is closed (or reports under a
+///   number that names another file by then): a failed deregistration never means "deregistered". Deregister and
+///   close the duplicate right after the step that stops listing its number: a kept copy holds the file open (a copy
+///   of a capture's standard input keeps the command from seeing end of file).
+/// - **Step what is due.** A step without news from its driver polls the descriptors it listed last itself (without
+///   waiting) where it needs to know: stepping every job at every wake-up is correct, stepping only those whose
+///   descriptor was ready or whose instant came is cheaper.
+/// - **Yield for an instant that has come.** The first `Pending` of a wait is usually `until` = now and no descriptor
+///   (one yield, so that a short command on this CPU ends meanwhile; the next step opens the pidfd), and without a
+///   pidfd so is every `Pending` of the leader's first millisecond and of the millisecond after each signal to the
+///   group: a driver that can yield the CPU (`std::thread::yield_now`, `tokio::task::yield_now`) should, rather than
+///   spin in `poll` with a zero timeout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Interest {
     read: [RawFd; 3],
@@ -73,10 +102,9 @@ impl Interest {
     /// already (a capture's standard input after its last byte, the exit descriptor at the reap, any of them in a
     /// step that returns an error); but a step never opens a descriptor it keeps after it closed one (a capture's
     /// step writes its input after the child's step, which may open the exit descriptor), so a number that a step
-    /// lists names the file that the last step listed under it, if any. So with `epoll`, key what is registered by
-    /// number and direction, re-sync it with every `Pending` (and drop all after `Done` or `Err`), and ignore a
-    /// failed `EPOLL_CTL_DEL` (`EBADF`, `ENOENT`: the close already took the descriptor out of every epoll set,
-    /// unless the driver registered a `dup` of its own, which it then deregisters and closes itself).
+    /// lists names the file that the last step listed under it, if any. With `epoll` (or any API that holds a
+    /// registration between sleeps), register a duplicate of your own of each, never the listed number: see
+    /// [`Interest`], "What a driver may rely on, and what it does".
     pub fn readable(&self) -> impl Iterator<Item = RawFd> + '_ {
         self.read[..self.reads].iter().copied()
     }
