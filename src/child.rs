@@ -181,7 +181,9 @@ impl GroupChild {
     /// can wait for many groups in one thread (`poll(2)`, `epoll`), then reap through [`try_wait`](GroupChild::try_wait).
     ///
     /// It is the pidfd the waits sleep on (close-on-exec, so no command inherits it), opened now if no wait opened
-    /// it yet; the leader is unreaped then, so it names our child and no process that reused its pid. It stays open,
+    /// it yet; the leader is unreaped then, so it names our child and no process that reused its pid (a contained job
+    /// with a keeper, `grouptimeout-job`'s, watches the command instead: its pidfd names the command, held unreaped by
+    /// the keeper, but in the instant in which the keeper, having reaped it, exits). It stays open,
     /// the same descriptor, until the leader is reaped (by any wait) or the handle dropped; the caller must not
     /// close it, and should stop polling it once `try_wait` returned the status. Opening it does not change how the
     /// waits behave.

@@ -93,8 +93,10 @@ impl Interest {
     }
 
     /// The descriptors to watch for readability (`POLLIN`, `EPOLLIN`; a hang-up or an error counts as readiness too):
-    /// the leader's exit descriptor (a pidfd, Linux) while the step waits for the leader's exit, and while capturing
-    /// the output pipes not yet at end of file. At most 3.
+    /// the leader's exit descriptor (a pidfd, Linux) while the step waits for the leader's exit, or the job's
+    /// (`grouptimeout-job`'s, for a contained job) while it waits for the rest of the job
+    /// ([`set_wait_for_job`](crate::GroupChild::set_wait_for_job)), and while capturing the output pipes not yet at
+    /// end of file. At most 3.
     ///
     /// Each descriptor belongs to the child: it stays open and names the same file while consecutive steps list it,
     /// until the wait is done or the child (or its capture, `Capture`) is dropped. A driver never closes one, and
@@ -271,7 +273,9 @@ impl ExitWatch {
     /// the rest is gone, and a descriptor that turns readable when that may have changed), then compares with
     /// `until`, as [`step`](Self::step) does. Without a descriptor, the next check follows the poll schedule (from
     /// the last [`restart`](Self::restart)), and comes no sooner than 50 times the check's own time (a scan of
-    /// `/proc` costs what it holds: at most about 2 % of a CPU).
+    /// `/proc` costs what it holds: at most about 2 % of a CPU). With one, the next check comes at the latest
+    /// [`REST_RECHECK`] later: a descriptor is never the only wake-up (its notice may never come: a keeper stopped
+    /// after the check, `kill -STOP`, does not exit until a check continues it).
     pub(crate) fn rest_step(
         &mut self,
         until: Option<Instant>,
@@ -285,12 +289,11 @@ impl ExitWatch {
         if until.is_some_and(|until| until <= now) {
             return Ok(Step::Done(false));
         }
-        if let Some(fd) = fd {
-            return Ok(Step::Pending(Interest::until_at(until).and_read(fd)));
-        }
-        let step = poll_step(now.saturating_duration_since(self.since)).max(now.elapsed() * 50);
+        let scan = poll_step(now.saturating_duration_since(self.since)).max(now.elapsed() * 50);
+        let step = if fd.is_some() { REST_RECHECK } else { scan };
+        let interest = Interest::until_at(now.checked_add(step)).no_later_than(until);
         Ok(Step::Pending(
-            Interest::until_at(now.checked_add(step)).no_later_than(until),
+            fd.map_or(interest, |fd| interest.and_read(fd)),
         ))
     }
 
@@ -397,6 +400,9 @@ fn open_pidfd(_pid: u32) -> io::Result<OwnedFd> {
 
 /// How long [`Drop`] waits for a killed leader (and a guard's drop for the killed guard) to become reapable.
 pub const DROP_REAP_LIMIT: Duration = Duration::from_secs(1);
+
+/// The longest sleep of a wait for the rest of a job on a descriptor of its boundary's, before it checks again.
+const REST_RECHECK: Duration = Duration::from_secs(1);
 
 /// The longest step of the poll schedule.
 const MAX_STEP: Duration = Duration::from_millis(10);
