@@ -19,11 +19,11 @@ file of a `sys/` with `unsafe` is described by the first line of its module docs
 `unsafe` is for. The prose above the table is written from the same numbers.
 
   .ci/audit.py            print the table
-  .ci/audit.py --write    write it into README.md between the audit markers
-  .ci/audit.py --check    fail if README.md's table differs, `grouptimeout` is over its budget, a crate's files or
-                          rooms import each other in a circle, a `.rs` file under a crate's `src/` is in no module
-                          tree, `unsafe` is outside a `sys/`, or a `sys/` file with `unsafe` has no module docs
-                          (CI runs this)
+  .ci/audit.py --write    write AUDITING.md (at the root, shipped in `grouptimeout`'s package): the whole file
+  .ci/audit.py --check    fail if AUDITING.md differs from what --write writes, `grouptimeout` is over its budget, a
+                          crate's files or rooms import each other in a circle, a `.rs` file under a crate's `src/` is
+                          in no module tree, `unsafe` is outside a `sys/`, or a `sys/` file with `unsafe` has no
+                          module docs (CI runs this)
 
 The circles are looked for in each crate (each library, and the tool's binary), twice: between files, and between
 rooms. A file imports another when its code (not a comment, not a string) names, through `crate::…` or `super::…`
@@ -40,14 +40,62 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 # (package, its folder, [(root file below its src/, the part of the crate it is)]): a library, and the tool's binary.
 CRATES = [
     ("grouptimeout", ".", [("lib.rs", "library")]),
-    ("grouptimeout-job", "job", [("lib.rs", "library")]),
+    # The keeper program (job/keeper/, compiled by the build script, embedded by the library) is the job crate's code
+    # too: a reviewer of the package reads it.
+    ("grouptimeout-job", "job", [("lib.rs", "library"), ("../keeper/main.rs", "the keeper program")]),
     ("grouptimeout-cli", "cli", [("lib.rs", "library (`host`)"), ("bin/grouptimeout/main.rs", "the tool")]),
     ("grouptimeout-set", "set", [("lib.rs", "library")]),
     ("grouptimeout-tokio", "tokio", [("lib.rs", "library")]),
 ]
 BUDGETED = "grouptimeout"
-README = os.path.join(ROOT, "README.md")
-BEGIN, END = "<!-- audit:begin (made by .ci/audit.py --write) -->", "<!-- audit:end -->"
+AUDITING = os.path.join(ROOT, "AUDITING.md")
+# What AUDITING.md says before the numbers: how the crates depend on each other, and how this script counts.
+INTRO = """\
+# Auditing
+
+<!-- Made by .ci/audit.py --write from the sources of the five crates; CI (.ci/audit.py --check) fails when it is
+stale. Edit the script, not this file. -->
+
+What each crate of grouptimeout costs a reviewer: per crate its files, code lines, `unsafe` blocks and public items,
+and what the `unsafe` of each file is for. `.ci/audit.py` in the source repository writes this file from the sources,
+and CI (`.ci/audit.py --check`) fails when it is stale, when the core crate is over its budget (below), or when a
+crate's files, or its rooms, import each other in a circle (a file imports the file that defines what it names
+through `crate::…` or `super::`, re-exports followed; a room is a module of the crate's root with its folder, such as
+`child.rs` and `child/`, and imports another room when one of its files imports one of the other's; the check names
+the files or rooms of the circle and the lines that make it).
+
+The crates import downward: `grouptimeout-cli` uses `grouptimeout-job` and `grouptimeout`; `grouptimeout-job`,
+`grouptimeout-set` and `grouptimeout-tokio` use `grouptimeout` (the last two its public API alone, the stepped wait);
+and `grouptimeout` uses none of them. Besides the public API, `grouptimeout-job` and `grouptimeout-cli` use
+`grouptimeout`'s hidden module `__private` (`src/__private.rs`: the `Boundary` trait of `src/boundary.rs`, which a
+contained job's boundary implements, and a few of the core's `sys` helpers), and `grouptimeout-cli` uses
+`grouptimeout-job`'s; both pin the crate they use by its exact version, which keeps other versions out (not other
+crates: any crate can name `__private`). The core trusts no boundary with its own promises: it checks its own child
+before every signal and sends every group signal itself. `src/boundary.rs` says what a boundary can still change:
+end or prolong a wait, block, and spare a keeper outside the group its signal by pid.
+
+`grouptimeout` spawns no thread, installs no signal handler and registers nothing that runs before `main`; neither
+does `grouptimeout-job`, whose keeper and guard are processes of their own (a program, `job/keeper/`, exec'd from a
+memory file that the first contained spawn of a process makes and keeps open), nor `grouptimeout-set` (it works in the
+calls of the thread that owns the set), nor `grouptimeout-tokio` (its futures run in the caller's runtime, which it
+does not start). What is process-wide (signal handlers and masks, the subreaper flag, the terminal, the C library's
+locale, the one function run before `main`: an `.init_array` entry that records whether `SIGPIPE` was inherited
+ignored and which standard descriptors were closed) is in `grouptimeout-cli` alone, so that a crate that depends on
+the libraries gets none of it, whatever else its build holds (CI checks each library's `.init_array`).
+
+How it counts: each crate on its own, and its `capture` feature apart from the rest of it. Code lines are the lines
+that are neither blank nor comments (`//`, `///`, `//!`), outside `#[cfg(test)]` modules; an `unsafe` block is an
+`unsafe {`, an `unsafe fn`, or a static placed by an attribute that edition 2024 marks unsafe (the `#[link_section]`
+static that registers the function `grouptimeout-cli` runs before `main`), all of them in the crate's `src/sys/`
+(`src/sys/`, `job/src/sys/`, `cli/src/sys/`, `set/src/sys/`, `tokio/src/sys/`; and `job/keeper/sys/`, the keeper
+program's, which `grouptimeout-job`'s build script compiles and its library embeds: counted in that crate's row),
+each with its `// SAFETY:` comment;
+public items are the `pub` functions, methods, types, traits, constants, modules and re-exports outside the crate's
+`sys` module. A file is counted whole where it is compiled: its items gated for other systems count too.
+
+## The counts
+
+"""
 CORE = "core"
 # The promise of issues 18 and 33: all of `grouptimeout`'s src/, every feature counted, an auditor can read in a day.
 # Raised from 1,500 lines for issue 39 (the job's usage, streamed output, per-stream limits, the idle end): the
@@ -104,7 +152,7 @@ def module_files(path, feature, modpath=()):
             named = next((PATH.search(a).group(1) for a in attrs if PATH.search(a)), None)
             name = m.group(1)
             if named:
-                child = os.path.join(here, named)
+                child = os.path.normpath(os.path.join(here, named))
             else:
                 child = os.path.join(subdir, name + ".rs")
                 if not os.path.exists(child):
@@ -205,7 +253,7 @@ def crate_src(folder):
 
 def tree_files(folder, root_file):
     """[(file, feature)] of one module tree (a library's or a binary's), sorted."""
-    path = os.path.join(crate_src(folder), root_file)
+    path = os.path.normpath(os.path.join(crate_src(folder), root_file))
     return sorted({(p, feature) for p, feature, _ in module_files(path, CORE)})
 
 
@@ -224,7 +272,7 @@ def is_binary(root_file):
 
 
 def table():
-    """(the README's text between the markers, {crate: (code lines, unsafe blocks)}, problems)."""
+    """(AUDITING.md's text after its introduction, {crate: (code lines, unsafe blocks)}, problems)."""
     out = [
         "| crate | part | files | code lines | `unsafe` blocks | public items |",
         "|---|---|---|---:|---:|---:|",
@@ -247,7 +295,7 @@ def table():
         rows = []  # (part, files, base folder of their names, binary?)
         for root_file, label, files in trees:
             features = sorted({f for _, f in files}, key=lambda f: (f != CORE, f))
-            base = os.path.dirname(os.path.join(src, root_file))
+            base = os.path.dirname(os.path.normpath(os.path.join(src, root_file)))
             if features == [CORE] or not deps:
                 rows.append((label if len(trees) > 1 else None, [p for p, _ in files], base, is_binary(root_file)))
                 continue
@@ -298,13 +346,16 @@ def table():
     job, cli, jobset = totals["grouptimeout-job"], totals["grouptimeout-cli"], totals["grouptimeout-set"]
     adapter = totals["grouptimeout-tokio"]
     host = parts.get(("grouptimeout-cli", "library (`host`)"), (0, 0))
+    job_lib = parts.get(("grouptimeout-job", "library"), (0, 0))
+    program = parts.get(("grouptimeout-job", "the keeper program"), (0, 0))
     tool = parts.get(("grouptimeout-cli", "the tool"), (0, 0))
     prose = (
         "Each crate is counted whole, every feature on: what a reviewer who certifies a crate version reads, whatever "
         f"features a dependent turns on. `{BUDGETED}`'s budget: **at most {BUDGET_LINES:,} code lines and "
         f"{BUDGET_UNSAFE} `unsafe` blocks in all of its `src/`**; it has {b_lines:,} and {b_unsafe} (a core-only "
         f"build, `default-features = false`, compiles {core[0]:,} and {core[1]}). `grouptimeout-job` has "
-        f"{job[0]:,} code lines and {job[1]} `unsafe` blocks; `grouptimeout-cli` {cli[0]:,} and {cli[1]} (its "
+        f"{job[0]:,} code lines and {job[1]} `unsafe` blocks (its library {job_lib[0]:,} and {job_lib[1]}, the keeper "
+        f"program {program[0]:,} and {program[1]}); `grouptimeout-cli` {cli[0]:,} and {cli[1]} (its "
         f"library `host` {host[0]:,} and {host[1]}, the tool {tool[0]:,} and {tool[1]}); `grouptimeout-set` "
         f"{jobset[0]:,} and {jobset[1]}; `grouptimeout-tokio` {adapter[0]:,} and {adapter[1]}. A dependent of "
         f"`{BUDGETED}` alone compiles none of the others (CI checks it)."
@@ -518,25 +569,24 @@ def main():
         sys.exit(__doc__)
     if not mode:
         sys.stdout.write(text)
-    with open(README) as f:
-        readme = f.read()
-    if mode:
-        if BEGIN not in readme or END not in readme:
-            sys.exit(f"README.md has no audit markers ({BEGIN} … {END})")
-        head, rest = readme.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        new = f"{head}{BEGIN}\n{text}{END}{tail}"
-        if mode == "--write":
-            with open(README, "w") as f:
-                f.write(new)
-    if mode == "--check" and new != readme:
-        problems.insert(0, "README.md's auditing table is out of date: run .ci/audit.py --write\n\n" + text)
+    new = INTRO + text
+    if mode == "--write":
+        with open(AUDITING, "w") as f:
+            f.write(new)
+    if mode == "--check":
+        try:
+            with open(AUDITING) as f:
+                old = f.read()
+        except FileNotFoundError:
+            old = None
+        if old != new:
+            problems.insert(0, "AUDITING.md is missing or out of date: run .ci/audit.py --write\n\n" + text)
     known = {folder for _, folder, _ in CRATES}
     for member in sorted(workspace_members() - known):
         problems.append(f"the workspace member {member} is not one of the auditor's crates (CRATES): add it")
     for crate, folder, roots in CRATES:
         for root_file, _ in roots:
-            files = import_edges(os.path.join(crate_src(folder), root_file))
+            files = import_edges(os.path.normpath(os.path.join(crate_src(folder), root_file)))
             tree = os.path.relpath(os.path.join(crate_src(folder), root_file), ROOT)
             for what, edges in (("files", files), ("rooms", room_edges(files))):
                 for circle, group in import_circles(edges):

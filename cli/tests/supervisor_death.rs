@@ -249,6 +249,9 @@ fn supervise(mode: Mode, dir: &str) {
         }
         Mode::LineageForked => {
             child.set_grace(signal::SIGTERM, grace);
+            // SAFETY: no library of this test registers a `pthread_atfork` handler (std, `libc` and the workspace's crates
+            // register none), so the fork runs the C library's own alone, which the condition allows in a process of any
+            // number of threads.
             host::die_with_parent_forked(&mut child).unwrap();
         }
         _ => {

@@ -278,7 +278,12 @@ impl Keeper {
         let _ = sys::send_signal(pid(self.command), sys::SIGKILL);
         let ended = match &mut self.folder {
             Some(folder) => folder.kill(self.command, limit, &mut self.report.reached),
-            None => reaper::kill(self.me, self.command, limit, &mut self.report.reached),
+            None => reaper::kill(
+                self.command,
+                limit,
+                &mut self.report.reached,
+                &mut self.report.killed,
+            ),
         };
         if let Err(e) = ended {
             // As the caller's own kill said it, before the keeper was a program of its own.
@@ -357,8 +362,12 @@ impl Keeper {
             self.report.memory = used.memory.map(|peak| (peak, true));
             self.report.processes = used.processes;
         }
-        if kill {
-            reaper::reap_all_but(self.command, limit, &mut self.report.killed);
+        if kill && self.folder.is_some() {
+            // The cgroup's kill left the keeper's children dead: reaped (any that lingers: killed again).
+            let (reached, killed) = (&mut self.report.reached, &mut self.report.killed);
+            if let Err(e) = reaper::kill(self.command, limit, reached, killed) {
+                self.fail(&e, "");
+            }
         }
         let exit = reaper::reap(self.command).or(self.exit);
         let (user, system, max_rss) = sys::usage(true);

@@ -1,18 +1,14 @@
 //! The job as the keeper's descendants: the keeper is a child subreaper (in both modes: set before the command
 //! started), so every orphan of the job becomes its child, however it daemonised. Here: its children as `/proc`
-//! lists them, the orphans reaped as they exit (never the command before the keeper's end), and reaper mode's kill:
-//! the tree walked from the keeper down, each process signalled through a pidfd opened before its parent is checked
-//! again (a pid reused meanwhile is never signalled), again until nothing is left.
+//! lists them, the orphans reaped as they exit (never the command before the keeper's end), and the kill of what is
+//! left: the keeper's children killed (each pinned until the keeper reaps it: its pid names no other process), reaped,
+//! and again with the orphans their deaths hand it, layer by layer, until the command is its only child.
 
 use std::fs;
 use std::io;
-use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::time::{Duration, Instant};
 
-use crate::sys::{self, PollFd};
-
-/// How deep a walk goes below the keeper.
-const DEPTH_LIMIT: usize = 64;
+use crate::sys;
 
 /// The children of process `pid` (of each of its threads), alive or exited and not reaped; `None` where `/proc`
 /// cannot tell.
@@ -78,70 +74,52 @@ pub(crate) fn reap(command: u32) -> Option<sys::Report> {
     }
 }
 
-/// Kills every child of the keeper's but the command (pinned: its children), reaps them, and repeats with the
-/// orphans that brings, until the command (dead) is its only child, within about `limit`.
-pub(crate) fn reap_all_but(command: u32, limit: Duration, killed: &mut Vec<(u32, String)>) {
-    let deadline = Instant::now() + limit;
-    loop {
-        // Asked before the list: once the command is a zombie, its children are the keeper's already.
-        let command_dead =
-            sys::wait_child(command, sys::WEXITED | sys::WNOWAIT).is_ok_and(|exit| exit.is_some());
-        let mut others = 0;
-        for child in children(std::process::id()).unwrap_or_default() {
-            if child != command {
-                others += 1;
-                let _ = sys::send_signal(i32::try_from(child).unwrap_or(0), sys::SIGKILL);
-                reap_killed(child, killed);
-            }
-        }
-        if (others == 0 && command_dead) || Instant::now() >= deadline {
-            return;
-        }
-        let _ = sys::poll_for(&mut [], Some(Duration::from_millis(1)));
-    }
-}
-
-/// Reaper mode: kills the job's processes below the keeper `me` (the command among them), after the keeper
-/// signalled the command's group: every process found is killed and recorded in `reached` (but the command), and
-/// the walk is made again until it finds none alive and none newly dead (their children, re-parented to the
-/// keeper as they died, are killed in turn), within `limit`.
+/// Kills the job's processes below the keeper (the command, dead or dying, aside): every child of the keeper's is
+/// sent `SIGKILL` (and named in `reached` the first time), those that exited are reaped (named in `killed` where
+/// `SIGKILL` ended one the keeper had not signalled, say the caller's group kill), and this is done again with the
+/// orphans their deaths hand the keeper, until the command (dead) is its only child, within `limit`.
 ///
 /// # Errors
 ///
-/// A pidfd that cannot be opened, or a kill refused (another user's process, named).
+/// A kill refused (another user's process: the pids and names said).
 pub(crate) fn kill(
-    me: u32,
     command: u32,
     limit: Duration,
     reached: &mut Vec<(u32, String)>,
+    killed: &mut Vec<(u32, String)>,
 ) -> io::Result<()> {
     let deadline = Instant::now() + limit;
-    let mut walk = Walk {
-        command,
-        sent: Vec::new(),
-        denied: Vec::new(),
-        live: 0,
-        dead: Vec::new(),
-        newly_dead: false,
-        reached,
-    };
+    let mut denied: Vec<(u32, String)> = Vec::new();
     loop {
-        walk.live = 0;
-        walk.newly_dead = false;
-        walk.visit(me, None, 0)?;
-        if (walk.live == 0 && !walk.newly_dead) || Instant::now() >= deadline {
+        // Asked before the list: once the command is a zombie, its children are the keeper's already.
+        let command_dead =
+            sys::wait_child(command, sys::WEXITED | sys::WNOWAIT).is_ok_and(|e| e.is_some());
+        let mut others = 0;
+        for child in children(std::process::id()).unwrap_or_default() {
+            if child == command || denied.iter().any(|(p, _)| *p == child) {
+                continue;
+            }
+            others += 1;
+            match Stat::read(child) {
+                Some(stat) if !stat.dead() && !reached.iter().any(|(p, _)| *p == child) => {
+                    // Our child, unreaped: its pid is pinned.
+                    match sys::send_signal(i32::try_from(child).unwrap_or(0), sys::SIGKILL) {
+                        Err(e) if e.raw_os_error() == Some(1) => denied.push((child, stat.name)),
+                        _ => record(reached, child, stat.name),
+                    }
+                }
+                _ => reap_killed(child, killed),
+            }
+        }
+        if (others == 0 && command_dead) || Instant::now() >= deadline {
             break;
         }
-        let _ = sys::poll_for(&mut [], Some(Duration::from_micros(100)));
+        let _ = sys::poll_for(&mut [], Some(Duration::from_micros(200)));
     }
-    if walk.denied.is_empty() {
+    if denied.is_empty() {
         return Ok(());
     }
-    let named: Vec<String> = walk
-        .denied
-        .iter()
-        .map(|(p, n)| format!("{p} ({n})"))
-        .collect();
+    let named: Vec<String> = denied.iter().map(|(p, n)| format!("{p} ({n})")).collect();
     Err(io::Error::new(
         io::ErrorKind::PermissionDenied,
         format!(
@@ -149,93 +127,6 @@ pub(crate) fn kill(
             named.join(", ")
         ),
     ))
-}
-
-/// What one kill of the job has done so far.
-struct Walk<'a> {
-    command: u32,
-    sent: Vec<u32>,
-    /// Those it may not signal (pid and name).
-    denied: Vec<(u32, String)>,
-    /// How many live processes (not refused) the current pass found.
-    live: usize,
-    /// The processes found dead (zombies: nothing is reaped during the kill).
-    dead: Vec<u32>,
-    /// Whether the current pass found one dead that no pass before had: its children moved to the keeper as it died,
-    /// maybe after this pass read the keeper's children, so the next pass looks for them there.
-    newly_dead: bool,
-    reached: &'a mut Vec<(u32, String)>,
-}
-
-impl Walk<'_> {
-    /// Kills the live children of `parent` (named by `parent_fd` below the keeper) and their descendants, depth
-    /// first.
-    fn visit(&mut self, parent: u32, parent_fd: Option<&OwnedFd>, depth: usize) -> io::Result<()> {
-        if depth > DEPTH_LIMIT {
-            return Ok(());
-        }
-        for pid in children(parent).unwrap_or_default() {
-            if pid <= 1 {
-                continue;
-            }
-            let pidfd = match sys::pidfd_open(pid) {
-                Ok(fd) => fd,
-                Err(e) if e.raw_os_error() == Some(3) => continue,
-                Err(e) => return Err(e),
-            };
-            // After the open: the pidfd names this process if its parent is still `parent`, and `parent` is still
-            // the process checked before.
-            let Some(stat) = Stat::read(pid) else {
-                continue;
-            };
-            if stat.ppid != parent || parent_fd.is_some_and(exited) {
-                continue;
-            }
-            if stat.dead() {
-                if stat.killed && pid != self.command {
-                    record(self.reached, pid, stat.name);
-                }
-                if !self.dead.contains(&pid) {
-                    self.dead.push(pid);
-                    self.newly_dead = true;
-                }
-                continue;
-            }
-            if !self.denied.iter().any(|(p, _)| *p == pid) {
-                self.live += 1;
-            }
-            if !self.sent.contains(&pid) {
-                match sys::pidfd_signal(&pidfd, sys::SIGKILL) {
-                    Ok(true) => {
-                        self.sent.push(pid);
-                        if pid != self.command {
-                            record(self.reached, pid, stat.name);
-                        }
-                    }
-                    Ok(false) => continue,
-                    Err(e) if e.raw_os_error() == Some(1) => {
-                        if !self.denied.iter().any(|(p, _)| *p == pid) {
-                            self.denied.push((pid, stat.name));
-                            self.live -= 1;
-                        }
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            self.visit(pid, Some(&pidfd), depth + 1)?;
-        }
-        Ok(())
-    }
-}
-
-/// Whether the process a pidfd names has exited (its pidfd is readable then).
-fn exited(pidfd: &OwnedFd) -> bool {
-    let mut fds = [PollFd {
-        fd: pidfd.as_raw_fd(),
-        events: sys::POLLIN,
-        revents: 0,
-    }];
-    sys::poll_for(&mut fds, Some(Duration::ZERO)).is_ok_and(|n| n > 0)
 }
 
 /// Records `pid` as reached by a kill (once).
@@ -249,7 +140,6 @@ pub(crate) fn record(reached: &mut Vec<(u32, String)>, pid: u32, name: String) {
 pub(crate) struct Stat {
     pub(crate) name: String,
     state: u8,
-    pub(crate) ppid: u32,
     /// Exited, killed by `SIGKILL` (its exit status says so).
     killed: bool,
 }
@@ -267,13 +157,12 @@ impl Stat {
                 .parse()
                 .ok()
         };
-        // After the name: state (field 3), ppid (4), ... exit_code (52).
+        // After the name: state (field 3), ... exit_code (52).
         let state = *fields.first()?.first()?;
         let dead = matches!(state, b'Z' | b'X' | b'x');
         Some(Stat {
             name: String::from_utf8_lossy(text.get(open + 1..close)?).into_owned(),
             state,
-            ppid: u32::try_from(number(1)?).ok()?,
             killed: dead && number(49).is_some_and(|code| code & 0x7f == 9),
         })
     }

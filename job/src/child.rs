@@ -308,7 +308,15 @@ impl Attached {
     }
 }
 
-impl Boundary for Attached {
+// SAFETY: the contract's two promises (see `Boundary`). The descriptor of `rest_exited`: a kept job's pidfd of its
+// keeper (`Keeper::rest_exited`), made at the spawn and held by the keeper's handle in the job's `Arc`ed inner state,
+// which `self.job` holds until `end` swaps it for a record that holds none (a call in flight holds a clone, which only
+// keeps it open longer); nothing closes it before. The pid of `watched`: the leader, or for a kept job the command, a
+// child of the keeper (the leader, unreaped here), which the keeper reaps only as the last act before its own exit
+// (the keeper program, `job/keeper/keep.rs`: after the verdict, or once nothing of the job is left); `exited` answers
+// `true` once the keeper has exited (`Keeper::exited` asks `waitid` about the keeper first), and the core watches the
+// command through a pidfd the spawning child opened while it was that child's parent.
+unsafe impl Boundary for Attached {
     fn watched(&self, leader: u32) -> u32 {
         self.job().watched(leader)
     }

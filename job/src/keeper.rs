@@ -60,7 +60,7 @@ fn probe(program: BorrowedFd<'_>) -> Result<(), String> {
     let args = arguments(&Start::Probe);
     let mut failed = None;
     let mask = sys::block_signals();
-    let made = sys::clone_vfork(None, &mut |_| {
+    let made = sys::clone_vfork(None, &mut || {
         failed = Some(sys::exec_program(program, None, &mut sys::Argv::new(&args)));
         127
     });
@@ -102,7 +102,7 @@ pub(crate) fn spawn_guard(program: BorrowedFd<'_>, leader: u32, pipe: &OwnedFd) 
     let mut pointers = sys::Argv::new(&args);
     let mut failed = None;
     let mask = sys::block_signals();
-    let made = sys::clone_vfork(None, &mut |_| {
+    let made = sys::clone_vfork(None, &mut || {
         failed = Some(match sys::join_group(group) {
             Ok(()) => sys::exec_program(program, Some(pipe.as_raw_fd()), &mut pointers),
             Err(e) => e,
@@ -150,12 +150,12 @@ enum Stage {
     Lost(io::Error),
 }
 
-/// Spawns `command` kept: in the cgroup `folder` (open as `folder_fd`; the keeper moves to `leave_to` to kill it),
-/// or, without one, under the keeper as the job's reaper.
+/// Spawns `command` kept: in the cgroup `folder` (which the spawning child makes; the keeper moves to `own`, this
+/// process's cgroup, to kill it), or, without one, under the keeper as the job's reaper.
 pub(crate) fn spawn(
     command: &mut Command,
     program: BorrowedFd<'_>,
-    cgroup: Option<(&Path, BorrowedFd<'_>, &Path)>,
+    cgroup: Option<(&Path, &Path)>,
 ) -> Spawned {
     let (ours, theirs) = match sys::socket_pair() {
         Ok(pair) => pair,
@@ -163,24 +163,36 @@ pub(crate) fn spawn(
     };
     let supervisor = std::process::id();
     let mut stage = Stage::Nothing;
+    let mut successor = None;
     let mask = sys::block_signals();
-    let made = sys::clone_vfork(cgroup.map(|(_, fd, _)| fd), &mut |inside| {
-        in_child(
-            command,
-            &mut stage,
-            &mask,
+    let made = sys::clone_vfork(None, &mut || {
+        let mut start = Spawning {
+            command: &mut *command,
+            stage: &mut stage,
+            mask: &mask,
             program,
-            theirs.as_fd(),
+            channel: theirs.as_fd(),
             cgroup,
             supervisor,
-            inside,
-        )
+        };
+        match cgroup {
+            Some((folder, _)) => in_folder(&mut start, folder, &mut successor),
+            None => start.command_and_keeper(),
+        }
     });
     mask.set();
     drop(theirs);
     let pid = match made {
         Ok(pid) => pid,
         Err(e) => return Spawned::NotHad(e),
+    };
+    // In cgroup mode `C` made its successor in the folder (this process's child too), and exited.
+    let pid = match successor {
+        Some(successor) => {
+            let _ = sys::wait_status(pid);
+            successor
+        }
+        None => pid,
     };
     let end = |why: Option<&str>, e: io::Error| {
         sys::reap_child(pid);
@@ -209,117 +221,164 @@ pub(crate) fn spawn(
     }
 }
 
-/// What `C` does (see the module docs); its exit status if it does not exec the program.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "what `C` is given is the spawn's whole state"
-)]
-fn in_child(
-    command: &mut Command,
-    stage: &mut Stage,
-    mask: &sys::Mask,
-    program: BorrowedFd<'_>,
-    channel: BorrowedFd<'_>,
-    cgroup: Option<(&Path, BorrowedFd<'_>, &Path)>,
+/// What `C` is given: the spawn's whole state.
+struct Spawning<'a> {
+    command: &'a mut Command,
+    stage: &'a mut Stage,
+    mask: &'a sys::Mask,
+    program: BorrowedFd<'a>,
+    channel: BorrowedFd<'a>,
+    cgroup: Option<(&'a Path, &'a Path)>,
     supervisor: u32,
-    inside: bool,
-) -> c_int {
-    let refused = |stage: &mut Stage, e: io::Error, what: &str| {
-        *stage = Stage::Refused(sys::os_error_or(e, |e| format!("{what}: {e}")));
+}
+
+/// In `C`, cgroup mode: makes the job's folder (here, not in the caller: a caller that dies now leaves `C` to go on
+/// and start the keeper, which removes it), then on x86-64 its successor in it (`clone3` with `CLONE_INTO_CGROUP`,
+/// a child of the caller: `CLONE_PARENT`), which goes on with the spawn (`successor`: its pid) while `C` exits; where
+/// `clone3` is refused, `C` moves itself into the folder and goes on itself. Its exit status if it does not exec.
+fn in_folder(start: &mut Spawning<'_>, folder: &Path, successor: &mut Option<u32>) -> c_int {
+    let made = std::fs::create_dir(folder).and_then(|()| {
+        if folder.join("cgroup.kill").exists() {
+            return std::fs::File::open(folder);
+        }
+        let _ = std::fs::remove_dir(folder);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "cgroup v2 without cgroup.kill (Linux before 5.14)",
+        ))
+    });
+    let dir = match made {
+        Ok(dir) => dir,
+        Err(e) => return start.refused(e, "cannot make the job's cgroup"),
+    };
+    match sys::clone_vfork(Some(dir.as_fd()), &mut || start.command_and_keeper()) {
+        Ok(pid) => {
+            *successor = Some(pid);
+            return 0;
+        }
+        Err(e) if !matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) => {
+            return start.refused(e, "cannot start a process in the job's cgroup");
+        }
+        Err(_) => {}
+    }
+    // Born outside the folder: into it before anything of the command exists (a migration, which waits for an RCU
+    // grace period).
+    let moved = OpenOptions::new()
+        .write(true)
+        .open(folder.join("cgroup.procs"))
+        .and_then(|mut procs| procs.write_all(b"0"));
+    if let Err(e) = moved {
+        return start.refused(e, "cannot move into the job's cgroup");
+    }
+    start.command_and_keeper()
+}
+
+impl Spawning<'_> {
+    /// The mode is not had: `what` failed, for `e`.
+    fn refused(&mut self, e: io::Error, what: &str) -> c_int {
+        *self.stage = Stage::Refused(sys::os_error_or(e, |e| format!("{what}: {e}")));
         127
-    };
-    // Born outside the folder (`clone3` refused, or not x86-64): into it before anything of the command exists.
-    if let Some((folder, _, _)) = cgroup.filter(|_| !inside) {
-        let moved = OpenOptions::new()
-            .write(true)
-            .open(folder.join("cgroup.procs"))
-            .and_then(|mut procs| procs.write_all(b"0"));
-        if let Err(e) = moved {
-            return refused(stage, e, "cannot move into the job's cgroup");
-        }
     }
-    // Every orphan of the job comes to the keeper, from the command's first instruction on (the flag survives the
-    // `exec` of the program).
-    if let Err(e) = sys::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) {
-        return refused(stage, e, "cannot become a child subreaper");
-    }
-    let holder = match sys::leave_own_group() {
-        Ok(holder) => holder,
-        Err(e) => return refused(stage, e, "cannot make the command's process group"),
-    };
-    let group = std::process::id();
-    sys::quiet_handlers();
-    mask.set();
-    command.process_group(i32::try_from(group).unwrap_or(0));
-    let spawned = match command.spawn() {
-        // glibc's `posix_spawn` under a seccomp profile that refuses `clone3` with `EPERM` (older container
-        // runtimes): a fork works there (the `Command` keeps taking that path).
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
-            sys::spawn_by_fork(command);
-            command.spawn()
+
+    /// What `C` (or, in cgroup mode, its successor) does from the subreaper on (see the module docs); its exit
+    /// status if it does not exec the program.
+    fn command_and_keeper(&mut self) -> c_int {
+        let (command, stage, mask, program, channel, cgroup, supervisor) = (
+            &mut *self.command,
+            &mut *self.stage,
+            self.mask,
+            self.program,
+            self.channel,
+            self.cgroup,
+            self.supervisor,
+        );
+        let refused = |stage: &mut Stage, e: io::Error, what: &str| {
+            *stage = Stage::Refused(sys::os_error_or(e, |e| format!("{what}: {e}")));
+            127
+        };
+        // Every orphan of the job comes to the keeper, from the command's first instruction on (the flag survives the
+        // `exec` of the program).
+        if let Err(e) = sys::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) {
+            return refused(stage, e, "cannot become a child subreaper");
         }
-        spawned => spawned,
-    };
-    let _ = sys::block_signals();
-    sys::reap_child(holder);
-    let mut child = match spawned {
-        Ok(child) => child,
-        Err(e) => {
-            *stage = Stage::SpawnFailed(e);
-            return 127;
-        }
-    };
-    let pid = child.id();
-    if cgroup.is_none() && joined_pid_namespace(pid) {
-        let _ = sys::kill(-i32::try_from(group).unwrap_or(0), libc::SIGKILL);
-        let _ = sys::kill(i32::try_from(pid).unwrap_or(0), libc::SIGKILL);
-        sys::reap_child(pid);
-        *stage = Stage::Lost(io::Error::new(
+        let holder = match sys::leave_own_group() {
+            Ok(holder) => holder,
+            Err(e) => return refused(stage, e, "cannot make the command's process group"),
+        };
+        let group = std::process::id();
+        sys::quiet_handlers();
+        mask.set();
+        command.process_group(i32::try_from(group).unwrap_or(0));
+        let spawned = match command.spawn() {
+            // glibc's `posix_spawn` under a seccomp profile that refuses `clone3` with `EPERM` (older container
+            // runtimes): a fork works there (the `Command` keeps taking that path).
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                sys::spawn_by_fork(command);
+                command.spawn()
+            }
+            spawned => spawned,
+        };
+        let _ = sys::block_signals();
+        sys::reap_child(holder);
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                *stage = Stage::SpawnFailed(e);
+                return 127;
+            }
+        };
+        let pid = child.id();
+        if cgroup.is_none() && joined_pid_namespace(pid) {
+            let _ = sys::kill(-i32::try_from(group).unwrap_or(0), libc::SIGKILL);
+            let _ = sys::kill(i32::try_from(pid).unwrap_or(0), libc::SIGKILL);
+            sys::reap_child(pid);
+            *stage = Stage::Lost(io::Error::new(
             io::ErrorKind::Unsupported,
             "a `pre_exec` hook put the command's children in another, existing PID namespace (setns), whose \
              orphans go to its own init: the job's reaper cannot hold them (a cgroup can)",
         ));
-        return 127;
+            return 127;
+        }
+        // The command is this process's unreaped child: a pidfd opened now names it for good.
+        #[cfg(not(grouptimeout_no_pidfd))]
+        let pidfd = sys::pidfd_open(pid).ok();
+        #[cfg(grouptimeout_no_pidfd)]
+        let pidfd: Option<OwnedFd> = None;
+        let stdio: [Option<OwnedFd>; 4] = [
+            child.stdin.take().map(OwnedFd::from),
+            child.stdout.take().map(OwnedFd::from),
+            child.stderr.take().map(OwnedFd::from),
+            pidfd,
+        ];
+        let present = stdio
+            .iter()
+            .enumerate()
+            .fold(0u8, |bits, (i, fd)| bits | u8::from(fd.is_some()) << i);
+        let fds: Vec<_> = stdio.iter().flatten().map(AsRawFd::as_raw_fd).collect();
+        let mut kept = sys::send_with_fds(channel, &[present], &fds)
+            .and_then(|()| sys::prctl(libc::PR_SET_PDEATHSIG, libc::SIGCONT as libc::c_ulong));
+        if kept.is_ok() {
+            *stage = Stage::Spawned(pid);
+            let start = Start::Keep(Keep {
+                channel: channel.as_raw_fd(),
+                command: pid,
+                supervisor,
+                cgroup: cgroup.map(|(folder, own)| (folder.to_owned(), own.to_owned())),
+            });
+            let args = arguments(&start);
+            kept = Err(sys::exec_program(
+                program,
+                Some(channel.as_raw_fd()),
+                &mut sys::Argv::new(&args),
+            ));
+        }
+        // The keeper could not be: the command (our child, pinned until reaped) and its group end here.
+        let _ = sys::kill(-i32::try_from(group).unwrap_or(0), libc::SIGKILL);
+        let _ = sys::kill(i32::try_from(pid).unwrap_or(0), libc::SIGKILL);
+        sys::reap_child(pid);
+        *stage = Stage::Lost(kept.err().unwrap_or_else(|| io::Error::other("lost")));
+        127
     }
-    // The command is this process's unreaped child: a pidfd opened now names it for good.
-    #[cfg(not(grouptimeout_no_pidfd))]
-    let pidfd = sys::pidfd_open(pid).ok();
-    #[cfg(grouptimeout_no_pidfd)]
-    let pidfd: Option<OwnedFd> = None;
-    let stdio: [Option<OwnedFd>; 4] = [
-        child.stdin.take().map(OwnedFd::from),
-        child.stdout.take().map(OwnedFd::from),
-        child.stderr.take().map(OwnedFd::from),
-        pidfd,
-    ];
-    let present = stdio
-        .iter()
-        .enumerate()
-        .fold(0u8, |bits, (i, fd)| bits | u8::from(fd.is_some()) << i);
-    let fds: Vec<_> = stdio.iter().flatten().map(AsRawFd::as_raw_fd).collect();
-    let mut kept = sys::send_with_fds(channel, &[present], &fds)
-        .and_then(|()| sys::prctl(libc::PR_SET_PDEATHSIG, libc::SIGCONT as libc::c_ulong));
-    if kept.is_ok() {
-        *stage = Stage::Spawned(pid);
-        let start = Start::Keep(Keep {
-            channel: channel.as_raw_fd(),
-            command: pid,
-            supervisor,
-            cgroup: cgroup.map(|(folder, _, leave_to)| (folder.to_owned(), leave_to.to_owned())),
-        });
-        let args = arguments(&start);
-        kept = Err(sys::exec_program(
-            program,
-            Some(channel.as_raw_fd()),
-            &mut sys::Argv::new(&args),
-        ));
-    }
-    // The keeper could not be: the command (our child, pinned until reaped) and its group end here.
-    let _ = sys::kill(-i32::try_from(group).unwrap_or(0), libc::SIGKILL);
-    let _ = sys::kill(i32::try_from(pid).unwrap_or(0), libc::SIGKILL);
-    sys::reap_child(pid);
-    *stage = Stage::Lost(kept.err().unwrap_or_else(|| io::Error::other("lost")));
-    127
 }
 
 /// Whether the command `pid` (our child) has its children born in an existing PID namespace other than ours (a
@@ -363,7 +422,13 @@ fn received(keeper: u32, command: u32, channel: OwnedFd) -> Spawned {
     let keeper_fd = pidfd.as_ref().and_then(|_| sys::pidfd_open(keeper).ok());
     // A wait sleeps until the command exits, or its keeper does (killed: the command would run on unwatched).
     let watch = match (&pidfd, &keeper_fd) {
-        (Some(command), Some(keeper)) => sys::either(command.as_fd(), keeper.as_fd()).ok(),
+        (Some(command), Some(keeper)) => {
+            let pidfds = [
+                (command.as_fd(), libc::EPOLLIN),
+                (keeper.as_fd(), libc::EPOLLIN),
+            ];
+            sys::readable_when_any(&pidfds).ok()
+        }
         _ => None,
     };
     Spawned::Kept {

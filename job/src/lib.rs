@@ -42,7 +42,7 @@
 //! # Auditing
 //!
 //! Every unchecked call into libc is in the private module `sys` (the keeper, the boundary's Linux calls, the forked
-//! guard), each block with its `SAFETY` argument; the README's "Auditing" table counts them per file.
+//! guard), each block with its `SAFETY` argument; `grouptimeout`'s `AUDITING.md` counts them per file.
 #![doc = include_str!("../doc/keeper.md")]
 #![deny(missing_docs)]
 #![warn(clippy::pedantic)]

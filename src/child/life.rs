@@ -44,22 +44,12 @@ impl GroupChild {
         // std's error as it is: `raw_os_error()` is the errno (see "Errors" in the crate docs).
         let mut child = command.process_group(0).spawn()?;
         let stdio = (child.stdin.take(), child.stdout.take(), child.stderr.take());
-        let watch = ExitWatch::new(child.id());
+        let watch = ExitWatch::new(Some(child.id()), None);
         Ok(GroupChild::new(child.id(), stdio, watch, job))
     }
 
-    /// A child whose leader `pid` (our child, unreaped) was spawned by a boundary's own spawn (a kept job's keeper),
-    /// with its standard streams, and a pidfd of the watched process (`None`: the waits follow the poll schedule).
-    pub(crate) fn spawned(
-        pid: u32,
-        stdio: (Option<ChildStdin>, Option<ChildStdout>, Option<ChildStderr>),
-        watched: Option<std::os::fd::OwnedFd>,
-        job: Job,
-    ) -> GroupChild {
-        GroupChild::new(pid, stdio, ExitWatch::with_pidfd(watched), job)
-    }
-
-    fn new(
+    /// A child of leader `pid` (our unreaped child), its standard streams, the watch of its waits, its job.
+    pub(crate) fn new(
         pid: u32,
         (stdin, stdout, stderr): (Option<ChildStdin>, Option<ChildStdout>, Option<ChildStderr>),
         watch: ExitWatch,
@@ -101,10 +91,8 @@ impl Drop for GroupChild {
         }
         let _ = self.signal_group(crate::signal::SIGKILL);
         let pid = self.id();
-        if self.job.watched(pid) != pid {
-            // A keeper ends its job after the kill: the reap waits for its exit.
-            self.watch.watch_leader(pid);
-        }
+        // A keeper ends its job after the kill: the reap waits for its exit.
+        self.watch.watch_leader(pid, self.job.watched(pid));
         let limit = Instant::now().checked_add(DROP_REAP_LIMIT);
         let reapable = self
             .watch

@@ -1,6 +1,7 @@
-//! All of this crate's `unsafe`: the process-wide calls behind [`crate::host`] (signals, the `SIGPIPE` record before
-//! `main`, the subreaper flag, the terminal, the locale, one child by pid). The plain system-call helpers (`cvt`, `has_exited`,
-//! …) are `grouptimeout`'s, reused through its hidden interface (and vetted with it).
+//! All of this crate's library's `unsafe`: the process-wide calls behind [`crate::host`] (signals, the `SIGPIPE`
+//! record before `main`, the subreaper flag, the terminal, one child by pid), and the locale objects. The plain
+//! system-call helpers (`cvt`, `has_exited`, …) are `grouptimeout`'s, reused through its hidden interface (and vetted
+//! with it). The tool has no `unsafe` of its own.
 
 pub(crate) use grouptimeout::__private::sys::*;
 

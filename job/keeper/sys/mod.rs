@@ -1,5 +1,5 @@
 //! The keeper program's calls into the C library that std does not make for it (signals, waits, `prctl`, `poll`,
-//! usage, the channel's socket calls, pidfds), declared by hand for 64-bit Linux (x86-64, `AArch64`, RISC-V: the
+//! usage, the channel's socket calls), declared by hand for 64-bit Linux (x86-64, `AArch64`, RISC-V: the
 //! generic numbers), each behind a safe wrapper. A build script cannot hand the program the `libc` crate, so the
 //! few declarations it needs are here; everything else it does is std's (files, `/proc`, cgroup folders, time).
 //!
@@ -9,7 +9,7 @@
 
 use std::ffi::{c_int, c_long, c_uint, c_ulong, c_void, CStr};
 use std::io;
-use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
+use std::os::fd::{FromRawFd as _, OwnedFd, RawFd};
 use std::time::Duration;
 
 pub(crate) const SIGKILL: c_int = 9;
@@ -47,8 +47,6 @@ const RUSAGE_CHILDREN: c_int = -1;
 const MSG_DONTWAIT: c_int = 0x40;
 const MSG_NOSIGNAL: c_int = 0x4000;
 const SIOCOUTQ: c_ulong = 0x5411;
-const SYS_PIDFD_SEND_SIGNAL: c_long = 424;
-const SYS_PIDFD_OPEN: c_long = 434;
 const SYS_CLOSE_RANGE: c_long = 436;
 
 /// A `sigset_t` (1,024 bits in glibc and musl).
@@ -223,35 +221,6 @@ pub(crate) fn send_signal(pid: i32, signal_number: c_int) -> io::Result<bool> {
 pub(crate) fn signal_own_group(signal_number: c_int) {
     // SAFETY: kill with integers; 0 is this process's own group.
     unsafe { kill(0, signal_number) };
-}
-
-/// Opens a pidfd of `pid` (Linux 5.3): it names that process from now on, or one that has exited.
-pub(crate) fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
-    let pid = c_int::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: a system call with integer arguments; a descriptor returned is ours alone, owned at once.
-    unsafe {
-        let fd = check(syscall(SYS_PIDFD_OPEN, pid, 0 as c_uint))?;
-        Ok(OwnedFd::from_raw_fd(c_int::try_from(fd).unwrap_or(-1)))
-    }
-}
-
-/// Sends `signal_number` through a pidfd: `Ok(false)` when the process has exited.
-pub(crate) fn pidfd_signal(pidfd: &OwnedFd, signal_number: c_int) -> io::Result<bool> {
-    // SAFETY: a system call with integer arguments and a null siginfo, which it allows.
-    let sent = unsafe {
-        syscall(
-            SYS_PIDFD_SEND_SIGNAL,
-            pidfd.as_raw_fd(),
-            signal_number,
-            std::ptr::null::<c_void>(),
-            0 as c_uint,
-        )
-    };
-    match check(sent) {
-        Ok(_) => Ok(true),
-        Err(e) if e.raw_os_error() == Some(3) => Ok(false),
-        Err(e) => Err(e),
-    }
 }
 
 /// Names this process (`comm`: the kernel keeps 15 bytes).

@@ -47,9 +47,10 @@ impl Cgroup {
         control(&self.events, &self.dir, "cgroup.events", false)
     }
 
-    /// Makes a new cgroup for a job in `parent`, or in this process's own cgroup (where systemd delegated it, if it
-    /// manages the tree), where this process may write: one that has `cgroup.kill` (Linux 5.14), and that its keeper
-    /// can leave to kill it (this process's own `cgroup.procs` is writable); else none is left behind.
+    /// Names a new cgroup for a job in `parent`, or in this process's own cgroup (where systemd delegated it, if it
+    /// manages the tree), where this process may write, and that the job's keeper can leave to kill it (this
+    /// process's own `cgroup.procs` is writable). The spawning child makes it (see `crate::keeper`), and checks that
+    /// it has `cgroup.kill` (Linux 5.14); a folder it made is removed when this is dropped unended.
     pub(crate) fn make(parent: Option<&Path>) -> io::Result<Cgroup> {
         let own = own_folder()?;
         let parent = match parent {
@@ -58,20 +59,15 @@ impl Cgroup {
         };
         let name = format!("grouptimeout-{}-{}", std::process::id(), random_hex()?);
         let dir = parent.join(&name);
-        crate::sys::writable(&own.join("cgroup.procs")).map_err(|e| {
-            crate::sys::os_error_or(e, |e| {
-                format!(
-                    "the job's keeper could not leave the job's cgroup to end it ({} is not writable: {e})",
-                    own.join("cgroup.procs").display()
-                )
-            })
-        })?;
-        fs::create_dir(&dir).map_err(|e| {
-            crate::sys::os_error_or(e, |e| {
-                format!("cannot make a cgroup in {}: {e}", parent.display())
-            })
-        })?;
-        let cgroup = Cgroup {
+        for (folder, what) in [
+            (&parent, "make a cgroup in"),
+            (&own.join("cgroup.procs"), "leave the job's cgroup to"),
+        ] {
+            crate::sys::writable(folder).map_err(|e| {
+                crate::sys::os_error_or(e, |e| format!("cannot {what} {}: {e}", folder.display()))
+            })?;
+        }
+        Ok(Cgroup {
             dir,
             parent,
             own,
@@ -79,19 +75,7 @@ impl Cgroup {
             kill: OnceLock::new(),
             events: OnceLock::new(),
             ended: AtomicBool::new(false),
-        };
-        if !cgroup.dir.join("cgroup.kill").exists() {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "cgroup v2 without cgroup.kill (Linux before 5.14)",
-            ));
-        }
-        Ok(cgroup)
-    }
-
-    /// The folder, open (for `CLONE_INTO_CGROUP`).
-    pub(crate) fn open(&self) -> io::Result<File> {
-        File::open(&self.dir)
+        })
     }
 
     /// The cgroup this process runs in.

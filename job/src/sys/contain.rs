@@ -1,5 +1,6 @@
-//! Linux calls of the job boundary (`crate::contain`): extended attributes of a cgroup folder, signalling through a
-//! pidfd, a watch of two pidfds at once, and a kept job's keeper seen from this process (stopped or exited, woken).
+//! Linux calls of the job boundary (`crate::contain`): extended attributes of a cgroup folder, several descriptors
+//! watched as one (epoll), signalling through a pidfd, and a kept job's keeper seen from this process (stopped or
+//! exited, woken).
 
 use std::ffi::CString;
 use std::io;
@@ -70,6 +71,34 @@ pub(crate) fn getxattr(path: &Path, name: &str) -> io::Result<Option<Vec<u8>>> {
     }
 }
 
+/// An epoll descriptor (close-on-exec) that is readable while any of `fds` has its events (level-triggered; an error
+/// or a hang-up counts too): one descriptor that stands for several in a wait's `Interest`, and that turns a
+/// `POLLPRI` (a cgroup's `cgroup.events` at a change of what it says) into the `POLLIN` an `Interest` lists. It holds
+/// the files, not their numbers: each leaves it when its last descriptor is closed. `EMFILE`, `ENOMEM` as the calls
+/// fail.
+pub(crate) fn readable_when_any(fds: &[(BorrowedFd<'_>, libc::c_int)]) -> io::Result<OwnedFd> {
+    // SAFETY: no pointer arguments; a descriptor returned is ours alone, owned at once.
+    let epoll = unsafe { OwnedFd::from_raw_fd(cvt(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
+    for (fd, events) in fds {
+        let mut event = libc::epoll_event {
+            // The flags are positive constants (EPOLLIN, EPOLLPRI).
+            events: events.unsigned_abs(),
+            u64: 0,
+        };
+        // SAFETY: two live descriptors (the epoll one, owned above; `fd`, borrowed for the call) and an event that
+        // lives across the call, which only reads it.
+        cvt(unsafe {
+            libc::epoll_ctl(
+                epoll.as_raw_fd(),
+                libc::EPOLL_CTL_ADD,
+                fd.as_raw_fd(),
+                &raw mut event,
+            )
+        })?;
+    }
+    Ok(epoll)
+}
+
 /// Sends `signal` to the process a pidfd names (`pidfd_send_signal`, Linux 5.1): `Ok(false)` when it has exited.
 ///
 /// Unlike `kill(2)` this never reaches another process that reused the pid.
@@ -89,29 +118,6 @@ pub(crate) fn pidfd_send_signal(pidfd: BorrowedFd<'_>, signal: libc::c_int) -> i
         Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(false),
         Err(e) => Err(e),
     }
-}
-
-/// An epoll set (close-on-exec) of `first` and `second` (pidfds): readable while either is, so that a wait that
-/// sleeps on it wakes when either process exits.
-pub(crate) fn either(first: BorrowedFd<'_>, second: BorrowedFd<'_>) -> io::Result<OwnedFd> {
-    // SAFETY: epoll_create1 with a flag; a descriptor returned is ours alone, owned at once.
-    let set = unsafe { OwnedFd::from_raw_fd(cvt(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
-    for fd in [first, second] {
-        let mut event = libc::epoll_event {
-            events: libc::EPOLLIN as u32,
-            u64: 0,
-        };
-        // SAFETY: epoll_ctl with live descriptors and an event that lives across the call.
-        cvt(unsafe {
-            libc::epoll_ctl(
-                set.as_raw_fd(),
-                libc::EPOLL_CTL_ADD,
-                fd.as_raw_fd(),
-                &raw mut event,
-            )
-        })?;
-    }
-    Ok(set)
 }
 
 /// Whether our unreaped child `pid` (a kept job's keeper) has exited (`Some(true)`), is stopped (`Some(false)`: a

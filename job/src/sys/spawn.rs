@@ -103,30 +103,34 @@ impl Mask {
     }
 }
 
-/// What `C` runs (see the module docs), and whether it was born in the job's cgroup.
-struct Entry<'a> {
-    run: &'a mut dyn FnMut(bool) -> c_int,
-    inside: bool,
-}
-
 /// `C`'s entry: the closure, under `catch_unwind` (a panic is status 127); its return value is `C`'s exit status.
-extern "C" fn enter(entry: *mut c_void) -> c_int {
-    // SAFETY: `entry` is the `Entry` that `clone_vfork` passed, alive in its frame while this runs (its thread sleeps
-    // until `C` execs or exits), and no one else uses it meanwhile.
-    let entry = unsafe { &mut *entry.cast::<Entry<'_>>() };
-    let inside = entry.inside;
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (entry.run)(inside))).unwrap_or(127)
+extern "C" fn enter(run: *mut c_void) -> c_int {
+    // SAFETY: `run` is the closure that `clone_vfork` passed, alive in its frame while this runs (its thread sleeps
+    // until the child execs or exits), and no one else uses it meanwhile.
+    let run = unsafe { &mut *run.cast::<&mut dyn FnMut() -> c_int>() };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or(127)
 }
 
-/// Makes `C` (see the module docs), which runs `run` (told whether it was born in the cgroup `folder`), and returns
-/// once `C` exec'd or exited: `C`'s pid. With a `folder`, on x86-64, `C` is born in it (`clone3` with
-/// `CLONE_INTO_CGROUP`, unless `clone3` was refused before: `ENOSYS`, `EPERM`); else `run` is told it was not.
+/// Makes a child that shares this process's memory and sleeps this thread until it execs or exits (see the module
+/// docs), which runs `run` on a stack of its own: with `folder` (x86-64), born in that cgroup (`clone3` with
+/// `CLONE_INTO_CGROUP`) as a child of this process's parent (`CLONE_PARENT`: the spawning child `C` makes its
+/// successor so, a child of the caller as `C` is); else with the C library's `clone`, as this process's child. Its pid.
+///
+/// # Errors
+///
+/// The call's: `ENOSYS` or `EPERM` where `clone3` is refused (then remembered: a folder is never tried again), and
+/// `ENOSYS` for a folder elsewhere than on x86-64.
 pub(crate) fn clone_vfork(
     folder: Option<BorrowedFd<'_>>,
-    run: &mut dyn FnMut(bool) -> c_int,
+    mut run: &mut dyn FnMut() -> c_int,
 ) -> io::Result<u32> {
+    if folder.is_some()
+        && (cfg!(not(target_arch = "x86_64")) || CLONE3_REFUSED.load(Ordering::Relaxed))
+    {
+        return Err(io::Error::from_raw_os_error(libc::ENOSYS));
+    }
     // SAFETY: a fresh private anonymous mapping, ours alone; the lowest page made a guard (no access), so that a
-    // deeper stack faults in `C` instead of writing below the mapping.
+    // deeper stack faults in the child instead of writing below the mapping.
     let stack = unsafe {
         let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK | libc::MAP_NORESERVE;
         let at = libc::mmap(
@@ -143,38 +147,33 @@ pub(crate) fn clone_vfork(
         libc::mprotect(at, 4096, libc::PROT_NONE);
         at
     };
-    let mut entry = Entry { run, inside: false };
-    let mut made: io::Result<c_int> = Err(io::Error::from_raw_os_error(libc::ENOSYS));
-    #[cfg(target_arch = "x86_64")]
-    if let Some(folder) = folder.filter(|_| !CLONE3_REFUSED.load(Ordering::Relaxed)) {
-        entry.inside = true;
-        let arg = (&raw mut entry).cast::<c_void>();
-        let args = CloneArgs {
-            flags: (libc::CLONE_VM | libc::CLONE_VFORK) as u64 | CLONE_INTO_CGROUP,
-            exit_signal: libc::SIGCHLD as u64,
-            stack: stack as u64,
-            stack_size: STACK as u64,
-            cgroup: u64::from(folder.as_raw_fd().unsigned_abs()),
-            ..CloneArgs::default()
-        };
-        // SAFETY: `args` describes the stack mapped above and a live descriptor; the child runs `enter` on that
-        // stack and exits with its result, never returning into this frame (see `clone3`); `arg` outlives it.
-        made = unsafe { clone3(&args, enter, arg) };
-        if matches!(&made, Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM))) {
-            CLONE3_REFUSED.store(true, Ordering::Relaxed);
+    let arg = (&raw mut run).cast::<c_void>();
+    let made = match folder {
+        #[cfg(target_arch = "x86_64")]
+        Some(folder) => {
+            let args = CloneArgs {
+                flags: (libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PARENT) as u64
+                    | CLONE_INTO_CGROUP,
+                stack: stack as u64,
+                stack_size: STACK as u64,
+                cgroup: u64::from(folder.as_raw_fd().unsigned_abs()),
+                ..CloneArgs::default()
+            };
+            // SAFETY: `args` describes the stack mapped above and a live descriptor; the child runs `enter` on that
+            // stack and exits with its result, never returning into this frame (see `clone3`); `arg` outlives it.
+            let made = unsafe { clone3(&args, enter, arg) };
+            if matches!(&made, Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)))
+            {
+                CLONE3_REFUSED.store(true, Ordering::Relaxed);
+            }
+            made
         }
-    }
-    let _ = folder;
-    if made
-        .as_ref()
-        .is_err_and(|e| matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)))
-    {
-        entry.inside = false;
-        let arg = (&raw mut entry).cast::<c_void>();
+        #[cfg(not(target_arch = "x86_64"))]
+        Some(_) => Err(io::Error::from_raw_os_error(libc::ENOSYS)),
         // SAFETY: the stack's top (page-aligned, so 16-byte aligned) in the mapping above; the C library's clone runs
         // `enter` there and exits with its result; `arg` outlives the child (this thread sleeps until its exec or
         // exit).
-        made = cvt(unsafe {
+        None => cvt(unsafe {
             let top = stack.cast::<u8>().add(STACK).cast::<c_void>();
             libc::clone(
                 enter,
@@ -182,14 +181,15 @@ pub(crate) fn clone_vfork(
                 libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
                 arg,
             )
-        });
-    }
+        }),
+    };
     // SAFETY: the mapping made above, which the child no longer uses (it exec'd or exited).
     unsafe { libc::munmap(stack, STACK) };
     made.and_then(kernel_pid)
 }
 
-/// `struct clone_args` (Linux 5.7, with `cgroup`).
+/// `struct clone_args` (Linux 5.7, with `cgroup`). Its `exit_signal` stays 0: with `CLONE_PARENT` the kernel gives
+/// the child its parent's.
 #[cfg(target_arch = "x86_64")]
 #[repr(C)]
 #[derive(Default)]
