@@ -162,7 +162,7 @@ pub unsafe trait Boundary: fmt::Debug + Send + Sync + Any {
     }
 
     /// What a capturing wait's result keeps of the job (called once the leader was reaped): a record that holds none
-    /// of the job's resources (descriptors, a keeper's page), so that a kept result does not keep them open.
+    /// of the job's resources (its descriptors), so that a kept result does not keep them open.
     fn record(&self) -> Option<Arc<dyn Any + Send + Sync>>;
 
     /// The boundary as [`Any`], for the crate that made it to find its own type again.

@@ -51,8 +51,7 @@ fn supervisor_killed(how: &str) {
         panic!("the helper did not report its group: {pids:?}");
     }
     let pgid = pids[3];
-    // The leader, two background members and the guard. The forked guard joins the group by itself after
-    // die_with_parent_forked returns (documented), so it may not be in yet: wait (bounded) for it.
+    // The leader, two background members and the guard (waited for, bounded).
     let members = wait_for_members(pgid, 4);
     assert_eq!(members.len(), 4, "{members:?} vs {pids:?}");
     let _cleanup_all = KillOnDrop::new(members.clone());

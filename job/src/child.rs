@@ -19,8 +19,7 @@ use crate::guard::Guard;
 ///
 /// Once a wait has ended the job (the leader reaped, the job ended, its cgroup folder removed), the child, and its
 /// [`GroupHandle`](grouptimeout::GroupHandle)s, keep only a record of it for these methods: no descriptor of the job
-/// (its cgroup's `cgroup.kill` and `cgroup.events`) and no keeper's shared page, so that a caller may keep many
-/// finished children.
+/// (its keeper's channel, its pidfds, its cgroup's files), so that a caller may keep many finished children.
 ///
 pub trait JobChildExt: sealed::Sealed {
     /// Which boundary the job has: [`Containment::Group`] for [`spawn_group`](grouptimeout::GroupCommandExt::spawn_group), else what
@@ -103,15 +102,19 @@ pub trait JobChildExt: sealed::Sealed {
     /// this again passes on a grace set since), after its signal and up to its grace for the leader to exit, as at a
     /// deadline.
     ///
-    /// It starts a guard process in the group: `/bin/sh`, spawned (through std's `posix_spawn` path) into the
-    /// leader's group, that ignores every catchable signal and waits for end of file on a pipe whose write end only
-    /// this process holds (close-on-exec). Like any child, it inherits the descriptors of this process that are not
-    /// close-on-exec (std makes all of its own close-on-exec), so it keeps such a descriptor open as long as it runs,
-    /// even after the command closed its copy. When this process dies the kernel closes that end, and the guard sends
-    /// `SIGKILL` to its group, which its membership keeps from being reused. The call returns once the guard ignores
-    /// signals, so a member's `kill 0`, or a grace signal, cannot disarm it; it cost +0.28 ms per command in
-    /// `BENCHMARKS.md`'s run (row 8; more under load), most of it the shell's start. Calling it again starts no
-    /// other guard, and passes on a grace set since.
+    /// It starts a guard process in the group that waits for end of file on a pipe whose write end only this process
+    /// holds (close-on-exec). When this process dies the kernel closes that end, and the guard sends `SIGKILL` to its
+    /// group, which its membership keeps from being reused. On Linux the guard is this crate's keeper program in its
+    /// guard mode (`group-guard`; see [`Contain`](crate::Contain)), started as a kept spawn starts its keeper: a
+    /// child that shares this process's memory until it execs the program (no copy of this process, whatever its
+    /// size, and no `pthread_atfork` handler runs), which joins the leader's group with every signal blocked before
+    /// it execs. It holds its pipe and `/dev/null` only. Elsewhere (and where the program cannot run here) it is
+    /// `/bin/sh`, spawned (through std's `posix_spawn` path) into the group, which ignores every catchable signal (its
+    /// `trap`s) before it says it is armed; like any child, it inherits the descriptors of this process that are not
+    /// close-on-exec (std makes all of its own close-on-exec), so it keeps such a descriptor open as long as it runs.
+    /// Either way the call returns once a member's `kill 0`, or a grace signal, cannot disarm the guard; its cost
+    /// per command is `BENCHMARKS.md`'s row 8. Calling it again starts no other guard, and passes on a grace set
+    /// since.
     ///
     /// Every wait and [`Drop`] end the guard (`SIGKILL` and a reap) once the job has ended: after the leader's reap
     /// and, for a job in a cgroup of its own, after its folder was removed; so no process, pipe or zombie is left
@@ -139,16 +142,16 @@ pub trait JobChildExt: sealed::Sealed {
     ///
     /// # Errors
     ///
-    /// The guard cannot be started (`/bin/sh` missing, no process or descriptor left); the group is gone (the leader
-    /// left it and no member is left: `PermissionDenied`); `/bin/sh` exited without arming it (a `/bin/sh` that is
-    /// not a shell); it was killed before it could ignore signals three times in a row, or did not start within 5 s;
-    /// or the leader was reaped by someone else. Nothing is left running
+    /// The guard cannot be started (no process or descriptor left; the shell guard: `/bin/sh` missing); the group is
+    /// gone (the leader left it and no member is left: `PermissionDenied`); the shell guard exited without arming it
+    /// (a `/bin/sh` that is not a shell); it was killed before it could ignore signals three times in a row, or did
+    /// not start within 5 s; or the leader was reaped by someone else. Nothing is left running
     /// then. Once the leader was reaped by this crate there is nothing left to guard: `Ok(())`.
     ///
-    /// Where a system call failed (the pipe, the spawn of `/bin/sh` or the fork, opening the job's `cgroup.kill`:
+    /// Where a system call failed (the pipe, the start of the guard, joining the group:
     /// `EMFILE`, `EAGAIN`, `ENOENT`…; `ECHILD`), the error is that OS error itself (`raw_os_error()`, std's kind;
     /// its message the system's text, so say what failed when you show it). The others carry no OS error number,
-    /// and their message names the group: `/bin/sh` exited without arming the guard, was killed three times, or
+    /// and their message names the group: the shell guard exited without arming it, was killed three times, or
     /// did not start within 5 s (`TimedOut`); the group is gone (`PermissionDenied`).
     ///
     /// # Examples
@@ -253,7 +256,7 @@ impl JobOutputExt for grouptimeout::Captured {
 }
 
 /// What a capturing wait's result keeps of its job ([`Boundary::record`]): what [`JobOutputExt`] reads, and none of
-/// the job's resources (its cgroup's descriptors, its keeper's page).
+/// the job's resources (its keeper's channel, its pidfds).
 #[cfg(feature = "capture")]
 #[derive(Debug)]
 struct Finished {
@@ -356,7 +359,7 @@ unsafe impl Boundary for Attached {
     }
 
     /// Ends the job, then keeps only its record (whatever the end's result: a job is ended once): a finished child
-    /// that the caller keeps holds no descriptor of the job and no keeper's page.
+    /// that the caller keeps holds no descriptor of the job.
     fn end(&self, keep: bool) -> io::Result<()> {
         let job = self.job();
         let ended = job.end(keep);

@@ -815,7 +815,7 @@ pub fn reaps_and_kills(trace: &str) -> Vec<Traced> {
     events
 }
 
-/// Waits (bounded) until the forked guard of the tool `tool` (its child named `group-guard`), or the keeper of its
+/// Waits (bounded) until the guard of the tool `tool` (its child named `group-guard`), or the keeper of its
 /// contained job (`group-keeper`, the job's guard), has left the tool's
 /// group: it ignores signals then, and has joined the command's group (or, for a job with a cgroup of its own, leads
 /// a group of its own). Returns its pid.

@@ -105,8 +105,7 @@ impl Job {
 
     /// What is left of the job once it has ended (see `Attached::end`): the same containment, command and marks,
     /// for the getters of [`JobChildExt`](crate::JobChildExt) and for [`contains`](Job::contains), and none of its
-    /// resources: no descriptor of its cgroup (`cgroup.kill`, `cgroup.events`), no keeper (whose shared page is
-    /// unmapped once the job itself is dropped).
+    /// resources: no keeper's channel, no pidfd, no descriptor of its cgroup.
     pub(crate) fn record(&self) -> Job {
         let Some(inner) = &self.0 else {
             return Job(None);
