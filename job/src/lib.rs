@@ -41,8 +41,9 @@
 //!
 //! # Auditing
 //!
-//! Every unchecked call into libc is in the private module `sys` (the keeper, the boundary's Linux calls, the forked
-//! guard), each block with its `SAFETY` argument; `grouptimeout`'s `AUDITING.md` counts them per file.
+//! Every unchecked call into libc is in the private module `sys` (the kept spawn, the boundary's Linux calls, the
+//! guard), each block with its `SAFETY` argument, and in the keeper program's own `sys` module (`keeper/sys/`, which
+//! `build.rs` compiles into the program this crate embeds); `grouptimeout`'s `AUDITING.md` counts them per file.
 #![doc = include_str!("../doc/keeper.md")]
 #![deny(missing_docs)]
 #![warn(clippy::pedantic)]
@@ -86,19 +87,7 @@ pub use spawn::{Contain, JobCommandExt};
 #[cfg(unix)]
 #[doc(hidden)]
 pub mod __private {
-    use std::io;
-
     use grouptimeout::GroupChild;
-
-    /// `die_with_parent` (the tool's `host::die_with_parent_forked`, whose guard was a fork of the tool: the guard is
-    /// the same for both now).
-    ///
-    /// # Errors
-    ///
-    /// As for [`die_with_parent`](crate::JobChildExt::die_with_parent).
-    pub fn die_with_parent_forked(child: &mut GroupChild) -> io::Result<()> {
-        crate::child::arrange_guard(child)
-    }
 
     /// A [`Leftover`](crate::Leftover) (non-exhaustive) found by the tool's own sweep.
     #[must_use]

@@ -17,5 +17,5 @@ use grouptimeout::GroupChild;
 ///
 /// As for [`JobChildExt::die_with_parent`](grouptimeout_job::JobChildExt::die_with_parent).
 pub fn die_with_parent_forked(child: &mut GroupChild) -> io::Result<()> {
-    grouptimeout_job::__private::die_with_parent_forked(child)
+    grouptimeout_job::JobChildExt::die_with_parent(child)
 }
