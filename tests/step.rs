@@ -817,15 +817,11 @@ fn a_capture_in_steps_ended_by_a_deadline_moved_to_now_keeps_its_output() {
         }
         thread::sleep(Duration::from_millis(10));
     };
-    assert_eq!(
-        captured.outcome,
-        Outcome::TimedOut(captured.outcome.status())
-    );
-    assert_eq!(
-        captured.outcome.status().code(),
-        Some(3),
-        "{}",
-        captured.outcome
+    // Timed out, and the command exited on the grace signal (its trap's status), before any SIGKILL.
+    let outcome = captured.outcome;
+    assert!(
+        matches!(outcome, Outcome::TimedOut(s) if s.code() == Some(3)),
+        "{outcome}"
     );
     assert_eq!(captured.stdout, b"started\nstopping\n");
     assert_eq!(captured.usage.measured, grouptimeout::Measured::Leader);
