@@ -19,11 +19,11 @@ file of a `sys/` with `unsafe` is described by the first line of its module docs
 `unsafe` is for. The prose above the table is written from the same numbers.
 
   .ci/audit.py            print the table
-  .ci/audit.py --write    write it into README.md between the audit markers
-  .ci/audit.py --check    fail if README.md's table differs, `grouptimeout` is over its budget, a crate's files or
-                          rooms import each other in a circle, a `.rs` file under a crate's `src/` is in no module
-                          tree, `unsafe` is outside a `sys/`, or a `sys/` file with `unsafe` has no module docs
-                          (CI runs this)
+  .ci/audit.py --write    write AUDITING.md (at the root, shipped in `grouptimeout`'s package): the whole file
+  .ci/audit.py --check    fail if AUDITING.md differs from what --write writes, `grouptimeout` is over its budget, a
+                          crate's files or rooms import each other in a circle, a `.rs` file under a crate's `src/` is
+                          in no module tree, `unsafe` is outside a `sys/`, or a `sys/` file with `unsafe` has no
+                          module docs (CI runs this)
 
 The circles are looked for in each crate (each library, and the tool's binary), twice: between files, and between
 rooms. A file imports another when its code (not a comment, not a string) names, through `crate::…` or `super::…`
@@ -46,8 +46,51 @@ CRATES = [
     ("grouptimeout-tokio", "tokio", [("lib.rs", "library")]),
 ]
 BUDGETED = "grouptimeout"
-README = os.path.join(ROOT, "README.md")
-BEGIN, END = "<!-- audit:begin (made by .ci/audit.py --write) -->", "<!-- audit:end -->"
+AUDITING = os.path.join(ROOT, "AUDITING.md")
+# What AUDITING.md says before the numbers: how the crates depend on each other, and how this script counts.
+INTRO = """\
+# Auditing
+
+<!-- Made by .ci/audit.py --write from the sources of the five crates; CI (.ci/audit.py --check) fails when it is
+stale. Edit the script, not this file. -->
+
+What each crate of grouptimeout costs a reviewer: per crate its files, code lines, `unsafe` blocks and public items,
+and what the `unsafe` of each file is for. `.ci/audit.py` in the source repository writes this file from the sources,
+and CI (`.ci/audit.py --check`) fails when it is stale, when the core crate is over its budget (below), or when a
+crate's files, or its rooms, import each other in a circle (a file imports the file that defines what it names
+through `crate::…` or `super::`, re-exports followed; a room is a module of the crate's root with its folder, such as
+`child.rs` and `child/`, and imports another room when one of its files imports one of the other's; the check names
+the files or rooms of the circle and the lines that make it).
+
+The crates import downward: `grouptimeout-cli` uses `grouptimeout-job` and `grouptimeout`; `grouptimeout-job`,
+`grouptimeout-set` and `grouptimeout-tokio` use `grouptimeout` (the last two its public API alone, the stepped wait);
+and `grouptimeout` uses none of them. Besides the public API, `grouptimeout-job` and `grouptimeout-cli` use
+`grouptimeout`'s hidden module `__private` (`src/__private.rs`: the `Boundary` trait of `src/boundary.rs`, which a
+contained job's boundary implements, and a few of the core's `sys` helpers), and `grouptimeout-cli` uses
+`grouptimeout-job`'s; both pin the crate they use by its exact version, which keeps other versions out (not other
+crates: any crate can name `__private`). The core trusts no boundary with its own promises: it checks its own child
+before every signal and sends every group signal itself. `src/boundary.rs` says what a boundary can still change:
+end or prolong a wait, block, and spare a keeper outside the group its signal by pid.
+
+`grouptimeout` spawns no thread, installs no signal handler and registers nothing that runs before `main`; neither
+does `grouptimeout-job`, whose keeper and guard are processes of their own, nor `grouptimeout-set` (it works in the
+calls of the thread that owns the set), nor `grouptimeout-tokio` (its futures run in the caller's runtime, which it
+does not start). What is process-wide (signal handlers and masks, the subreaper flag, the terminal, the C library's
+locale, the one function run before `main`: an `.init_array` entry that records whether `SIGPIPE` was inherited
+ignored and which standard descriptors were closed) is in `grouptimeout-cli` alone, so that a crate that depends on
+the libraries gets none of it, whatever else its build holds (CI checks each library's `.init_array`).
+
+How it counts: each crate on its own, and its `capture` feature apart from the rest of it. Code lines are the lines
+that are neither blank nor comments (`//`, `///`, `//!`), outside `#[cfg(test)]` modules; an `unsafe` block is an
+`unsafe {`, an `unsafe fn`, or a static placed by an attribute that edition 2024 marks unsafe (the `#[link_section]`
+static that registers the function `grouptimeout-cli` runs before `main`), all of them in the crate's `src/sys/`
+(`src/sys/`, `job/src/sys/`, `cli/src/sys/`, `set/src/sys/`, `tokio/src/sys/`), each with its `// SAFETY:` comment;
+public items are the `pub` functions, methods, types, traits, constants, modules and re-exports outside the crate's
+`sys` module. A file is counted whole where it is compiled: its items gated for other systems count too.
+
+## The counts
+
+"""
 CORE = "core"
 # The promise of issues 18 and 33: all of `grouptimeout`'s src/, every feature counted, an auditor can read in a day.
 # Raised from 1,500 lines for issue 39 (the job's usage, streamed output, per-stream limits, the idle end): the
@@ -224,7 +267,7 @@ def is_binary(root_file):
 
 
 def table():
-    """(the README's text between the markers, {crate: (code lines, unsafe blocks)}, problems)."""
+    """(AUDITING.md's text after its introduction, {crate: (code lines, unsafe blocks)}, problems)."""
     out = [
         "| crate | part | files | code lines | `unsafe` blocks | public items |",
         "|---|---|---|---:|---:|---:|",
@@ -518,19 +561,18 @@ def main():
         sys.exit(__doc__)
     if not mode:
         sys.stdout.write(text)
-    with open(README) as f:
-        readme = f.read()
-    if mode:
-        if BEGIN not in readme or END not in readme:
-            sys.exit(f"README.md has no audit markers ({BEGIN} … {END})")
-        head, rest = readme.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        new = f"{head}{BEGIN}\n{text}{END}{tail}"
-        if mode == "--write":
-            with open(README, "w") as f:
-                f.write(new)
-    if mode == "--check" and new != readme:
-        problems.insert(0, "README.md's auditing table is out of date: run .ci/audit.py --write\n\n" + text)
+    new = INTRO + text
+    if mode == "--write":
+        with open(AUDITING, "w") as f:
+            f.write(new)
+    if mode == "--check":
+        try:
+            with open(AUDITING) as f:
+                old = f.read()
+        except FileNotFoundError:
+            old = None
+        if old != new:
+            problems.insert(0, "AUDITING.md is missing or out of date: run .ci/audit.py --write\n\n" + text)
     known = {folder for _, folder, _ in CRATES}
     for member in sorted(workspace_members() - known):
         problems.append(f"the workspace member {member} is not one of the auditor's crates (CRATES): add it")

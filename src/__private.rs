@@ -1,8 +1,18 @@
 //! The interface between this crate and its sibling `grouptimeout-job` (and, through it, the tool's crate), in the
 //! way of `serde`'s `__private`: hidden from the docs and not covered by semantic versioning. The sibling pins this
 //! crate by its exact version (`=x.y.z`), so that the two always come from one release; that keeps other versions
-//! out, not other crates: any crate can name this module. Nothing here can break this crate's promises (see
-//! `boundary.rs` for what a boundary can and cannot change, whoever wrote it).
+//! out, not other crates: any crate can name this module. What a crate that does can do to this crate's promises:
+//!
+//! - A boundary it attaches (`spawn`, `attach`) steers the child's waits as `boundary.rs` says (a wait that
+//!   sleeps to its deadline, a leader that left its group spared the signal by pid, a wait or a drop that blocks);
+//!   it cannot make this crate signal after a foreign reap that this crate's check saw, nor keep the group from its
+//!   signal. `Boundary` is an `unsafe` trait: an implementation that breaks its contract (a watched pid that names
+//!   another process, a descriptor closed before `end`) breaks the promises that rest on it, the exit descriptor's
+//!   and, in a driver that borrows a listed descriptor, I/O safety.
+//! - The helpers of `sys` are this crate's own calls, with the preconditions their docs state and nothing to
+//!   enforce them: `sys::signal_group` signals whatever group and pid it is given (above 1), so a caller that does
+//!   not hold that group's leader unreaped can signal someone else's. They touch no `GroupChild`.
+//! - The views (`boundary`, `grace`, `leader_unreaped`, `leader_exited`) only read.
 //!
 //! What it gives: the `Boundary` a job attaches to a [`GroupChild`], a few read-only views of a child's state, and
 //! this crate's system-call helpers (`sys`) that its siblings reuse, so that their own unchecked calls do not repeat

@@ -5,13 +5,18 @@
 //! `spawn_contained`, `die_with_parent`) attaches a [`Boundary`] through the hidden module `__private`, and names this
 //! crate by its exact version, so that the two always come from the same release. That pin keeps other versions out,
 //! not other crates: the module is hidden and outside semantic versioning, but any crate can name it and implement
-//! [`Boundary`]. So this crate trusts no boundary with its own promises:
+//! [`Boundary`]. So this crate trusts no boundary with its signals; what it does rely on, the two promises of the
+//! `unsafe` trait's contract (the pid it opens a pidfd on, the descriptor it sleeps on), is written there.
 //!
 //! - Before every signal it sends, it checks its own child itself (`waitid` with `WNOWAIT`), whatever the
-//!   boundary's [`exited`](Boundary::exited) says, and refuses with `ECHILD` once someone else reaped it: no
-//!   signal of this crate reaches an id after a foreign reap. It checks before the boundary's
-//!   [`signal`](Boundary::signal) too (a boundary that works from the leader's pid never starts on a reaped one),
-//!   and again right before its own `kill(2)`.
+//!   boundary's [`exited`](Boundary::exited) says, and refuses with `ECHILD` once someone else reaped it. It checks
+//!   before the boundary's [`signal`](Boundary::signal) too (a boundary that works from the leader's pid never
+//!   starts on a reaped one), and again right before its own `kill(2)`. What that holds: no signal of this crate
+//!   follows a foreign reap that came before that last check. A reap in the instant between the check and the
+//!   `kill(2)` (a `waitpid(-1)` on another thread) is not seen: the signal then goes to the group id and the pid of
+//!   a process just reaped. It reaches another process only if that id was given to one in that instant, which
+//!   takes the pids to wrap around (`pid_max` new processes; and, for the group's signal, no member of the group left
+//!   alive, since a live member keeps the group's id from being given out).
 //! - At every signal it sends the group's signal itself (`kill(-pgid)`, and the leader by pid): exactly once, at
 //!   the moment the boundary's [`signal`](Boundary::signal) calls for it, or after it returns if it did not. A
 //!   boundary can add to what a signal reaches, never take away from the group. The one thing it decides is whether
@@ -23,12 +28,13 @@
 //! What a boundary's answers can still do, since they steer the wait: [`exited`](Boundary::exited) saying `true`
 //! ends a wait as an exit (the leftovers' kill and the reap follow, which then blocks until the leader exits);
 //! saying `false`, or a [`watched`](Boundary::watched) process that does not exit, makes a wait sleep on to its
-//! deadline, or without one for as long as it lies. [`keeps_group`](Boundary::keeps_group) saying `true` of a leader
-//! that left its group (`setpgid`) spares that leader the signal by pid (the group is signalled all the same): the
-//! reap then waits for the leader's own exit, and the drop gives up after `DROP_REAP_LIMIT` and leaves it running.
-//! Any of its methods can block, and with them a wait or a drop. And a boundary is code that runs in this process: it
-//! can send any signal of its own, reap the leader itself (this crate then refuses with `ECHILD` as for any foreign
-//! reap); what this crate promises is what its own signals do.
+//! deadline, or without one for as long as it lies; so does a [`rest_exited`](Boundary::rest_exited) that answers
+//! `false`. [`keeps_group`](Boundary::keeps_group) saying `true` of a leader that left its group (`setpgid`) spares
+//! that leader the signal by pid (the group is signalled all the same): the reap then waits for the leader's own
+//! exit, and the drop gives up after `DROP_REAP_LIMIT` and leaves it running. Any of its methods can block, and with
+//! them a wait or a drop. And a boundary is code that runs in this process: it can send any signal of its own, reap
+//! the leader itself (this crate then refuses with `ECHILD` as for any foreign reap); what this crate promises is
+//! what its own signals do.
 
 use std::any::Any;
 use std::fmt;
@@ -42,8 +48,53 @@ use std::sync::Arc;
 /// Every method is called with the leader unreaped by this crate, except [`take_reached`](Boundary::take_reached)
 /// (also right after the reap), and [`usage`](Boundary::usage), [`end`](Boundary::end) and
 /// [`record`](Boundary::record), which follow it.
+///
+/// # Safety
+///
+/// An implementation promises two things that this crate, and drivers of its steps, rely on without checking:
+///
+/// 1. **The descriptor of [`rest_exited`](Boundary::rest_exited).** A `Some(fd)` it returns is a descriptor the
+///    boundary owns, open, and it stays open and names the same file from that call until [`end`](Boundary::end)
+///    returns (or the boundary is dropped, if `end` is never called); the boundary never closes it earlier, nor
+///    gives it to anyone who may. The wait lists it in its [`Interest`](crate::Interest), whose contract promises
+///    drivers exactly that; a driver may borrow it from its number (`grouptimeout-tokio` makes a `BorrowedFd` of it
+///    with `BorrowedFd::borrow_raw`, whose soundness rests on this promise).
+/// 2. **The pid of [`watched`](Boundary::watched).** It is `leader`, or the pid of a process held unreaped by a
+///    process of the boundary's own (the leader itself, which this crate holds unreaped) until that holder exits, or
+///    reaps it as its last act before it exits; and [`exited`](Boundary::exited) answers `true` once the holder has
+///    exited. So the pid names that process and no other whenever `exited` has just answered `false`, but in the
+///    holder's last instant. This crate opens a pidfd on that pid right after such an answer (at a wait's first
+///    sleep, and in [`GroupChild::exit_fd`](crate::GroupChild::exit_fd)), sleeps on it, and lends it out as the
+///    leader's exit descriptor, through which a caller may signal. (That last instant is let through, as for this
+///    crate's own signals: a pidfd opened in it names another process only if that one was given the pid in that
+///    instant, after the pids wrapped around.)
+///
+/// Nothing else is promised: every other answer is untrusted (see the module's docs), and a boundary that breaks
+/// neither promise cannot make this crate signal after a foreign reap it saw, nor keep the group from its signal.
+///
+/// An implementation without `unsafe` does not compile:
+///
+/// ```compile_fail
+/// use std::{any::Any, io, sync::Arc};
+/// use grouptimeout::__private::Boundary;
+///
+/// #[derive(Debug)]
+/// struct Mine;
+///
+/// impl Boundary for Mine {
+///     fn watched(&self, leader: u32) -> u32 { leader }
+///     fn exited(&self, leader: u32) -> io::Result<bool> { grouptimeout::__private::sys::has_exited(leader) }
+///     fn signal(&self, _: u32, _: i32, group: &mut dyn FnMut() -> io::Result<()>) -> io::Result<()> { group() }
+///     fn keeps_group(&self, _: u32) -> bool { false }
+///     fn judge(&self, _: u32, _: bool) {}
+///     fn take_reached(&self) {}
+///     fn end(&self, _: bool) -> io::Result<()> { Ok(()) }
+///     fn record(&self) -> Option<Arc<dyn Any + Send + Sync>> { None }
+///     fn as_any(&self) -> &dyn Any { self }
+/// }
+/// ```
 #[doc(hidden)]
-pub trait Boundary: fmt::Debug + Send + Sync + Any {
+pub unsafe trait Boundary: fmt::Debug + Send + Sync + Any {
     /// The process whose exit ends a wait: `leader`, or the command below a keeper.
     fn watched(&self, leader: u32) -> u32;
 
@@ -75,9 +126,10 @@ pub trait Boundary: fmt::Debug + Send + Sync + Any {
     fn keeps_group(&self, leader: u32) -> bool;
 
     /// Once the leader has exited and the wait waits for the whole job (`set_wait_for_job`), with the leader
-    /// unreaped: whether the rest of the job is gone, and a descriptor (the boundary's, open until [`end`](Boundary::end))
-    /// that turns readable when that may have changed (`None`: the wait checks again on its schedule). Called at
-    /// every step of that wait; a `true` ends it as an exit (the job's `SIGKILL` follows), an error too (returned
+    /// unreaped: whether the rest of the job is gone, and a descriptor (the boundary's, open until
+    /// [`end`](Boundary::end): see the trait's contract) that turns readable when that may have changed (`None`: the
+    /// wait checks again on its schedule; with one, when it turns readable, and a second later at the latest). Called
+    /// at every step of that wait; a `true` ends it as an exit (the job's `SIGKILL` follows), an error too (returned
     /// after the reap).
     ///
     /// Provided: the plain group's answer (a live member of the group `leader` other than the leader).
@@ -174,10 +226,9 @@ impl Job {
     /// The wait's check: the boundary's [`exited`](Boundary::exited), else our own. Not the check before a signal
     /// (`group::leader_exited`, always our own).
     pub(crate) fn exited(&self, id: u32) -> io::Result<bool> {
-        match &self.0 {
-            Some(boundary) => boundary.exited(id),
-            None => crate::sys::has_exited(id),
-        }
+        self.0
+            .as_ref()
+            .map_or_else(|| crate::sys::has_exited(id), |b| b.exited(id))
     }
 
     /// Our own check (`ECHILD` refuses a leader reaped by someone else), then the boundary's: whether a leader whose
@@ -237,7 +288,8 @@ mod tests {
     #[derive(Debug)]
     struct Forgetful;
 
-    impl Boundary for Forgetful {
+    // SAFETY: its `watched` is the leader, and it lists no descriptor (the provided `rest_exited`).
+    unsafe impl Boundary for Forgetful {
         fn watched(&self, leader: u32) -> u32 {
             leader
         }

@@ -181,7 +181,9 @@ impl GroupChild {
     /// can wait for many groups in one thread (`poll(2)`, `epoll`), then reap through [`try_wait`](GroupChild::try_wait).
     ///
     /// It is the pidfd the waits sleep on (close-on-exec, so no command inherits it), opened now if no wait opened
-    /// it yet; the leader is unreaped then, so it names our child and no process that reused its pid. It stays open,
+    /// it yet; the leader is unreaped then, so it names our child and no process that reused its pid (a contained job
+    /// with a keeper, `grouptimeout-job`'s, watches the command instead: its pidfd names the command, held unreaped by
+    /// the keeper, but in the instant in which the keeper, having reaped it, exits). It stays open,
     /// the same descriptor, until the leader is reaped (by any wait) or the handle dropped; the caller must not
     /// close it, and should stop polling it once `try_wait` returned the status. Opening it does not change how the
     /// waits behave.
@@ -429,12 +431,17 @@ impl GroupChild {
     /// - Once `Done`, every later call returns the same outcome, as the waits do.
     /// - On `Pending`, sleep until a descriptor of [`Interest::readable`](crate::Interest::readable) is readable
     ///   (or hung up), [`writable`](crate::Interest::writable) is writable, or [`until`](crate::Interest::until)
-    ///   passes, whichever comes first; then step again.
-    ///   Stepping earlier is harmless (it costs a check of the leader). The descriptors are the child's (its pidfd,
-    ///   Linux): never close them; stop watching one that a step no longer lists, and all of them once `Done`.
+    ///   passes, whichever comes first; then step again. Stepping earlier is harmless (it costs a check of the
+    ///   leader). The descriptors are the child's (its pidfd, Linux): never close them; stop watching one that a step
+    ///   no longer lists, and all of them once `Done` or after an `Err`. [`Interest`](crate::Interest) says what a
+    ///   driver may rely on and what it does (registrations, duplicates of its own, yields).
     ///   Without a pidfd (other systems, `--cfg grouptimeout_no_pidfd`, a kernel that refuses one, a traced leader)
     ///   the interest is an instant alone, on the poll schedule of [How it waits](crate#how-it-waits); its first
     ///   `Pending` asks for an instant that has already come (a yield).
+    /// - [`try_wait`](GroupChild::try_wait) and [`exit_fd`](GroupChild::exit_fd) keep working beside the steps
+    ///   (`try_wait` opens no pidfd, asks for no yield, and never blocks).
+    /// - The blocking waits, the capturing waits (through `Capture`), `grouptimeout-set` and
+    ///   `grouptimeout-tokio` are drivers of these steps; a loop of the caller's own is one more.
     ///
     /// # Errors
     ///
@@ -445,6 +452,8 @@ impl GroupChild {
     /// retries pauses first, or gives up and drops the child (whose drop kills and reaps, bounded).
     ///
     /// # Examples
+    ///
+    /// A loop of its own with `poll(2)` (`examples/event_loop.rs` drives four jobs, one captured, with one `poll`):
     ///
     /// ```
     /// use std::process::Command;
@@ -457,10 +466,22 @@ impl GroupChild {
     /// let outcome = loop {
     ///     match child.step(Some(deadline))? {
     ///         Step::Done(outcome) => break outcome,
-    ///         // A real loop would `poll(2)` on `interest.readable()` until `interest.until()`.
     ///         Step::Pending(interest) => {
-    ///             let until = interest.until().unwrap_or_else(|| Instant::now() + Duration::from_millis(10));
-    ///             std::thread::sleep(until.saturating_duration_since(Instant::now()).min(Duration::from_millis(10)));
+    ///             // A plain wait lists descriptors to read only; a capture's stdin is `interest.writable()`.
+    ///             let mut fds: Vec<libc::pollfd> = interest
+    ///                 .readable()
+    ///                 .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
+    ///                 .collect();
+    ///             // No limit (-1) when only a descriptor can wake it; rounded up to whole milliseconds.
+    ///             let ms = interest.until().map_or(-1, |until| {
+    ///                 let left = until.saturating_duration_since(Instant::now());
+    ///                 i32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i32::MAX)
+    ///             });
+    ///             if ms == 0 {
+    ///                 std::thread::yield_now(); // an instant that has come: let the child run
+    ///             }
+    ///             // SAFETY: `fds` holds `fds.len()` initialised entries; an error (EINTR) just means: step again.
+    ///             unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
     ///         }
     ///     }
     /// };

@@ -117,7 +117,7 @@
 //! default), adds the capturing waits and their steps ([`Capture`][capture-type]); each item it adds says so.
 //! Features only add: code that builds with some features builds with more. [`GroupCommandExt`], whose
 //! `output_timeout` only `capture` adds, is sealed (no other crate can implement it), so a feature that another crate
-//! in the build turns on breaks no implementation. The README's "Auditing" section counts the crate's code lines, and
+//! in the build turns on breaks no implementation. `AUDITING.md`, in the package, counts the crate's code lines, and
 //! its blocks that call libc unchecked, all in `src/sys/`.
 //!
 //! # Errors
@@ -394,7 +394,7 @@ pub use capture::{Capture, Captured, Stream};
 pub mod __private;
 
 /// The README's Rust examples, compiled (and run, unless marked `no_run`) by `cargo test` so that they cannot drift
-/// from the API.
-#[cfg(doctest)]
+/// from the API; with the default feature, which its capture example needs.
+#[cfg(all(doctest, feature = "capture"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

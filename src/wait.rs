@@ -21,6 +21,35 @@ use std::time::{Duration, Instant};
 /// [`writable`](Interest::writable) one is writable, or [`until`](Interest::until) passes, whichever comes first,
 /// then steps again. Waking earlier is always allowed: a step when nothing happened costs one check of the leader.
 /// Sleeping longer than asked is not: it delays a deadline, a grace period's end, or the poll schedule's next check.
+///
+/// # What a driver may rely on, and what it does
+///
+/// - **The descriptors are the child's** (its pidfd, a capture's pipes): a driver never reads, writes or closes them.
+/// - **A listed number names the same file until a step stops listing it.** A step may close a descriptor it listed
+///   before (a capture's standard input after its last byte, the pidfd at the reap, any of them in a step that
+///   returns `Err`), but it never opens a descriptor it keeps after it closed one, so a number listed by two
+///   consecutive steps, in the same direction or not, names the same file in both. (A capture keeps an output pipe
+///   at end of file open, unlisted, until it is done or dropped.)
+/// - **Watch what the last `Pending` lists, by number and direction.** With `poll(2)`, pass the listed descriptors
+///   at each sleep. With registrations (`epoll`, a reactor), right after each step deregister what it no longer
+///   lists, register what is new and keep the rest; after `Done` or `Err` drop every registration of the job (an
+///   `Err` may have closed any descriptor; a `Capture` stepped again after an `Err` lists what it has then).
+/// - **Register a duplicate of your own** (`F_DUPFD_CLOEXEC`), not the listed number: an `epoll` registration lives
+///   as long as the open file, not the descriptor, and the file outlives the child's close while another process
+///   holds a copy of it (a child this process forked without exec holds a copy of every descriptor). The
+///   registration then stays, an `EPOLL_CTL_DEL` by the closed number fails (`EBADF`, `ENOENT`) without removing it,
+///   and the closed pidfd or pipe, ready for ever, wakes every sleep until the copy is closed (or reports under a
+///   number that names another file by then): a failed deregistration never means "deregistered". Deregister and
+///   close the duplicate right after the step that stops listing its number: a kept copy holds the file open (a copy
+///   of a capture's standard input keeps the command from seeing end of file).
+/// - **Step what is due.** A step without news from its driver polls the descriptors it listed last itself (without
+///   waiting) where it needs to know: stepping every job at every wake-up is correct, stepping only those whose
+///   descriptor was ready or whose instant came is cheaper.
+/// - **Yield for an instant that has come.** The first `Pending` of a wait is usually `until` = now and no descriptor
+///   (one yield, so that a short command on this CPU ends meanwhile; the next step opens the pidfd), and without a
+///   pidfd so is every `Pending` of the leader's first millisecond and of the millisecond after each signal to the
+///   group: a driver that can yield the CPU (`std::thread::yield_now`, `tokio::task::yield_now`) should, rather than
+///   spin in `poll` with a zero timeout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Interest {
     read: [RawFd; 3],
@@ -64,8 +93,10 @@ impl Interest {
     }
 
     /// The descriptors to watch for readability (`POLLIN`, `EPOLLIN`; a hang-up or an error counts as readiness too):
-    /// the leader's exit descriptor (a pidfd, Linux) while the step waits for the leader's exit, and while capturing
-    /// the output pipes not yet at end of file. At most 3.
+    /// the leader's exit descriptor (a pidfd, Linux) while the step waits for the leader's exit, or the job's
+    /// (`grouptimeout-job`'s, for a contained job) while it waits for the rest of the job
+    /// ([`set_wait_for_job`](crate::GroupChild::set_wait_for_job)), and while capturing the output pipes not yet at
+    /// end of file. At most 3.
     ///
     /// Each descriptor belongs to the child: it stays open and names the same file while consecutive steps list it,
     /// until the wait is done or the child (or its capture, `Capture`) is dropped. A driver never closes one, and
@@ -73,10 +104,9 @@ impl Interest {
     /// already (a capture's standard input after its last byte, the exit descriptor at the reap, any of them in a
     /// step that returns an error); but a step never opens a descriptor it keeps after it closed one (a capture's
     /// step writes its input after the child's step, which may open the exit descriptor), so a number that a step
-    /// lists names the file that the last step listed under it, if any. So with `epoll`, key what is registered by
-    /// number and direction, re-sync it with every `Pending` (and drop all after `Done` or `Err`), and ignore a
-    /// failed `EPOLL_CTL_DEL` (`EBADF`, `ENOENT`: the close already took the descriptor out of every epoll set,
-    /// unless the driver registered a `dup` of its own, which it then deregisters and closes itself).
+    /// lists names the file that the last step listed under it, if any. With `epoll` (or any API that holds a
+    /// registration between sleeps), register a duplicate of your own of each, never the listed number: see
+    /// [`Interest`], "What a driver may rely on, and what it does".
     pub fn readable(&self) -> impl Iterator<Item = RawFd> + '_ {
         self.read[..self.reads].iter().copied()
     }
@@ -243,7 +273,9 @@ impl ExitWatch {
     /// the rest is gone, and a descriptor that turns readable when that may have changed), then compares with
     /// `until`, as [`step`](Self::step) does. Without a descriptor, the next check follows the poll schedule (from
     /// the last [`restart`](Self::restart)), and comes no sooner than 50 times the check's own time (a scan of
-    /// `/proc` costs what it holds: at most about 2 % of a CPU).
+    /// `/proc` costs what it holds: at most about 2 % of a CPU). With one, the next check comes at the latest
+    /// [`REST_RECHECK`] later: a descriptor is never the only wake-up (its notice may never come: a keeper stopped
+    /// after the check, `kill -STOP`, does not exit until a check continues it).
     pub(crate) fn rest_step(
         &mut self,
         until: Option<Instant>,
@@ -257,12 +289,11 @@ impl ExitWatch {
         if until.is_some_and(|until| until <= now) {
             return Ok(Step::Done(false));
         }
-        if let Some(fd) = fd {
-            return Ok(Step::Pending(Interest::until_at(until).and_read(fd)));
-        }
-        let step = poll_step(now.saturating_duration_since(self.since)).max(now.elapsed() * 50);
+        let scan = poll_step(now.saturating_duration_since(self.since)).max(now.elapsed() * 50);
+        let step = if fd.is_some() { REST_RECHECK } else { scan };
+        let interest = Interest::until_at(now.checked_add(step)).no_later_than(until);
         Ok(Step::Pending(
-            Interest::until_at(now.checked_add(step)).no_later_than(until),
+            fd.map_or(interest, |fd| interest.and_read(fd)),
         ))
     }
 
@@ -369,6 +400,9 @@ fn open_pidfd(_pid: u32) -> io::Result<OwnedFd> {
 
 /// How long [`Drop`] waits for a killed leader (and a guard's drop for the killed guard) to become reapable.
 pub const DROP_REAP_LIMIT: Duration = Duration::from_secs(1);
+
+/// The longest sleep of a wait for the rest of a job on a descriptor of its boundary's, before it checks again.
+const REST_RECHECK: Duration = Duration::from_secs(1);
 
 /// The longest step of the poll schedule.
 const MAX_STEP: Duration = Duration::from_millis(10);

@@ -1,6 +1,8 @@
 //! A boundary attached through the hidden `__private` (which any crate can name) is trusted with none of this
-//! crate's promises (issue 37.3): whatever it answers, no signal of this crate follows a foreign reap of the leader,
-//! and every kill reaches the whole group.
+//! crate's signals (issue 37.3): whatever it answers, no signal of this crate follows a foreign reap of the leader
+//! that came before its own check (one in the instant between that check and the `kill(2)` is not seen: see
+//! `src/boundary.rs`), and every kill reaches the whole group. (What it is trusted with, the two promises of the
+//! `unsafe` trait's contract, this boundary keeps: it watches the leader and lists no descriptor.)
 
 mod common;
 
@@ -37,7 +39,8 @@ impl Liar {
     }
 }
 
-impl Boundary for Liar {
+// SAFETY: `watched` is the leader, and `rest_exited` (provided) lists no descriptor: the contract's two promises.
+unsafe impl Boundary for Liar {
     fn watched(&self, leader: u32) -> u32 {
         leader
     }

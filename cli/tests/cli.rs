@@ -778,8 +778,44 @@ fn without_boundary(stderr: &str) -> String {
     }
 }
 
+/// `-v`'s two lines after a timeout that sends TERM to `sh` (the tool named `me`): the processes the second one names
+/// as killed, sorted (`["1234 (sleep)", …]`).
+fn named_after_term(stderr: &str, me: &str) -> Vec<String> {
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert_eq!(
+        lines[0],
+        format!("{me}: sending signal TERM to command 'sh'")
+    );
+    let (count, list) = lines[1]
+        .strip_prefix(&format!("{me}: killed "))
+        .and_then(|rest| rest.split_once(" left behind: "))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let mut named: Vec<String> = list.split(", ").map(String::from).collect();
+    let noun = if named.len() == 1 {
+        "process"
+    } else {
+        "processes"
+    };
+    assert_eq!(count, format!("{} {noun}", named.len()), "{stderr}");
+    named.sort();
+    named
+}
+
+/// The processes `listed` as `-v` names `sleep`s, sorted.
+fn sorted_names(listed: &KillOnDrop) -> Vec<String> {
+    let mut names: Vec<String> = listed
+        .0
+        .iter()
+        .map(|pid| format!("{pid} (sleep)"))
+        .collect();
+    names.sort();
+    names
+}
+
 /// Issue 17.6: in each mode, a `setsid` escapee of the command dies after a normal exit and at the deadline, and
-/// `-v` names what the tool killed, after GNU's lines.
+/// `-v` names what the tool killed, after GNU's lines (issue 42.11: after the deadline's TERM too, and with
+/// `--foreground`).
 #[test]
 fn escapees_die_and_verbose_names_them() {
     for user in User::available("escapees_die_and_verbose_names_them") {
@@ -796,11 +832,46 @@ fn escapees_die_and_verbose_names_them() {
             format!("{me}: killed 1 process left behind: {a} (sleep)\n"),
             "{user:?}"
         );
-        // At the deadline (TERM reaches the command's group, and the command's death the KILL of the escapee).
-        let script = format!("setsid sleep 30 & echo $! > {}; sleep 30", s.file("b"));
-        let r = user.run(&s, &["1", "sh", "-c", &script]);
+        // At the deadline (TERM reaches the command's group, and the command's death the KILL of the escapee). Issue
+        // 42.11: -v names the escapee, which the TERM did not reach, and the member that ignores it, but not the
+        // group's `sleep` that dies of it (it may or may not still run when the final kill comes).
+        let script = format!(
+            "setsid sleep 30 & echo $! > {b}; (trap '' TERM; exec sleep 30) & echo $! >> {b}; sleep 30",
+            b = s.file("b")
+        );
+        let r = user.run(&s, &["-v", "1", "sh", "-c", &script]);
         assert_eq!(code(&r), 124, "{user:?}: {}", r.stderr);
-        assert_dies(&s.listed("b"), "setsid escapee at the deadline");
+        let listed = s.listed("b");
+        assert_dies(
+            &listed,
+            "setsid escapee and member ignoring TERM at the deadline",
+        );
+        let rest = without_boundary(&r.stderr);
+        assert_eq!(
+            named_after_term(&rest, &me),
+            sorted_names(&listed),
+            "{user:?}: {}",
+            r.stderr
+        );
+        // The same with --foreground: the TERM reaches the command alone, and the sweep kills both the escapee and
+        // the `sleep` the shell waited for; -v names both.
+        let script = format!(
+            "setsid sleep 30 & echo $! > {d}; sleep 30 & echo $! >> {d}; wait",
+            d = s.file("d")
+        );
+        let r = user.run(&s, &["-v", "--foreground", "1", "sh", "-c", &script]);
+        assert_eq!(code(&r), 124, "{user:?}: {}", r.stderr);
+        let listed = s.listed("d");
+        assert_dies(
+            &listed,
+            "setsid escapee and member at the --foreground deadline",
+        );
+        assert_eq!(
+            named_after_term(&r.stderr, &me),
+            sorted_names(&listed),
+            "{user:?}: {}",
+            r.stderr
+        );
         // One that ignores the timeout's signal, killed with --kill-after: named after GNU's lines.
         let script = format!("setsid sleep 30 & echo $! > {}; exec sleep 30", s.file("c"));
         let r = user.run(

@@ -308,7 +308,15 @@ impl Attached {
     }
 }
 
-impl Boundary for Attached {
+// SAFETY: the contract's two promises (see `Boundary`). The descriptor of `rest_exited`: a cgroup job's epoll
+// descriptor (`Cgroup::rest_exited`) or a reaper job's pidfd of its keeper (`Keeper::ended_job`), each made once and
+// kept in a `OnceLock` of the job's `Arc`ed inner state, which `self.job` holds until `end` swaps it for a record that
+// holds none (a call in flight holds a clone, which only keeps it open longer); nothing closes them before. The pid of
+// `watched`: the leader, or for a kept job the command, a child of the keeper (the leader, unreaped here); the keeper
+// reaps it only as its last act before it exits (after the verdict, or once nothing of the job is left, see
+// `keeper/watch.rs`; a keeper killed first takes it along, `PR_SET_PDEATHSIG`, and its reaper is then init), and
+// `exited` answers `true` once the keeper has exited (`Job::exited` asks `waitid` about the keeper first).
+unsafe impl Boundary for Attached {
     fn watched(&self, leader: u32) -> u32 {
         self.job().watched(leader)
     }

@@ -42,7 +42,7 @@
 //! # Auditing
 //!
 //! Every unchecked call into libc is in the private module `sys` (the keeper, the boundary's Linux calls, the forked
-//! guard), each block with its `SAFETY` argument; the README's "Auditing" table counts them per file.
+//! guard), each block with its `SAFETY` argument; `grouptimeout`'s `AUDITING.md` counts them per file.
 #![doc = include_str!("../doc/keeper.md")]
 #![deny(missing_docs)]
 #![warn(clippy::pedantic)]
@@ -84,12 +84,15 @@ pub mod __private {
 
     use grouptimeout::GroupChild;
 
-    /// `die_with_parent` with a guard that is a fork of this process (the tool's `host::die_with_parent_forked`).
+    pub use crate::sys::guard::ForkIsSound;
+
+    /// `die_with_parent` with a guard that is a fork of this process (the tool's `host::die_with_parent_forked`),
+    /// made only with the caller's promise that such a fork is sound here ([`ForkIsSound::promise`], an `unsafe fn`).
     ///
     /// # Errors
     ///
     /// As for [`die_with_parent`](crate::JobChildExt::die_with_parent).
-    pub fn die_with_parent_forked(child: &mut GroupChild) -> io::Result<()> {
+    pub fn die_with_parent_forked(child: &mut GroupChild, _sound: ForkIsSound) -> io::Result<()> {
         crate::child::arrange_guard(child, crate::guard::Start::Fork)
     }
 

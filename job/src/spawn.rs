@@ -115,11 +115,16 @@ impl JobCommandExt for Command {
 /// rest of the job to exit on its own, up to the deadline (then the job is ended as at any deadline: the grace signal
 /// to the command's group, the grace period, which ends once the whole job is gone, `SIGKILL` to the whole job;
 /// [`Outcome::TimedOut`](grouptimeout::Outcome::TimedOut)). The keeper (or the plain group's leader) stays unreaped
-/// meanwhile, so the group's id stays the job's. How each mode sees the rest exit, without a busy loop:
+/// meanwhile, so the group's id stays the job's. How each mode sees the rest exit, without a busy loop (where the wait
+/// sleeps on a descriptor, it also checks again every second, in case the descriptor's notice never comes: a keeper
+/// stopped with `kill -STOP` is continued then):
 ///
-/// - [`Cgroup`](Containment::Cgroup): `cgroup.events` says `populated 0`; the wait sleeps on an inotify watch of that
-///   file (`IN_MODIFY`, one more descriptor while it waits), woken at its change. Every process of the job counts,
-///   however it daemonised.
+/// - [`Cgroup`](Containment::Cgroup): `cgroup.events` says `populated 0`, or the folder is gone, or the keeper has
+///   exited (it removes the folder of a job it finds empty, then exits); the wait sleeps on one epoll descriptor that
+///   is readable at a change of that file (`POLLPRI`) or at the keeper's exit (its pidfd): two more descriptors while
+///   it waits. (The file's notice alone may never come: the kernel tells a change at most once every 10 ms, a later
+///   one after that time, and drops it if the folder is removed meanwhile.) Every process of the job counts, however
+///   it daemonised.
 /// - [`Reaper`](Containment::Reaper): the keeper, which reaps every orphan of the job as it exits, ends the job itself
 ///   and exits once the command (exited) is its only child; the wait sleeps on the keeper's pidfd.
 /// - [`Lineage`](Containment::Lineage): a scan of `/proc` for a live member of the group or a live process that

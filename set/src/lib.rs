@@ -52,36 +52,53 @@
 //!   to see. Elsewhere (macOS, FreeBSD, a build with `--cfg grouptimeout_portable`) each sleep is one `poll(2)` over
 //!   every job's descriptors, and a job without an exit descriptor is stepped on its poll schedule (checked at least
 //!   every 10 ms): correct, with a cost that grows with the number of jobs.
+//! - **Forks cost it nothing.** On Linux the set registers with its epoll instance a duplicate of its own of each
+//!   descriptor a job's step lists, and deregisters and closes it itself once a step no longer lists it or the job
+//!   ends. A child that this process forks without exec holds copies of every descriptor, which keep their files
+//!   open; had the set registered the job's own descriptors, the ones a step closes (a pidfd at the reap, a capture's
+//!   input after its last byte) would stay registered, ready for ever, while the fork lives (an epoll registration
+//!   lasts until its file's last reference is closed), and the set would spin.
+//! - **A panic in a step** (a captured job's output sink, called in the step that read the chunk) unwinds out of the
+//!   call that stepped it ([`next`](JobSet::next), [`next_timeout`](JobSet::next_timeout), [`add`](JobSet::add))
+//!   and leaves the set as it was before that call: every job stays in it (the one whose step panicked too, also
+//!   when that was its first step, in `add`) with its deadline and what it waits on, jobs that ended before the
+//!   panic are still given back, and the next call goes on (the job whose step panicked, and any whose instant had
+//!   come in that round, are stepped at once). Dropping the set instead ends every job, as ever.
 //!
 //! # What a job costs
 //!
-//! A job holds what its child holds; the set adds no descriptor and no process per job, only about a hundred bytes
-//! of bookkeeping beside the child itself, and holds one descriptor of its own (its epoll instance, Linux). Measured on Linux 6 with jobs of `sleep` in a set:
+//! A job holds what its child holds and, on Linux, the set's duplicate of each descriptor that the job's step
+//! lists (see *Forks cost it nothing* above; elsewhere none); the set adds no process per job, and about a hundred
+//! bytes of bookkeeping beside the child itself, and holds one descriptor of its own (its epoll instance, Linux).
+//! Measured on Linux 6 with jobs of `sleep` in a set:
 //!
 //! | job | descriptors | processes |
 //! |---|---:|---:|
-//! | plain ([`spawn_group`](grouptimeout::GroupCommandExt::spawn_group)) | 1: its leader's pidfd | 1 |
-//! | contained, cgroup mode (`grouptimeout-job`) | 3: the pidfd, the cgroup's `cgroup.kill` and `cgroup.events` | 2: its keeper and the command |
-//! | contained, reaper mode | 1: the pidfd | 2: its keeper and the command |
-//! | captured, each of the above | 1 more per piped stream (stdout, stderr; stdin while input is left), each closed at its end of file | as above |
+//! | plain ([`spawn_group`](grouptimeout::GroupCommandExt::spawn_group)) | 2: its leader's pidfd, the set's duplicate of it | 1 |
+//! | contained, cgroup mode (`grouptimeout-job`) | 4: the pidfd, the cgroup's `cgroup.kill` and `cgroup.events`, the set's duplicate of the pidfd | 2: its keeper and the command |
+//! | contained, reaper mode | 2: the pidfd, the set's duplicate | 2: its keeper and the command |
+//! | captured, each of the above | 2 more per piped stream (stdout, stderr; stdin while input is left): the pipe, and the set's duplicate of it, closed at the stream's end of file (stdin's: after its last byte) | as above |
 //!
 //! (plus whatever the command starts). The pidfd is opened at a job's second step, so a job holds it from the first
 //! call of [`next`](JobSet::next) after its `add`; where none can be had (no descriptor left, Linux before 5.3,
 //! other systems) the job's exit is found by grouptimeout's poll schedule instead, and the job still ends. With
-//! `RLIMIT_NOFILE` at 1,024 (a common default) a set of plain jobs holds about a thousand; raise the soft limit
+//! `RLIMIT_NOFILE` at 1,024 (a common default) a set of plain jobs holds about 500; raise the soft limit
 //! (`setrlimit`, up to the hard limit) for more, and mind the machine's `pid_max` for contained jobs (two processes
 //! each). The set never drops a job for want of a descriptor: a spawn that finds none fails before the job exists,
-//! [`JobSet::new`] fails with `EMFILE`, and [`add`](JobSet::add) fails with the OS error of registering (`ENOMEM`,
-//! `ENOSPC` past the user's limit of epoll watches) and ends the job it was given.
+//! [`JobSet::new`] fails with `EMFILE`, and [`add`](JobSet::add) fails with the OS error of registering (`EMFILE`
+//! for the set's duplicate, `ENOMEM`, `ENOSPC` past the user's limit of epoll watches) and ends the job it was given;
+//! a job whose later step lists a descriptor the set cannot duplicate or register is stepped every 10 ms instead
+//! (see below).
 //!
 //! # Errors
 //!
 //! A job's own error (what its blocking wait would return: `ECHILD` when someone else reaped the leader, a group
 //! kill's `EPERM`) is that job's result in [`next`](JobSet::next), with its key; the job is then ended as a dropped
 //! [`GroupChild`] is. The set's own errors keep their errno: [`JobSet::new`] fails with `epoll_create1`'s,
-//! [`add`](JobSet::add) with the first step's or `epoll_ctl`'s. Should watching a descriptor fail later (a step
-//! that lists a new one, past the kernel's limit), the job is not dropped: it is stepped every 10 ms instead, and ends
-//! as it would have, up to that much later. Should the sleep itself fail (it does not, with a valid epoll
+//! [`add`](JobSet::add) with the first step's, or the duplicate's or `epoll_ctl`'s. Should watching a descriptor fail
+//! later (a step that lists a new one when no descriptor is left for the set's duplicate, or past the kernel's limit
+//! of watches), the job is not dropped: it is stepped every 10 ms instead, and ends as it would have, up to that much
+//! later. Should the sleep itself fail (it does not, with a valid epoll
 //! instance), every job is stepped every 10 ms.
 //!
 //! # Features
@@ -105,7 +122,7 @@ mod timers;
 
 pub use job::Finished;
 use job::Waiting;
-use sleep::{Sleep, Watch};
+use sleep::{Sleep, Watch, Watched};
 use timers::Timers;
 
 /// How often a job whose descriptors cannot be watched is stepped (and every job, should the sleep fail).
@@ -133,6 +150,11 @@ pub struct JobSet<K> {
     want: Vec<Watch>,
     /// The count of rounds (a wake-up and the steps it brings).
     round: u64,
+    /// The slot of the job whose step is under way, and whether a round is under way (its due jobs' instants taken):
+    /// both cleared when done, so that either one still set when a call begins says that a panic unwound out of a
+    /// step of the last call (see [`JobSet::recover`]).
+    stepping: Option<usize>,
+    in_round: bool,
 }
 
 /// One job in its slot.
@@ -140,7 +162,7 @@ struct Slot<K> {
     key: K,
     job: Waiting,
     /// What is registered with the sleep for it.
-    watched: Vec<Watch>,
+    watched: Vec<Watched>,
     /// Its next instant, and the stamp of its entry in the heap.
     timer: Option<(Instant, u64)>,
     /// The round it was last stepped in.
@@ -169,6 +191,8 @@ impl<K> JobSet<K> {
             woken: Vec::new(),
             want: Vec::new(),
             round: 0,
+            stepping: None,
+            in_round: false,
         })
     }
 
@@ -180,7 +204,7 @@ impl<K> JobSet<K> {
     /// # Errors
     ///
     /// The first step's error (as [`GroupChild::step`]'s), or the OS error of registering the job's descriptors
-    /// (`ENOMEM`, `ENOSPC`: the user's limit of epoll watches). The job is then not in the set, and was ended as a
+    /// (`EMFILE`: no descriptor left for the set's duplicate; `ENOMEM`, `ENOSPC`: the user's limit of epoll watches). The job is then not in the set, and was ended as a
     /// dropped [`GroupChild`] is.
     pub fn add(&mut self, key: K, child: GroupChild, deadline: Option<Instant>) -> io::Result<()> {
         self.insert(key, Waiting::Plain { child, deadline })
@@ -228,6 +252,7 @@ impl<K> JobSet<K> {
 
     /// Puts `job` in a free slot and takes its first step; on error takes it out again (its drop ends it).
     fn insert(&mut self, key: K, job: Waiting) -> io::Result<()> {
+        self.recover();
         let slot = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
             self.slots.len() - 1
@@ -247,7 +272,7 @@ impl<K> JobSet<K> {
         })
     }
 
-    /// Takes the job in `slot` out of the set, its descriptors deregistered first (before its drop may close them).
+    /// Takes the job in `slot` out of the set, its registrations (the set's duplicates) deregistered and closed.
     fn remove(&mut self, slot: usize) -> Option<Slot<K>> {
         let mut taken = self.slots.get_mut(slot)?.take()?;
         self.sleep.unwatch(&mut taken.watched);
@@ -264,7 +289,10 @@ impl<K> JobSet<K> {
             return Ok(());
         };
         s.round = self.round;
-        let interest = match s.job.step() {
+        self.stepping = Some(slot);
+        let step = s.job.step();
+        self.stepping = None;
+        let interest = match step {
             Ok(Step::Pending(interest)) => interest,
             Ok(Step::Done(finished)) => {
                 self.finish(slot, Ok(finished));
@@ -299,7 +327,7 @@ impl<K> JobSet<K> {
         Ok(())
     }
 
-    /// Records the end of the job in `slot`, and ends it (a drop, after its descriptors were deregistered).
+    /// Records the end of the job in `slot`, and ends it (a drop, after its registrations were taken out).
     fn finish(&mut self, slot: usize, result: io::Result<Finished>) {
         if let Some(s) = self.remove(slot) {
             self.done.push_back((s.key, result));
@@ -307,8 +335,34 @@ impl<K> JobSet<K> {
         }
     }
 
+    /// Makes the set again what it was before a call out of which a panic unwound (a captured job's output sink
+    /// panicked in its step): the job whose step did not return has its registrations dropped (what that step closed
+    /// is not known; its next step lists its descriptors again), and every job left without an instant (that one, and
+    /// those whose instants the round had taken and not yet stepped) is stepped at the next round. Each job's
+    /// deadline is in its own wait, so it keeps it. Nothing to do (one check) when no panic came.
+    fn recover(&mut self) {
+        if self.stepping.is_none() && !self.in_round {
+            return;
+        }
+        if let Some(Some(s)) = self
+            .stepping
+            .take()
+            .and_then(|slot| self.slots.get_mut(slot))
+        {
+            self.sleep.unwatch(&mut s.watched);
+        }
+        self.in_round = false;
+        let now = Instant::now();
+        for (slot, s) in self.slots.iter_mut().enumerate() {
+            if let Some(s) = s.as_mut().filter(|s| s.timer.is_none()) {
+                s.timer = Some((now, self.timers.push(now, slot)));
+            }
+        }
+    }
+
     /// [`next`](JobSet::next), up to `limit` (`None`: no limit).
     fn next_until(&mut self, limit: Option<Instant>) -> Option<(K, io::Result<Finished>)> {
+        self.recover();
         loop {
             if let Some(done) = self.done.pop_front() {
                 return Some(done);
@@ -317,6 +371,7 @@ impl<K> JobSet<K> {
                 return None;
             }
             self.round += 1;
+            self.in_round = true;
             let now = Instant::now();
             let mut woken = std::mem::take(&mut self.woken);
             woken.clear();
@@ -341,6 +396,7 @@ impl<K> JobSet<K> {
             let timeout = if woken.is_empty() {
                 if limit.is_some_and(|l| now >= l) {
                     self.woken = woken;
+                    self.in_round = false;
                     return None;
                 }
                 let earliest = self
@@ -376,6 +432,7 @@ impl<K> JobSet<K> {
                 }
             }
             self.woken = woken;
+            self.in_round = false;
             let slots = &self.slots;
             self.timers
                 .sweep(self.live, |slot, stamp| has_stamp(slots, slot, stamp));
@@ -416,7 +473,7 @@ impl<K> fmt::Debug for JobSet<K> {
 
 /// Ends every job still in the set, as dropping its [`GroupChild`] does: every job's group is sent `SIGKILL` first
 /// (through its handle), then each job is dropped (its leader reaped, at most about a second each for a leader that
-/// does not die, its boundary ended), its descriptors deregistered before. Results not yet given back are dropped.
+/// does not die, its boundary ended), the set's registrations of its descriptors taken out before. Results not yet given back are dropped.
 impl<K> Drop for JobSet<K> {
     fn drop(&mut self) {
         for s in self.slots.iter().flatten() {

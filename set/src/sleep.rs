@@ -1,19 +1,27 @@
 //! The set's one sleep over every job's descriptors.
 //!
-//! On Linux, one `epoll` instance holds every descriptor of every job, registered when a job's step first lists it
-//! and deregistered (`EPOLL_CTL_DEL`) as soon as a step no longer lists it or the job's wait is done, before the
-//! job could close it (a descriptor that the step which stopped listing it closed was deregistered by its close: the
-//! failed `EPOLL_CTL_DEL` is ignored); each registration's data is its job's slot. So a sleep costs one `epoll_wait`, and a
-//! wake-up hands over only the jobs whose descriptors are ready, whatever the number of jobs. The sleep's timeout
+//! On Linux, one `epoll` instance watches every descriptor of every job, each through a duplicate that the set owns:
+//! when a job's step first lists a descriptor, the set duplicates it and registers the duplicate; as soon as a step
+//! no longer lists it or the job's wait is done (or the job leaves the set), the set deregisters the duplicate
+//! (`EPOLL_CTL_DEL`) and closes it. The job's own descriptor is never registered, so what its step does with it
+//! (closing it at the reap, after a capture's last byte of input) cannot leave a registration behind: an epoll
+//! registration lives until the last reference to its *file* is closed, and a child forked without exec holds a copy
+//! of every descriptor, so the close of the job's descriptor does not take it out of the epoll set, and a closed
+//! pidfd that stayed registered, readable for ever, would wake every sleep. Each registration's data is its job's
+//! slot. So a sleep costs one `epoll_wait`, and a wake-up hands over only the jobs whose descriptors are ready,
+//! whatever the number of jobs; a watched descriptor costs one more descriptor (the duplicate). The sleep's timeout
 //! counts milliseconds; a sleep shorter than one is a `ppoll` on the epoll descriptor (nanoseconds), so that a job's
 //! instant is not missed by up to a millisecond.
 //!
 //! Elsewhere (and with `--cfg grouptimeout_portable`), each sleep is one `poll(2)` over the descriptors of every
 //! job, listed anew: its cost grows with the number of jobs (there, without a pidfd, a job's exit is found by the
-//! poll schedule of its steps anyway).
+//! poll schedule of its steps anyway). `poll(2)` holds nothing between two sleeps: the job's descriptors are used
+//! as they are.
 
 use std::io;
 use std::os::fd::RawFd;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::time::Duration;
 
 use crate::sys;
@@ -25,6 +33,15 @@ pub(crate) struct Watch {
     pub(crate) fd: RawFd,
     /// Watched for writing (a capture's stdin), else for reading (an exit descriptor, an output pipe).
     pub(crate) write: bool,
+}
+
+/// A descriptor of a job that the sleep watches: what the job's step listed, and (Linux) the set's own duplicate of
+/// it, which is what is registered with epoll, deregistered and closed when this is dropped from a job's list.
+#[derive(Debug)]
+pub(crate) struct Watched {
+    watch: Watch,
+    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+    own: OwnedFd,
 }
 
 /// The one sleep of a set.
@@ -76,38 +93,27 @@ impl Sleep {
     }
 
     /// Makes what is watched for the job in `slot` what its last step listed (`want`), keyed by number and
-    /// direction: deregisters first what is no longer listed, then registers what is new (the core keeps a listed
-    /// number naming the same file until a step stops listing it). A deregistration that fails with `EBADF`,
-    /// `ENOENT` or `EPERM` is no error: the step closed that descriptor, and its close deregistered it (the number
-    /// is free, or names a file that another thread opened since: `EPERM` when that file cannot be polled, as a
-    /// regular file or `/proc/PID/stat`). `watched` is kept equal
-    /// to what is registered, also on error (the OS error of the first `epoll_ctl` that failed: `ENOMEM`, `ENOSPC`
-    /// past the user's limit of watches).
+    /// direction (the core keeps a listed number naming the same file until a step stops listing it): first
+    /// deregisters and closes the duplicates of what is no longer listed, then duplicates and registers what is new.
+    /// `watched` is kept equal to what is registered, also on error: the OS error of the first call that failed
+    /// (`EMFILE` for a duplicate when no descriptor is left; `ENOMEM`, `ENOSPC` past the user's limit of watches).
     pub(crate) fn watch(
         &mut self,
         slot: usize,
-        watched: &mut Vec<Watch>,
+        watched: &mut Vec<Watched>,
         want: &[Watch],
     ) -> io::Result<()> {
         let mut failed = None;
-        watched.retain(|&w| {
-            if want.contains(&w) {
+        watched.retain(|w| {
+            if want.contains(&w.watch) {
                 return true;
             }
-            match self.epoll.control(sys::Control::Delete, w.fd, 0, 0) {
+            // Our duplicate is open and registered: only a bug fails this (kept, to be retried by `unwatch`).
+            match self
+                .epoll
+                .control(sys::Control::Delete, w.own.as_raw_fd(), 0, 0)
+            {
                 Ok(()) => false,
-                // The step that stopped listing it closed it (a capture's input after its last byte, the exit
-                // descriptor at the reap, any of them in a step that failed): the close took it out of the epoll set
-                // (`EBADF`: the number is free; `ENOENT`: another file of this process took it since; `EPERM`: one
-                // that cannot be polled did, which epoll checks first).
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::EBADF | libc::ENOENT | libc::EPERM)
-                    ) =>
-                {
-                    false
-                }
                 Err(e) => {
                     failed.get_or_insert(e);
                     true
@@ -118,26 +124,27 @@ impl Sleep {
             if failed.is_some() {
                 break;
             }
-            if watched.contains(&w) {
+            if watched.iter().any(|old| old.watch == w) {
                 continue;
             }
             let data = u64::try_from(slot).unwrap_or(u64::MAX);
-            match self
-                .epoll
-                .control(sys::Control::Add, w.fd, Self::events(w), data)
-            {
-                Ok(()) => watched.push(w),
+            let registered = sys::dup(w.fd).and_then(|own| {
+                (self.epoll).control(sys::Control::Add, own.as_raw_fd(), Self::events(w), data)?;
+                Ok(own)
+            });
+            match registered {
+                Ok(own) => watched.push(Watched { watch: w, own }),
                 Err(e) => failed = Some(e),
             }
         }
         failed.map_or(Ok(()), Err)
     }
 
-    /// Deregisters everything in `watched` (a job whose wait is done, or that leaves the set), before the job may
-    /// close it. Errors are left: a descriptor that a step closed itself is no longer registered.
-    pub(crate) fn unwatch(&mut self, watched: &mut Vec<Watch>) {
+    /// Deregisters and closes everything in `watched` (a job whose wait is done, or that leaves the set, or whose
+    /// step unwound). A deregistration that fails is left (it does not, for an open registered duplicate).
+    pub(crate) fn unwatch(&mut self, watched: &mut Vec<Watched>) {
         for w in watched.drain(..) {
-            let _ = self.epoll.control(sys::Control::Delete, w.fd, 0, 0);
+            let _ = (self.epoll).control(sys::Control::Delete, w.own.as_raw_fd(), 0, 0);
         }
     }
 
@@ -147,7 +154,7 @@ impl Sleep {
     pub(crate) fn sleep<'a>(
         &mut self,
         timeout: Option<Duration>,
-        _jobs: impl Iterator<Item = (usize, &'a [Watch])>,
+        _jobs: impl Iterator<Item = (usize, &'a [Watched])>,
         woken: &mut Vec<usize>,
     ) -> io::Result<()> {
         match timeout {
@@ -190,17 +197,17 @@ impl Sleep {
     pub(crate) fn watch(
         &mut self,
         _slot: usize,
-        watched: &mut Vec<Watch>,
+        watched: &mut Vec<Watched>,
         want: &[Watch],
     ) -> io::Result<()> {
         watched.clear();
-        watched.extend_from_slice(want);
+        watched.extend(want.iter().map(|&watch| Watched { watch }));
         Ok(())
     }
 
     /// Forgets what a job waits on.
     #[allow(clippy::unused_self, reason = "the same signature as Linux's")]
-    pub(crate) fn unwatch(&mut self, watched: &mut Vec<Watch>) {
+    pub(crate) fn unwatch(&mut self, watched: &mut Vec<Watched>) {
         watched.clear();
     }
 
@@ -209,13 +216,13 @@ impl Sleep {
     pub(crate) fn sleep<'a>(
         &mut self,
         timeout: Option<Duration>,
-        jobs: impl Iterator<Item = (usize, &'a [Watch])>,
+        jobs: impl Iterator<Item = (usize, &'a [Watched])>,
         woken: &mut Vec<usize>,
     ) -> io::Result<()> {
         self.fds.clear();
         let mut slots = Vec::new();
         for (slot, watched) in jobs {
-            for w in watched {
+            for Watched { watch: w } in watched {
                 self.fds.push(libc::pollfd {
                     fd: w.fd,
                     events: if w.write { libc::POLLOUT } else { libc::POLLIN },
@@ -242,10 +249,40 @@ mod tests {
     use std::fs::File;
     use std::os::fd::AsRawFd as _;
     use std::os::unix::net::UnixStream;
+    use std::time::Duration;
+
+    /// Issue 42.5: a job's descriptor that has another reference (the copy a child forked without exec holds; here a
+    /// `dup`) is closed by the job's step, which no longer lists it: its file lives on, and a registration of the
+    /// job's own descriptor would live on with it, readable for ever (its peer gone). The set registered its own
+    /// duplicate, which it deregisters itself: no sleep wakes for it any more.
+    #[test]
+    fn a_closed_descriptor_held_elsewhere_wakes_no_sleep() {
+        let mut sleep = Sleep::new().unwrap();
+        let (ours, peer) = UnixStream::pair().unwrap();
+        let forked = ours.try_clone().unwrap();
+        let watch = Watch {
+            fd: ours.as_raw_fd(),
+            write: false,
+        };
+        let mut watched = Vec::new();
+        sleep.watch(7, &mut watched, &[watch]).unwrap();
+        drop(peer);
+        let mut woken = Vec::new();
+        let look = Some(Duration::ZERO);
+        sleep.sleep(look, std::iter::empty(), &mut woken).unwrap();
+        assert_eq!(woken, [7]);
+        drop(ours);
+        sleep.watch(7, &mut watched, &[]).unwrap();
+        assert!(watched.is_empty());
+        woken.clear();
+        sleep.sleep(look, std::iter::empty(), &mut woken).unwrap();
+        assert_eq!(woken, [] as [usize; 0]);
+        drop(forked);
+    }
 
     /// A step closed a watched descriptor, and before the set deregistered it another thread opened a file that
-    /// cannot be polled (`/proc/PID/stat`, as a test's death check does) and got its number: `EPOLL_CTL_DEL` fails
-    /// with `EPERM`. That is no error (the close deregistered it): the job stays watched, not made blind.
+    /// cannot be polled (`/proc/PID/stat`, as a test's death check does) and got its number. The set deregisters its
+    /// own duplicate, not that number: no error, and the job stays watched, not made blind.
     #[test]
     fn a_closed_descriptor_whose_number_names_an_unpollable_file_is_no_error() {
         let mut sleep = Sleep::new().unwrap();

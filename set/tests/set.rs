@@ -622,20 +622,43 @@ fn out_of_descriptors_no_job_is_dropped() {
         assert_eq!(seen, (0..10).collect::<Vec<_>>());
         return;
     }
-    let out = Command::new("prlimit")
-        .arg("--nofile=64")
-        .arg(std::env::current_exe().unwrap())
+    run_alone(
+        test,
+        &["prlimit", "--nofile=64"],
+        "GROUPTIMEOUT_TEST_FEW_FDS",
+    );
+}
+
+/// Runs test `test` of this binary again, alone in a process of its own, through the command `wrapper` (its program
+/// and arguments; none: the binary itself), with the variable `marker` set (the test's own scenario looks for it),
+/// and checks that it passed; skipped (see `skip_or_fail`) where the wrapper cannot run.
+#[cfg(target_os = "linux")]
+fn run_alone(test: &str, wrapper: &[&str], marker: &str) {
+    let exe = std::env::current_exe().unwrap();
+    let mut command = match wrapper {
+        [program, args @ ..] => {
+            let mut command = Command::new(program);
+            command.args(args).arg(exe);
+            command
+        }
+        [] => Command::new(exe),
+    };
+    let out = command
         .args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env("GROUPTIMEOUT_TEST_FEW_FDS", "1")
+        .env(marker, "1")
         .output();
     match out {
-        Err(e) => common::skip_or_fail(test, &format!("prlimit cannot run: {e}")),
-        Ok(out) => assert!(
-            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
+        Err(e) => common::skip_or_fail(test, &format!("{wrapper:?} cannot run: {e}")),
+        Ok(out) => {
+            let output = String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr);
+            // What the scenario printed, in this test's output too.
+            print!("{output}");
+            assert!(
+                out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+                "{output}"
+            );
+        }
     }
 }
 
@@ -666,11 +689,12 @@ fn sleeps_of_this_thread() -> u64 {
 }
 
 /// A captured job fed with `set_input` larger than a pipe: its standard input is listed (writable) by a step and
-/// closed after its last byte by a later one, so the set's `EPOLL_CTL_DEL` of it fails (`EBADF`, or `ENOENT` had
-/// the number been given to another file, `EPERM` to one that cannot be polled, as the `/proc/PID/stat` that other
-/// tests of this binary open all the time: the case CI's musl pass once hit, 198 sleeps). That is normal: the job stays watched by its exit descriptor (not stepped
-/// every 10 ms as a job whose descriptors cannot be watched), and its exit is reported at once, long before its
-/// deadline. The set's thread sleeps a few times while the input is written and the command ends, not once every
+/// closed after its last byte by a later one, before the set takes it out of its epoll set (the set's own duplicate
+/// of it, which the set deregisters and closes itself; when the set registered the job's descriptor, its
+/// `EPOLL_CTL_DEL` by the closed number failed with `EBADF`, `ENOENT` had the number been given to another file, or
+/// `EPERM` to one that cannot be polled, as the `/proc/PID/stat` that other tests of this binary open all the time:
+/// the case CI's musl pass once hit, 198 sleeps). The job stays watched by its exit descriptor (not stepped every
+/// 10 ms as a job whose descriptors cannot be watched), and its exit is reported at once, long before its deadline. The set's thread sleeps a few times while the input is written and the command ends, not once every
 /// 10 ms of the second the command then sleeps.
 #[cfg(all(
     feature = "capture",
@@ -822,4 +846,132 @@ fn jobs_that_wait_for_the_whole_job() {
     assert_eq!(left_running(&files), [] as [u32; 0]);
     thread::sleep(Duration::from_millis(1500));
     assert!(!dir.0.join("plain-late").exists() && !dir.0.join("contained-late").exists());
+}
+
+/// Issue 42.5: a child forked without exec while jobs run holds copies of every descriptor of this process: the
+/// jobs' pidfds and pipes, and the set's own. An epoll registration lives until its file's last reference is closed,
+/// so a job's descriptor that its step closed (a pidfd at the reap, a capture's input after its last byte) stays
+/// registered while the fork holds a copy, and, ready for ever, made the set spin (2.7 s of CPU in 3.7 s) until the
+/// fork exited. Here the fork sleeps 3 s while three plain jobs and a captured one fed with input end and another job
+/// runs on for 3.5 s: the set's thread uses under 50 ms of CPU for all of it (a few milliseconds are expected; without
+/// a pidfd, under 500 ms: see below). Run again alone (the fork would also hold the pipes other tests of this binary
+/// are making meanwhile).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_fork_holding_the_jobs_descriptors_does_not_make_the_set_spin() {
+    let test = "a_fork_holding_the_jobs_descriptors_does_not_make_the_set_spin";
+    if std::env::var_os("GROUPTIMEOUT_TEST_FORK").is_none() {
+        run_alone(test, &[], "GROUPTIMEOUT_TEST_FORK");
+        return;
+    }
+    let mut set = JobSet::new().unwrap();
+    let deadline = Some(Instant::now() + Duration::from_secs(20));
+    let mut leaders = Vec::new();
+    for key in 0..3 {
+        let child = spawn(None, "sleep 0.3", false);
+        leaders.push(child.id());
+        set.add(key, child, deadline).unwrap();
+    }
+    let long = spawn(None, "sleep 3.5", false);
+    leaders.push(long.id());
+    set.add(9, long, deadline).unwrap();
+    // Their second steps: their pidfds are opened and watched.
+    assert!(set.next_timeout(Duration::from_millis(100)).is_none());
+    // A capture whose input is written while the fork holds its standard input (closed after the last byte).
+    #[cfg(feature = "capture")]
+    {
+        let mut fed = Command::new("sh")
+            .args(["-c", "sleep 0.2; cat >/dev/null; sleep 0.2; echo done"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn_group()
+            .unwrap();
+        leaders.push(fed.id());
+        fed.set_input(vec![b'x'; 1 << 20]).unwrap();
+        set.add_captured(3, fed, deadline).unwrap();
+    }
+    let cpu = common::thread_cpu();
+    // SAFETY: the child calls only async-signal-safe functions (`sleep`, `_exit`), as a child forked from a process
+    // with other threads must; it touches no memory of the parent's.
+    let fork = unsafe { libc::fork() };
+    if fork == 0 {
+        // SAFETY: as above; `_exit` ends the child without running the parent's exit handlers or destructors.
+        unsafe {
+            libc::sleep(3);
+            libc::_exit(0);
+        }
+    }
+    assert!(fork > 0, "fork: {}", std::io::Error::last_os_error());
+    let mut ended = 0;
+    while let Some((key, result)) = next(&mut set) {
+        let outcome = result.unwrap().outcome();
+        assert!(outcome.status().success(), "job {key}: {outcome}");
+        ended += 1;
+    }
+    let used = common::thread_cpu().saturating_sub(cpu);
+    let mut status = 0;
+    // SAFETY: `status` is a live int that waitpid fills in; the pid is our own child, forked above.
+    let reaped = unsafe { libc::waitpid(fork, &raw mut status, 0) };
+    assert_eq!(reaped, fork);
+    assert_eq!(ended, leaders.len());
+    println!("the set's thread used {used:?} of CPU while the fork held its jobs' descriptors");
+    // Without a pidfd the jobs' exits are found by the poll schedule (a check every 10 ms), which costs tens of
+    // milliseconds of its own in these 3.5 s; a spin costs seconds.
+    let limit = if cfg!(any(grouptimeout_no_pidfd, grouptimeout_portable)) {
+        500
+    } else {
+        50
+    };
+    assert!(used < Duration::from_millis(limit), "{used:?} of CPU");
+    assert_eq!(
+        survivors_after(Duration::from_secs(5), &leaders),
+        [] as [u32; 0]
+    );
+}
+
+/// Issue 42.6: a panic caught around `next` (a captured job's output sink that panics once) leaves the set as it was
+/// before: each job keeps its deadline and its registration. Both jobs write a line before the set's first round,
+/// which steps both (their first steps asked for one yield: their instants are due), and the first one's sink
+/// panics; caught, the set goes on and ends each job at its deadline (before, the instants of both had been taken for
+/// that round, and neither job was ever ended), nothing left.
+#[cfg(feature = "capture")]
+#[test]
+fn a_panic_caught_around_next_leaves_every_deadline_armed() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let panicked = Arc::new(AtomicBool::new(false));
+    let mut set = JobSet::new().unwrap();
+    let start = Instant::now();
+    let deadlines = [1500, 2000].map(|ms| start + Duration::from_millis(ms));
+    let mut leaders = Vec::new();
+    for (key, deadline) in deadlines.into_iter().enumerate() {
+        // Written after `add` has taken the first step (which would hand it to the sink), before `next`.
+        let mut child = spawn(None, "sleep 0.1; echo hi; exec sleep 60", true);
+        leaders.push(child.id());
+        let once = Arc::clone(&panicked);
+        child.set_output_sink(move |_, _| {
+            assert!(once.swap(true, Ordering::SeqCst), "the sink's one panic");
+        });
+        set.add_captured(key, child, Some(deadline)).unwrap();
+    }
+    thread::sleep(Duration::from_millis(500));
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        set.next_timeout(Duration::from_secs(10))
+    }));
+    assert!(caught.is_err(), "the sink did not panic: {caught:?}");
+    let mut ended = Vec::new();
+    while let Some((key, result)) = next(&mut set) {
+        let at = Instant::now();
+        let Finished::Captured(out) = result.unwrap() else {
+            panic!("job {key} was added captured");
+        };
+        assert!(out.outcome.timed_out(), "job {key}: {}", out.outcome);
+        assert!(at >= deadlines[key], "job {key} ended before its deadline");
+        ended.push(key);
+    }
+    assert_eq!(ended, [0, 1]);
+    assert_eq!(
+        survivors_after(Duration::from_secs(5), &leaders),
+        [] as [u32; 0]
+    );
 }

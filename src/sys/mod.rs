@@ -1,19 +1,19 @@
 //! The crate's only `unsafe`: thin, safe wrappers over the libc calls it needs.
 //!
-//! One file per concern, each compiled only with the feature that uses it (README, "Auditing"):
+//! One file per concern, each compiled only with the feature that uses it (`AUDITING.md` counts them):
 //!
 //! - core: `process` (waiting for and signalling processes and groups), `fd` (`poll`), `pidfd` (Linux);
-//! - `capture`: `pipe` (non-blocking reads of the output pipes);
-//! - `guard`: `guard` (the forked guard process, and the guard's pipe);
-//! - `contain`: `contain` (extended attributes, entering a cgroup before `exec`, pidfd signals; Linux);
-//! - `host`: `children` (signalling and reaping one child by pid), `signal` (dispositions, masks, the recording handler, waiting for blocked signals), `sigpipe` (the record
-//!   before `main`), `subreaper` (Linux), `terminal` (the foreground group, stop reports, stopping ourselves).
+//! - `capture`: `pipe` (non-blocking reads of the output pipes).
+//!
+//! The guard, the job boundary and the process-wide facilities have their `unsafe` in their own crates' `sys`
+//! (`grouptimeout-job`, `grouptimeout-cli`).
 //!
 //! Each wrapper checks its arguments, retries `EINTR` where the call can be interrupted, and turns
 //! a failure into `io::Error::last_os_error()` through [`cvt`].
 //!
 //! Where a wrapper says "on Linux", a build with `--cfg grouptimeout_portable` takes the branch of macOS and FreeBSD
-//! instead wherever that branch is plain POSIX, so that Linux runs it too (the README's "Platforms" lists each point).
+//! instead wherever that branch is plain POSIX, so that Linux runs it too (`DEVELOPMENT.md`'s "Platforms" lists each
+//! point).
 // `pub` for `crate::__private::sys` (the sibling crates' reuse of these helpers), which is hidden: the lints for a
 // public API's docs do not apply to it.
 #![allow(

@@ -728,9 +728,10 @@ pub fn skip_or_fail(test: &str, why: &str) {
 }
 
 /// For a test of a Linux-only facility (the subreaper and its sweep, ...): in a build with
-/// `--cfg grouptimeout_portable`, which takes the branches of macOS and FreeBSD (README, "Platforms"), the facility
-/// is off, so this prints a `SKIPPED` line saying so and returns `true`, and the test returns without checking. Unlike
-/// [`skip_or_fail`] it never fails: nothing is missing, the build has no such facility. `false` in other builds.
+/// `--cfg grouptimeout_portable`, which takes the branches of macOS and FreeBSD (DEVELOPMENT.md, "Platforms"), the
+/// facility is off, so this prints a `SKIPPED` line saying so and returns `true`, and the test returns without
+/// checking. Unlike [`skip_or_fail`] it never fails: nothing is missing, the build has no such facility. `false` in
+/// other builds.
 pub fn linux_only(test: &str, facility: &str) -> bool {
     let off = cfg!(grouptimeout_portable);
     if off {

@@ -3,8 +3,9 @@
 //!
 //! Nothing else in this crate touches process-wide state. Everything here does, and only when called by name:
 //! signal handlers and dispositions, the signal mask, the child-subreaper flag, reaping children, resource limits,
-//! the terminal's foreground process group, the locale's character classification, stopping and exiting.
-//! A library that merely runs commands should not call any of it.
+//! the terminal's foreground process group, stopping and exiting (the locale functions are the exception: they
+//! keep a locale object of their own and leave the process's locale alone). A library that merely runs commands
+//! should not call any of it.
 //!
 //! - [`Signals`]: receive signals synchronously (blocked, and taken with `sigtimedwait`), without a descriptor;
 //!   [`signal_is_ignored`] to leave alone what the parent chose to ignore, and [`stop_ignoring`] for the one
@@ -19,7 +20,8 @@
 //! - [`exit_as_signaled`]: end this process the way a command that died of a signal ended.
 //! - [`die_with_parent_forked`]: [`JobChildExt::die_with_parent`](grouptimeout_job::JobChildExt::die_with_parent) with a forked guard, cheaper in a small process.
 //! - [`use_environment_charset`] and [`is_printable`]: the environment's character set, as a C program's
-//!   `setlocale(LC_ALL, "")` takes it, to quote arguments in messages as GNU's programs do.
+//!   `setlocale(LC_ALL, "")` takes it (without changing the process's locale), to quote arguments in messages as
+//!   GNU's programs do.
 //! - [`Terminal`], [`take_stop`], [`stop_self`] and [`stop_own_group`]: job control at a terminal, as shells do
 //!   it: hand the terminal to the command's group and take it back, notice that the command was stopped (Ctrl-Z),
 //!   and stop along with it.

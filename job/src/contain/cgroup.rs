@@ -3,7 +3,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write as _};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd as _, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,8 +37,9 @@ pub(crate) struct Cgroup {
     name: String,
     kill: OnceLock<File>,
     events: OnceLock<File>,
-    /// An inotify watch of `cgroup.events` (see [`Cgroup::rest_exited`]), made by its first call.
-    watch: OnceLock<io::Result<File>>,
+    /// What a wait for the whole job sleeps on (see [`Cgroup::rest_exited`]), made by its first call: a descriptor
+    /// readable at a change of `cgroup.events` or the keeper's exit.
+    watch: OnceLock<Option<OwnedFd>>,
     ended: AtomicBool,
 }
 
@@ -214,29 +215,32 @@ impl Cgroup {
     }
 
     /// Whether `cgroup.events` says `populated 0`: no live process in the cgroup or in a sub-cgroup (one that has
-    /// exited does not count), or the folder is gone (its keeper ended the job and removed it: `ENODEV`). `false`
-    /// when it cannot be read.
+    /// exited does not count), or the folder is gone (its keeper ended the job and removed it: `ENODEV` from the file
+    /// opened before, `ENOENT` from its open). `false` when it cannot be read.
     fn empty(&self) -> bool {
         let mut buf = [0u8; 128];
         match self.events().and_then(|events| events.read_at(&mut buf, 0)) {
             Ok(n) => buf[..n].windows(11).any(|w| w == b"populated 0"),
-            Err(e) => e.raw_os_error() == Some(libc::ENODEV),
+            Err(e) => e.raw_os_error() == Some(libc::ENODEV) || e.kind() == io::ErrorKind::NotFound,
         }
     }
 
     /// Whether no process of the job is left (`cgroup.events` says `populated 0`, or the folder is gone: see
-    /// [`empty`](Self::empty)), and a descriptor that turns readable when that file changes: an inotify watch
-    /// (`IN_MODIFY`), read empty before the file is read, so that no change after the read is missed. `None` where
-    /// no watch can be made (no descriptor left): the wait then reads the file on its schedule.
-    pub(super) fn rest_exited(&self) -> (bool, Option<RawFd>) {
-        let watch = self
-            .watch
-            .get_or_init(|| sys::watch_modified(&self.dir.join("cgroup.events")));
-        let watch = watch.as_ref().ok();
-        if let Some(watch) = watch {
-            sys::drain(watch);
-        }
-        (self.empty(), watch.map(AsRawFd::as_raw_fd))
+    /// [`empty`](Self::empty)), and a descriptor that turns readable when that may have changed: an epoll descriptor
+    /// (`sys::readable_when_any`) of `cgroup.events` (`POLLPRI` at a change of what it says since it was last read:
+    /// it is read after the descriptor is made, and at every call, so that no change after a read is missed) and of
+    /// `keeper`, the keeper's pidfd (readable once it exited). The file alone is not enough: the kernel tells a change
+    /// of it at most once every 10 ms, a later one when that time is up, and a change told late is never told if the
+    /// folder is removed meanwhile, which the keeper does when it finds the job empty, right before it exits. `None`
+    /// without the keeper's pidfd, or where the descriptor cannot be had (none left, the folder gone): the wait then
+    /// reads the file on its schedule.
+    pub(super) fn rest_exited(&self, keeper: Option<BorrowedFd<'_>>) -> (bool, Option<RawFd>) {
+        let watch = self.watch.get_or_init(|| {
+            let events = self.events().ok()?;
+            let fds = [(events.as_fd(), libc::EPOLLPRI), (keeper?, libc::EPOLLIN)];
+            sys::readable_when_any(&fds).ok()
+        });
+        (self.empty(), watch.as_ref().map(AsRawFd::as_raw_fd))
     }
 
     fn kill_all(&self) -> io::Result<()> {

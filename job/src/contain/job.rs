@@ -373,8 +373,10 @@ impl Job {
     /// Once the command has exited, waiting for the whole job (`set_wait_for_job`), with the leader (or keeper) `id`
     /// unreaped: whether nothing of the job but it, and `guard` (the guard of `die_with_parent`, a member of the group
     /// that is ours), is left, and a descriptor that turns readable when that may have changed (see
-    /// `Boundary::rest_exited`). A cgroup says it in `cgroup.events` (watched by inotify); a reaper job's keeper ends
-    /// the job itself and exits (its pidfd); lineage and a plain group are scanned in `/proc`.
+    /// `Boundary::rest_exited`). A cgroup says it in `cgroup.events` (its `POLLPRI`), and its keeper, which ends an
+    /// empty job and removes its folder, by its exit (its pidfd; see `Cgroup::rest_exited`); a reaper job's keeper
+    /// ends the job itself and exits (its pidfd); lineage and a plain group are scanned in `/proc`. A kept job whose
+    /// keeper has exited has no rest (the keeper ended it, or was killed: the job's end follows).
     ///
     /// # Errors
     ///
@@ -390,12 +392,21 @@ impl Job {
         let _ = guard;
         match inner.bound {
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Cgroup(ref cgroup) => Ok(cgroup.rest_exited()),
+            Bound::Cgroup(ref cgroup) => {
+                match self.keeper().map(|k| k.ended_job(id)).transpose()? {
+                    Some((true, _)) => Ok((true, None)),
+                    keeper => Ok(cgroup.rest_exited(keeper.and_then(|(_, exit)| exit))),
+                }
+            }
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Lineage(ref mark) => mark.any_alive(id, guard).map(|alive| (!alive, None)),
             // A keeper that was killed has exited: the job's end (by its mark) follows.
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Reaper(_) => self.keeper().map_or(Ok((true, None)), |k| k.ended_job(id)),
+            Bound::Reaper(_) => self.keeper().map_or(Ok((true, None)), |k| {
+                k.ended_job(id).map(|(ended, exit)| {
+                    (ended, exit.map(|fd| std::os::fd::AsRawFd::as_raw_fd(&fd)))
+                })
+            }),
         }
     }
 

@@ -7,7 +7,7 @@
 //! `GroupChild::set_wait_for_job`).
 
 use std::io;
-use std::os::fd::{AsRawFd as _, OwnedFd, RawFd};
+use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
@@ -65,7 +65,7 @@ impl Keeper {
     /// # Errors
     ///
     /// `ECHILD` as for `has_exited` (someone else reaped the keeper).
-    pub(crate) fn ended_job(&self, keeper: u32) -> io::Result<(bool, Option<RawFd>)> {
+    pub(crate) fn ended_job(&self, keeper: u32) -> io::Result<(bool, Option<BorrowedFd<'_>>)> {
         // A stopped keeper (`kill -STOP` of its pid) is continued, as a wait's check does (see `Job::exited`).
         let exited = match crate::sys::exited_or_stopped(keeper)? {
             Some(false) => {
@@ -81,7 +81,7 @@ impl Keeper {
             #[cfg(not(grouptimeout_no_pidfd))]
             crate::sys::pidfd_open(keeper).ok()
         });
-        Ok((exited, fd.as_ref().map(OwnedFd::as_raw_fd)))
+        Ok((exited, fd.as_ref().map(OwnedFd::as_fd)))
     }
 
     /// Reaper mode: while `on`, the keeper `keeper` leaves the job's exited orphans unreaped (see

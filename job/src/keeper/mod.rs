@@ -66,8 +66,10 @@
 //!
 //! No panic after the fork: a panic in `M` or `L` would unwind out of the hook into std's code and then the
 //! caller's, running on in a copy of this process, instead of the job's orderly end; so none is reachable there. The
-//! code after the fork indexes no slice (`get`, `split`, `strip_suffix` and iterators instead; the one `copy_within`
-//! is guarded by the check before it), unwraps nothing (`unwrap_or`, `ok()?`), and its arithmetic cannot overflow:
+//! code after the fork indexes a slice only where the check right before keeps the range inside it (`shed.rs`'s
+//! `copy_within`, after `parsed <= held`; the copy of a sub-folder's name in `sys/signal_safe/folder.rs`, whose length
+//! was found inside the record and checked below the name's buffer); elsewhere `get`, `split`, `strip_suffix` and
+//! iterators. It unwraps nothing (`unwrap_or`, `ok()?`), and its arithmetic cannot overflow:
 //! sums of a buffer's offsets and lengths (at most a few KiB), counts of children, a page size that is never 0
 //! (`Plan::page_size`) with saturating products, times in `Duration` with saturating sums, and `calls::monotonic`,
 //! whose nanoseconds are clamped below a second so that `Duration::new` has no carry; the rest says why where it

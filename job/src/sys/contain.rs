@@ -1,7 +1,7 @@
 //! Linux calls of the job boundary (`crate::contain`): extended attributes of a cgroup folder, a watch of its
-//! `cgroup.events`, signalling through a pidfd, and a kept job's keeper seen from this process (stopped or exited,
-//! woken). The keeper, which starts a job's
-//! command, is in `keeper.rs`.
+//! `cgroup.events` and the keeper's pidfd in one descriptor (epoll), signalling through a pidfd, and a kept job's
+//! keeper seen from this process (stopped or exited, woken). The keeper, which starts a job's command, is
+//! in `keeper.rs`.
 
 use std::ffi::CString;
 use std::io;
@@ -72,27 +72,32 @@ pub(crate) fn getxattr(path: &Path, name: &str) -> io::Result<Option<Vec<u8>>> {
     }
 }
 
-/// An inotify descriptor (non-blocking, close-on-exec) that turns readable when the file `path` is modified
-/// (`IN_MODIFY`): a cgroup's `cgroup.events` is, at each change of what it says (its `poll` answers `POLLPRI`, which
-/// a wait's `Interest` does not list). Read it empty ([`drain`]) before each look at the file.
-pub(crate) fn watch_modified(path: &Path) -> io::Result<std::fs::File> {
-    let path = CString::new(path.as_os_str().as_bytes())?;
+/// An epoll descriptor (close-on-exec) that is readable while any of `fds` has its events (level-triggered; an error
+/// or a hang-up counts too): one descriptor that stands for several in a wait's `Interest`, and that turns a
+/// `POLLPRI` (a cgroup's `cgroup.events` at a change of what it says) into the `POLLIN` an `Interest` lists. It holds
+/// the files, not their numbers: each leaves it when its last descriptor is closed. `EMFILE`, `ENOMEM` as the calls
+/// fail.
+pub(crate) fn readable_when_any(fds: &[(BorrowedFd<'_>, libc::c_int)]) -> io::Result<OwnedFd> {
     // SAFETY: no pointer arguments; a descriptor returned is ours alone, owned at once.
-    let fd = unsafe {
-        OwnedFd::from_raw_fd(cvt(libc::inotify_init1(
-            libc::IN_NONBLOCK | libc::IN_CLOEXEC,
-        ))?)
-    };
-    // SAFETY: a live descriptor and a NUL-terminated path that lives across the call.
-    cvt(unsafe { libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), libc::IN_MODIFY) })?;
-    Ok(fd.into())
-}
-
-/// Reads everything a non-blocking descriptor holds (`EAGAIN` ends it), so that a `poll` sleeps until it gets more.
-pub(crate) fn drain(mut file: &std::fs::File) {
-    use std::io::Read as _;
-    let mut buf = [0u8; 1024];
-    while file.read(&mut buf).is_ok_and(|n| n > 0) {}
+    let epoll = unsafe { OwnedFd::from_raw_fd(cvt(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
+    for (fd, events) in fds {
+        let mut event = libc::epoll_event {
+            // The flags are positive constants (EPOLLIN, EPOLLPRI).
+            events: events.unsigned_abs(),
+            u64: 0,
+        };
+        // SAFETY: two live descriptors (the epoll one, owned above; `fd`, borrowed for the call) and an event that
+        // lives across the call, which only reads it.
+        cvt(unsafe {
+            libc::epoll_ctl(
+                epoll.as_raw_fd(),
+                libc::EPOLL_CTL_ADD,
+                fd.as_raw_fd(),
+                &raw mut event,
+            )
+        })?;
+    }
+    Ok(epoll)
 }
 
 /// Sends `signal` to the process a pidfd names (`pidfd_send_signal`, Linux 5.1): `Ok(false)` when it has exited.

@@ -35,6 +35,33 @@ const GUARD_NAME: &CStr = c"group-guard";
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 const RMDIR_TRIES: usize = 1000;
 
+/// The caller's word that this process may be forked without `exec` here (the forked guard of
+/// `host::die_with_parent_forked`): `fork` runs the `pthread_atfork` handlers that the libraries of this process
+/// registered, the child ones in the child, which a possibly multi-threaded process copied in whatever state its
+/// other threads left. Only [`ForkIsSound::promise`], an `unsafe fn`, makes one, so the one safe function that forks
+/// a guard (`__private::die_with_parent_forked`) cannot be called without the promise:
+///
+/// ```compile_fail,E0133
+/// let sound = grouptimeout_job::__private::ForkIsSound::promise();
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct ForkIsSound(());
+
+impl ForkIsSound {
+    /// The promise.
+    ///
+    /// # Safety
+    ///
+    /// For as long as the promise is used (the calls it is passed to), either no other thread of this process runs,
+    /// or every `pthread_atfork` child handler registered in this process (by any library it links, the C library's
+    /// own aside) is async-signal-safe: a `fork` of this process is then as sound as one of a single-threaded
+    /// process, and the forked child itself calls only async-signal-safe functions (see `fork_guard`).
+    #[must_use]
+    pub const unsafe fn promise() -> ForkIsSound {
+        ForkIsSound(())
+    }
+}
+
 /// The job's cgroup, for the forked guard to end: its `cgroup.kill`, open for writing, and its folder's path.
 pub(crate) struct GuardCgroup<'a> {
     pub(crate) kill: &'a File,
@@ -125,7 +152,8 @@ pub(crate) fn fork_guard(
     // in the child before `fork` returns there): the C library's own keep its state (malloc's locks) usable in the
     // child, and `guard_main` allocates nothing anyway; a handler another library of this process registered runs
     // too, in a child of a possibly multi-threaded process, and must be safe there itself, which this crate cannot
-    // check (`host::die_with_parent_forked` says so). All signals are blocked meanwhile, so no handler of ours runs.
+    // check: `ForkIsSound::promise`'s caller vouches for it (`host::die_with_parent_forked`'s, an `unsafe fn`). All
+    // signals are blocked meanwhile, so no handler of ours runs.
     let child = unsafe { libc::fork() };
     if child == 0 {
         guard_main(pgid, read, cgroup, &ignore);

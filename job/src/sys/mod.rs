@@ -8,7 +8,7 @@
 
 pub(crate) use grouptimeout::__private::sys::*;
 
-mod guard;
+pub(crate) mod guard;
 pub(crate) use guard::*;
 mod posix;
 pub(crate) use posix::*;

@@ -1,5 +1,5 @@
-//! The system calls of the set's one sleep, as safe wrappers: `epoll` on Linux (below a millisecond, the core's `ppoll`),
-//! `poll(2)` elsewhere.
+//! The system calls of the set's one sleep, as safe wrappers: on Linux `epoll`, the set's own duplicates of the
+//! descriptors it registers there, and `ppoll` (a sleep below a millisecond); `poll(2)` elsewhere.
 //! Wrappers only: the set's logic is in the modules above. Every `unsafe` block of the crate is in this file.
 //!
 //! `EINTR` is an empty wake-up here (no event, no error): the caller recomputes its timeout and sleeps again.
@@ -80,17 +80,46 @@ impl Epoll {
         }
     }
 
-    /// Sleeps at most `timeout` (nanoseconds counted, unlike `epoll_wait`'s milliseconds) until the instance has an
-    /// event to give: `ppoll` on its descriptor. Whether it has one.
+    /// Sleeps at most `timeout` (nanoseconds counted, unlike `epoll_wait`'s milliseconds: for the sleeps below a
+    /// millisecond; one of a second or more is cut to just under a second) until the instance has an event to give:
+    /// `ppoll` on its descriptor. Whether it has one (`EINTR`: not yet, as a timeout).
     pub fn ready_within(&self, timeout: Duration) -> io::Result<bool> {
-        let mut fds = [libc::pollfd {
+        let mut fd = libc::pollfd {
             fd: self.0.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
-        }];
-        // The core's `ppoll` (its `EINTR` is a timeout, `Ok(0)`, as here).
-        grouptimeout::__private::sys::poll(&mut fds, timeout).map(|n| n > 0)
+        };
+        let nanos = timeout
+            .min(Duration::from_nanos(999_999_999))
+            .subsec_nanos();
+        #[allow(
+            clippy::cast_lossless,
+            reason = "tv_nsec is a c_long: i64 here, i32 on 32-bit targets (no From<u32>); nanoseconds < 10^9 fit both"
+        )]
+        let ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: nanos as _,
+        };
+        // SAFETY: `fd` is one valid pollfd and `ts` a valid timespec, both living across the call; a null signal mask
+        // leaves the thread's mask unchanged.
+        match check(unsafe { libc::ppoll(&raw mut fd, 1, &raw const ts, std::ptr::null()) }) {
+            Ok(n) => Ok(n > 0),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(false),
+            Err(e) => Err(e),
+        }
     }
+}
+
+/// A duplicate of `fd` that the set owns (`F_DUPFD_CLOEXEC`, numbered 3 or above, as std's `try_clone`): the same
+/// open file under a number of its own, which stays open until the set closes it, whatever the descriptor's owner
+/// does with `fd` meanwhile. `EMFILE` when this process has no descriptor left; `EBADF` when `fd` is not open.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+pub fn dup(fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: no pointer is passed; a number that is not an open descriptor is an error (EBADF), not undefined
+    // behaviour, and the new descriptor is returned to us alone.
+    let own = check(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) })?;
+    // SAFETY: `own` was just returned by fcntl, is open, and is owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(own) })
 }
 
 /// `poll(2)` on `fds` for at most `timeout_ms` (-1: no limit); sets their `revents`.

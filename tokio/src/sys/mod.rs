@@ -27,8 +27,9 @@ pub(crate) fn watch(raw: RawFd, interest: Interest) -> io::Result<AsyncFd<OwnedF
     }
     // SAFETY: `raw` is not -1 (checked above), and it was listed by the `Interest` of the step that just returned;
     // the caller holds the child (or the capture) mutably, so no other step ran since, and the core keeps a listed
-    // descriptor open and naming the same file until a later step no longer lists it. So it is open for this
-    // borrow, which ends with the `dup` below, before the caller steps again.
+    // descriptor open and naming the same file until a later step no longer lists it (its own, and a job boundary's,
+    // which the `unsafe` trait `Boundary` binds to the same). So it is open for this borrow, which ends with the
+    // `dup` below, before the caller steps again.
     let fd = unsafe { BorrowedFd::borrow_raw(raw) }.try_clone_to_owned()?;
     // SAFETY: an `OwnedFd` is an open descriptor that it alone closes, when dropped: it stays open, naming the same
     // file, for as long as the `AsyncFd` owns it, and its `as_raw_fd` is the same number all that time.

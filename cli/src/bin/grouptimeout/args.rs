@@ -121,8 +121,12 @@ every orphan COMMAND leaves, once it exits.
       --leave-running      when COMMAND exits by itself, leave the processes
                              it started running (default: kill them)
       --stats              once the job has ended, say on stderr what it
-                             used: its CPU time (the whole job's in cgroup
-                             and reaper modes), its peak memory
+                             used: its CPU time and peak memory, each marked
+                             \"leader and its waited children\" where it
+                             counts only COMMAND and what COMMAND waited
+                             for. No line with --foreground: COMMAND then
+                             has no job boundary, and the boundary is what
+                             measures a job
       --help               display this help and exit
       --version            output version information and exit
 

@@ -10,13 +10,14 @@
 //! and reaps the processes it adopted that belong to the job (they carry its lineage mark, or are in its group), and
 //! only reaps the others. At a terminal the command's group gets the terminal while it runs, and its stops are
 //! passed on to the shell (`terminal.rs`).
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod args;
 mod duration;
 mod messages;
 mod signals;
 mod spawn;
+mod sys;
 mod terminal;
 
 use std::ffi::OsString;
@@ -216,6 +217,9 @@ struct State {
     /// Whether `KILL` could not be sent to the command (`EPERM`: it runs as a user the tool may not signal): it will
     /// not end because of us, so the tool leaves it running and exits, as GNU does.
     unkillable: bool,
+    /// With `-v`: the processes of the command's group that a signal other than `KILL` the tool sent there may have
+    /// been ending by itself when the final kill came (see [`may_end`]); `None` once they could not be listed.
+    ending: Option<Vec<u32>>,
 }
 
 /// Runs the command and exits with the tool's status, never returning: the handled signals stay blocked until the
@@ -354,7 +358,7 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
             any(target_os = "linux", target_os = "android"),
             not(grouptimeout_portable)
         )) {
-            host::die_with_parent_forked(child)
+            sys::die_with_parent_forked(child)
         } else {
             child.die_with_parent()
         };
@@ -390,6 +394,7 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
         sent_kill: false,
         signalled: false,
         unkillable: false,
+        ending: Some(Vec::new()),
     };
     let reaper = subreaper.as_mut().and_then(|s| s.as_mut().ok());
     let waited = supervise(
@@ -464,11 +469,20 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
             }
         }
     }
-    // Named when the command exited by itself (what was left then is what GNU leaves running) or when the tool sent
-    // KILL: not after a timeout's other signal, which reached them too, since a process that was dying of it when
-    // the final kill came would be named or not by chance.
-    if opts.verbose && !killed.is_empty() && (!state.signalled || state.sent_kill) {
-        let named: Vec<(u32, &str)> = killed.iter().map(|k| (k.pid, k.name.as_str())).collect();
+    // Every process the kills reached is named (when the command exited by itself, what was left then is what GNU
+    // leaves running), but, after a signal other than KILL, one of the command's group that the signal may have been
+    // ending by itself (see `may_end`): whether it was still dying of it when the final kill came is chance. Where
+    // the group could not be listed, none is named after such a signal.
+    let named: Vec<(u32, &str)> = killed
+        .iter()
+        .filter(|k| {
+            !state.signalled
+                || state.sent_kill
+                || state.ending.as_ref().is_some_and(|e| !e.contains(&k.pid))
+        })
+        .map(|k| (k.pid, k.name.as_str()))
+        .collect();
+    if opts.verbose && !named.is_empty() {
         say!("{}", messages::killed_leftovers(&named));
     }
     // What the job used, once it has ended (a command left running has none yet; nor has `--foreground`'s).
@@ -497,19 +511,82 @@ fn environment_unreadable(pid: u32) -> bool {
         .is_err_and(|e| e.kind() == io::ErrorKind::PermissionDenied)
 }
 
+/// Process `pid`'s line in `/proc/PID/stat`, split: its name, and the fields after it (state, ppid, pgrp, …). One
+/// `read` (procfs gives the line whole; it fits in 1 KiB), not `read_to_string`'s probes: [`may_end`] reads it for
+/// every process of the system.
+fn proc_stat(pid: u32) -> Option<(String, Vec<String>)> {
+    use std::io::Read as _;
+    let mut buf = [0u8; 1024];
+    let n = std::fs::File::open(format!("/proc/{pid}/stat"))
+        .ok()?
+        .read(&mut buf)
+        .ok()?;
+    let stat = String::from_utf8_lossy(buf.get(..n)?);
+    let (name, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+    Some((
+        name.to_owned(),
+        rest.split(' ').map(str::to_owned).collect(),
+    ))
+}
+
+/// The processes in process group `group` now (zombies included) that `signal`, just sent to the group, may end by
+/// itself: those that catch it (whatever their handler does), and those that leave it to its default action where
+/// that ends a process (`TERM`, not `URG`), unless they ignore it; a member whose dispositions cannot be read
+/// counts too. From `/proc` (Linux); `None` where it cannot be read (or elsewhere). A process that leaves `/proc`
+/// meanwhile is left out: it has been reaped.
+fn may_end(group: u32, signal: i32) -> Option<Vec<u32>> {
+    if !cfg!(all(
+        any(target_os = "linux", target_os = "android"),
+        not(grouptimeout_portable)
+    )) {
+        return None;
+    }
+    let group = group.to_string();
+    let bit = u32::try_from(signal - 1)
+        .ok()
+        .and_then(|n| 1_u64.checked_shl(n))?;
+    let members = std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let (_, fields) = proc_stat(pid)?;
+            // After the name: state (3), ppid (4), pgrp (5).
+            if *fields.get(2)? != group {
+                return None;
+            }
+            // The signal masks in `status` (hexadecimal, bit N-1 for signal N): ignored, caught.
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            let mask = |key: &str| {
+                status
+                    .lines()
+                    .find_map(|line| line.strip_prefix(key))
+                    .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+            };
+            let spared = match (mask("SigIgn:"), mask("SigCgt:")) {
+                (Some(ignored), Some(caught)) => {
+                    ignored & bit != 0
+                        || (caught & bit == 0 && !signals::terminates_by_default(signal))
+                }
+                _ => false,
+            };
+            (!spared).then_some(pid)
+        })
+        .collect();
+    Some(members)
+}
+
 /// The name of process `pid` if it still runs (not a zombie, not exiting: an exiting process's `/proc` files are
 /// root's) as a child of the tool (an adopted orphan: then the pid is still its own), from `/proc/PID/stat`.
 fn running_name(pid: u32) -> Option<String> {
     /// The kernel's flag of a process that is exiting (include/linux/sched.h).
     const PF_EXITING: u64 = 0x4;
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (name, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
-    let fields: Vec<&str> = rest.split(' ').collect();
+    let (name, fields) = proc_stat(pid)?;
     // After the name: state (3), ppid (4), ..., flags (9).
-    let running = !matches!(*fields.first()?, "Z" | "X" | "x");
+    let running = !matches!(fields.first()?.as_str(), "Z" | "X" | "x");
     let ours = *fields.get(1)? == std::process::id().to_string();
     let exiting = fields.get(6)?.parse::<u64>().ok()? & PF_EXITING != 0;
-    (running && ours && !exiting).then(|| name.to_owned())
+    (running && ours && !exiting).then_some(name)
 }
 
 /// Waits for the command, passing on signals and firing the timeouts, until it is reaped; `None` when it could not be
@@ -626,7 +703,19 @@ fn cleanup(
     if let Some(job) = job {
         job.sent(signal);
     }
-    if let Err(e) = leader.signal(signal) {
+    let sent = leader.signal(signal);
+    // What the signal may end, for `-v`'s list of the processes killed (see `State::ending`): in the command's group
+    // (its id is `id()`, the command's or its keeper's). In the foreground it reached the command alone.
+    if let (true, Leader::Group(child)) = (
+        opts.verbose && signal != 0 && signal != libc::SIGKILL,
+        &*leader,
+    ) {
+        match (&mut state.ending, may_end(child.id(), signal)) {
+            (Some(ending), Some(members)) => ending.extend(members),
+            _ => state.ending = None,
+        }
+    }
+    if let Err(e) = sent {
         let pid = leader.id();
         if signal == libc::SIGKILL && e.kind() == io::ErrorKind::PermissionDenied {
             say!("cannot kill command {name} (pid {pid}): {e}");

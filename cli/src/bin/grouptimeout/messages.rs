@@ -29,7 +29,7 @@ static UTF8: OnceLock<bool> = OnceLock::new();
 /// The first call takes the environment's locale for the character classification, as GNU's `setlocale(LC_ALL, "")`
 /// does (see [`host::use_environment_charset`](grouptimeout_cli::host::use_environment_charset)), and quotes in it
 /// from then on if its character set is UTF-8, otherwise as in the C locale. Only then: a run that quotes nothing
-/// (most runs) does not pay for loading the locale (about 0.1 ms). The tool starts no thread, as `setlocale` asks.
+/// (most runs) does not pay for loading the locale (about 0.1 ms).
 pub fn quote(arg: &[u8]) -> String {
     // The unit tests quote as in the C locale, whatever locale runs them (`quote_in` tests the UTF-8 one).
     let utf8 = || !cfg!(test) && grouptimeout_cli::host::use_environment_charset();
@@ -262,16 +262,24 @@ pub fn unknown_leftovers(left: &[(u32, &str)]) -> String {
     )
 }
 
+/// What `--stats`' line says inside a figure's parentheses when the figure covers only the leader and the descendants
+/// it waited for (`wait4`'s rusage), not every process of the job: for the CPU time and for the memory alike.
+const PARTIAL: &str = "leader and its waited children";
+
 /// `--stats`' line: `stats: cpu 1.02s (user 0.98s, system 0.04s), memory 3.1 MiB (whole job), peak 4 processes`. The
 /// CPU time in seconds with two decimals; a partial measurement (the leader's own rusage: a lineage job, a plain
-/// group, a keeper that was killed) is marked `; leader and its waited children` inside the parentheses; the memory
-/// says whether it is the whole job's (`memory.peak`) or the largest process's; what is unknown is left out.
+/// group, a keeper that was killed) is marked `; leader and its waited children` ([`PARTIAL`]) inside the
+/// parentheses. The memory says whether it is the whole job's (`memory.peak`) or the largest process's, and the
+/// largest process's is marked partial in the same words where the processes measured were the leader and what it
+/// waited for: everywhere but reaper mode, whose keeper reaped every process of the job (in cgroup mode without the
+/// memory controller the keeper reaped the command alone, and a daemon's memory is in no rusage it sees). What is
+/// unknown is left out.
 pub fn stats(usage: &grouptimeout::Usage) -> String {
     use std::fmt::Write as _;
     let seconds = |d: std::time::Duration| format!("{:.2}s", d.as_secs_f64());
     let partial = match usage.measured {
-        grouptimeout::Measured::Leader => "; leader and its waited children",
-        _ => "",
+        grouptimeout::Measured::Leader => format!("; {PARTIAL}"),
+        _ => String::new(),
     };
     let mut line = format!(
         "stats: cpu {} (user {}, system {}{partial})",
@@ -282,10 +290,10 @@ pub fn stats(usage: &grouptimeout::Usage) -> String {
     if let Some(bytes) = usage.memory {
         #[allow(clippy::cast_precision_loss, reason = "shown with one decimal")]
         let mib = bytes as f64 / f64::from(1 << 20);
-        let of = if usage.memory_whole_job {
-            "whole job"
-        } else {
-            "largest process"
+        let of = match usage.measured {
+            _ if usage.memory_whole_job => "whole job".to_owned(),
+            grouptimeout::Measured::Keeper => "largest process".to_owned(),
+            _ => format!("largest process; {PARTIAL}"),
         };
         let _ = write!(line, ", memory {mib:.1} MiB ({of})");
     }
@@ -336,7 +344,49 @@ mod tests {
             line.contains("s; leader and its waited children), memory "),
             "{line}"
         );
-        assert!(line.ends_with(" MiB (largest process)"), "{line}");
+        assert!(
+            line.ends_with(" MiB (largest process; leader and its waited children)"),
+            "{line}"
+        );
+    }
+
+    /// Issue 42.12: the largest process's memory is partial, in the CPU figure's words, unless the keeper reaped every
+    /// process of the job (reaper mode): in cgroup mode without the memory controller it is the command's and what
+    /// the command waited for, while the CPU time is the cgroup's, the whole job's.
+    #[test]
+    fn stats_mark_the_memory_partial_where_it_is() {
+        use grouptimeout::{GroupCommandExt as _, Measured};
+        let mut child = std::process::Command::new("true").spawn_group().unwrap();
+        child.wait().unwrap();
+        let mut usage = child.usage().unwrap();
+        for (measured, whole_job, cpu, memory) in [
+            (
+                Measured::Cgroup,
+                false,
+                "system 0.00s)",
+                "(largest process; leader and its waited children)",
+            ),
+            (Measured::Cgroup, true, "system 0.00s)", "(whole job)"),
+            (
+                Measured::Keeper,
+                false,
+                "system 0.00s)",
+                "(largest process)",
+            ),
+            (
+                Measured::Leader,
+                false,
+                "system 0.00s; leader and its waited children)",
+                "(largest process; leader and its waited children)",
+            ),
+        ] {
+            usage.measured = measured;
+            usage.memory_whole_job = whole_job;
+            usage.system = std::time::Duration::ZERO;
+            let line = stats(&usage);
+            assert!(line.contains(&format!("{cpu}, memory ")), "{line}");
+            assert!(line.ends_with(&format!(" MiB {memory}")), "{line}");
+        }
     }
 
     #[test]

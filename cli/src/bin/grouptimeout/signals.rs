@@ -65,6 +65,13 @@ pub fn is_stop_signal(signal: i32) -> bool {
     [libc::SIGSTOP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU].contains(&signal)
 }
 
+/// Whether `signal`'s default action ends a process: every signal but the stops and those ignored by default
+/// (`CHLD`, `CONT`, `URG`, `WINCH`).
+pub fn terminates_by_default(signal: i32) -> bool {
+    !is_stop_signal(signal)
+        && ![libc::SIGCHLD, libc::SIGCONT, libc::SIGURG, libc::SIGWINCH].contains(&signal)
+}
+
 /// Whether `n` is 0 or a signal this system has a name for.
 fn is_known_signal(n: i32) -> bool {
     n == 0
