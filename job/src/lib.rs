@@ -62,16 +62,18 @@ mod guard;
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 mod keeper;
 #[cfg(unix)]
+mod report;
+#[cfg(unix)]
 mod spawn;
 #[cfg(unix)]
 mod sys;
 
 #[cfg(unix)]
-pub use child::JobChildExt;
-#[cfg(all(unix, feature = "capture"))]
-pub use child::JobOutputExt;
+pub use child::{JobChildExt, JobOutputExt};
 #[cfg(unix)]
 pub use contain::{Containment, Leftover};
+#[cfg(unix)]
+pub use report::{LeakReport, Seen};
 #[cfg(unix)]
 pub use spawn::{Contain, JobCommandExt};
 
