@@ -224,7 +224,7 @@ impl JobChildExt for GroupChild {
     }
 
     fn leak_report(&self) -> LeakReport {
-        let leaked = attached(self).is_some_and(|a| a.leaked.get() == Some(&true));
+        let leaked = attached(self).and_then(|a| a.leaked.get().copied());
         LeakReport::new(self.containment(), self.leftovers(), leaked)
     }
 
@@ -278,7 +278,7 @@ impl<T: core::Recorded + ?Sized> JobOutputExt for T {
 
     fn leak_report(&self) -> LeakReport {
         finished(self).map_or_else(
-            || LeakReport::new(Containment::Group, Vec::new(), false),
+            || LeakReport::new(Containment::Group, Vec::new(), None),
             |f| LeakReport::new(f.containment, f.leftovers.clone(), f.leaked),
         )
     }
@@ -290,7 +290,7 @@ impl<T: core::Recorded + ?Sized> JobOutputExt for T {
 struct Finished {
     containment: Containment,
     leftovers: Vec<Leftover>,
-    leaked: bool,
+    leaked: Option<bool>,
 }
 
 fn finished<T: core::Recorded + ?Sized>(result: &T) -> Option<&Finished> {
@@ -411,7 +411,7 @@ unsafe impl Boundary for Attached {
         Some(Arc::new(Finished {
             containment: self.job().containment(),
             leftovers: lock(&self.leftovers).clone(),
-            leaked: self.leaked.get() == Some(&true),
+            leaked: self.leaked.get().copied(),
         }))
     }
 

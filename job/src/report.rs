@@ -51,11 +51,13 @@ pub struct LeakReport {
     /// [`kill`](grouptimeout::GroupChild::kill), [`signal`](grouptimeout::GroupChild::signal) or a
     /// [`GroupHandle`](grouptimeout::GroupHandle) signalled the job while its command ran (what was killed then was
     /// killed with the job, not leaked), and when nothing was signalled at all (`set_kill_leftovers(false)`: what the
-    /// command left runs on, unlisted). With `set_wait_for_job(true)`, what is still running at the deadline was left
-    /// by a command that exited on its own: leaked too.
+    /// command left runs on, unlisted; [`leaks`](LeakReport::leaks) is then `None`). With `set_wait_for_job(true)`,
+    /// what is still running at the deadline was left by a command that exited on its own: leaked too.
     pub leaked: bool,
     /// What `killed` can have listed: the whole job, the marked processes, or nothing.
     pub seen: Seen,
+    /// Whether the job was signalled at all (else nothing was killed, and nothing can be told of leaks).
+    signalled: bool,
 }
 
 /// What a job's boundary can list of what its kills reached; see [`LeakReport::seen`] and
@@ -79,7 +81,13 @@ pub enum Seen {
 }
 
 impl LeakReport {
-    pub(crate) fn new(containment: Containment, killed: Vec<Leftover>, leaked: bool) -> LeakReport {
+    /// The report of a job with `containment` whose kills reached `killed`; `leaked`: what the job's first signal
+    /// found (`Some(true)`: the command had exited on its own), `None` when it was never signalled.
+    pub(crate) fn new(
+        containment: Containment,
+        killed: Vec<Leftover>,
+        leaked: Option<bool>,
+    ) -> LeakReport {
         let seen = match containment {
             Containment::Cgroup | Containment::Reaper => Seen::WholeJob,
             Containment::Lineage => Seen::Marked,
@@ -87,17 +95,21 @@ impl LeakReport {
         };
         LeakReport {
             killed,
-            leaked,
+            leaked: leaked == Some(true),
             seen,
+            signalled: leaked.is_some(),
         }
     }
 
-    /// The leaked processes: `killed` if it was leaked, else none; `None` where the boundary lists nothing (a plain
-    /// group, [`Seen::Nothing`]), which is not "no leaks". For [`Seen::Marked`], what carried the mark.
+    /// The leaked processes: `killed` if it was leaked, else none (for [`Seen::Marked`], of the processes that
+    /// carried the mark). `None` where nothing can be told, which is not "no leaks": the boundary lists nothing (a
+    /// plain group, [`Seen::Nothing`]), or the job was never signalled (no wait has ended it yet, or
+    /// `set_kill_leftovers(false)` kept what its command left, running and unlisted).
     #[must_use]
     pub fn leaks(&self) -> Option<&[Leftover]> {
         match self.seen {
             Seen::Nothing => None,
+            _ if !self.signalled => None,
             _ if self.leaked => Some(&self.killed),
             _ => Some(&[]),
         }
@@ -114,10 +126,15 @@ impl fmt::Display for LeakReport {
             Ok(())
         };
         match self.leaks() {
-            None => {
+            None if self.seen == Seen::Nothing => {
                 return f.write_str(
                     "leaks not known: a plain process group's kill lists no process, and does not reach one that \
                      left the group",
+                )
+            }
+            None => {
+                return f.write_str(
+                    "leaks not known: the job was not killed (no wait has ended it yet, or its leftovers were kept)",
                 )
             }
             Some([]) if self.killed.is_empty() => f.write_str("no leaks")?,

@@ -158,11 +158,32 @@ mod linux {
         assert_eq!(rest.survivors_after(LONG), Vec::<u32>::new());
     }
 
+    /// A job whose leftovers were kept (`set_kill_leftovers(false)`) was never signalled: nothing is known of leaks,
+    /// which is not "no leaks". The kept child is ended here by its pid file.
+    fn kept_leftovers_are_not_known(containment: Containment) {
+        let dir = TempDir::new(&format!("leak-report-kept-{containment:?}"));
+        let script = "sleep 60 >/dev/null 2>&1 & echo $! >> P";
+        let mut child = spawn(containment, script, &dir.0);
+        child.set_kill_leftovers(false);
+        let kept = written(&dir.0.join("P"), 1);
+        assert!(child.wait_timeout(LONG).unwrap().status().success());
+        let report = child.leak_report();
+        assert_eq!((report.leaks(), report.leaked), (None, false), "{report:?}");
+        assert!(
+            report
+                .to_string()
+                .starts_with("leaks not known: the job was not killed"),
+            "{report}"
+        );
+        assert_eq!(kept.alive(), kept.0, "the kept child was killed");
+    }
+
     #[test]
     fn cgroup_reports_leaks() {
         if cgroup_or_skip("cgroup_reports_leaks").is_some() {
             leaks_are_reported(Containment::Cgroup);
             a_leak_that_exits_in_time_is_not_reported(Containment::Cgroup);
+            kept_leftovers_are_not_known(Containment::Cgroup);
         }
     }
 
