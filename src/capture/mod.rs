@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 mod kept;
 
-use crate::boundary::{Job, Record};
+use crate::boundary::Job;
 use crate::child::output::Sink;
 pub use crate::child::output::Stream;
 use crate::child::GroupChild;
@@ -108,7 +108,7 @@ pub struct Captured {
     pub usage: crate::Usage,
     /// The record of the job's boundary, for `grouptimeout-job` to tell what became of the job (its `containment`
     /// and `leftovers`); nothing for a plain group. A record, not the boundary: it holds none of the job's resources.
-    pub(crate) job: Record,
+    pub(crate) job: Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 #[cfg_attr(docsrs, doc(cfg(feature = "capture")))]
