@@ -93,11 +93,19 @@ pub fn attach(
     Ok(())
 }
 
-/// The record of its job's boundary that a capturing wait's result kept (see `Boundary::record`), if any.
+/// A finished job's result that kept the record of its job's boundary (see `Boundary::record`): what
+/// `grouptimeout-job`'s `JobOutputExt` reads. `Captured` (feature `capture`) is one; so is a driver's result that
+/// keeps the record it took from its child once the wait was done (`grouptimeout-set`'s `Finished`).
+pub trait Recorded {
+    /// The record, if the job had a boundary.
+    fn boundary_record(&self) -> Option<&(dyn std::any::Any + Send + Sync)>;
+}
+
 #[cfg(feature = "capture")]
-#[must_use]
-pub fn captured_record(captured: &crate::Captured) -> Option<&(dyn std::any::Any + Send + Sync)> {
-    captured.job.0.as_deref()
+impl Recorded for crate::Captured {
+    fn boundary_record(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
+        self.job.as_deref()
+    }
 }
 
 /// The signal and grace of [`GroupChild::set_grace`], if set.

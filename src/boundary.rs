@@ -125,8 +125,8 @@ pub unsafe trait Boundary: fmt::Debug + Send + Sync + Any {
     /// gets `SIGCONT` after `SIGKILL` and `SIGCONT`, and nothing else). The group itself is signalled either way.
     fn keeps_group(&self, leader: u32) -> bool;
 
-    /// Once the leader has exited and the wait waits for the whole job (`set_wait_for_job`), with the leader
-    /// unreaped: whether the rest of the job is gone, and a descriptor (the boundary's, open until
+    /// Once the leader has exited and the wait waits for the whole job (`set_wait_for_job`, `set_leak_grace`), with
+    /// the leader unreaped: whether the rest of the job is gone, and a descriptor (the boundary's, open until
     /// [`end`](Boundary::end): see the trait's contract) that turns readable when that may have changed (`None`: the
     /// wait checks again on its schedule; with one, when it turns readable, and a second later at the latest). Called
     /// at every step of that wait; a `true` ends it as an exit (the job's `SIGKILL` follows), an error too (returned
@@ -161,28 +161,13 @@ pub unsafe trait Boundary: fmt::Debug + Send + Sync + Any {
         let _ = usage;
     }
 
-    /// What a capturing wait's result keeps of the job (called once the leader was reaped): a record that holds none
-    /// of the job's resources (its descriptors), so that a kept result does not keep them open.
+    /// What a finished job's result keeps of the job (called once the leader was reaped: by a capturing wait, and by
+    /// a driver that hands over a result of its own, see `Recorded`): a record that holds none of the job's resources
+    /// (its descriptors), so that a kept result does not keep them open.
     fn record(&self) -> Option<Arc<dyn Any + Send + Sync>>;
 
     /// The boundary as [`Any`], for the crate that made it to find its own type again.
     fn as_any(&self) -> &dyn Any;
-}
-
-/// What a capturing wait's result keeps of its job: its boundary's [`record`](Boundary::record), if any.
-#[cfg(feature = "capture")]
-#[derive(Clone, Default)]
-pub(crate) struct Record(pub(crate) Option<Arc<dyn Any + Send + Sync>>);
-
-#[cfg(feature = "capture")]
-impl fmt::Debug for Record {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "Record(..)"
-        } else {
-            "Record(None)"
-        })
-    }
 }
 
 /// A child's job: its group alone (`None`), or a group with a [`Boundary`].
@@ -250,15 +235,12 @@ impl Job {
     }
 
     pub(crate) fn judge(&self, id: u32, kill: bool) {
-        if let Some(boundary) = &self.0 {
-            boundary.judge(id, kill);
-        }
+        self.0.iter().for_each(|b| b.judge(id, kill));
     }
 
+    /// Moves what the job's kills reached into the leftovers (see [`Boundary::take_reached`]).
     pub(crate) fn take_reached(&self) {
-        if let Some(boundary) = &self.0 {
-            boundary.take_reached();
-        }
+        self.0.iter().for_each(|b| b.take_reached());
     }
 
     pub(crate) fn end(&self, keep: bool) -> io::Result<()> {
@@ -266,14 +248,13 @@ impl Job {
     }
 
     pub(crate) fn usage(&self, usage: &mut crate::Usage) {
-        if let Some(boundary) = &self.0 {
-            boundary.usage(usage);
-        }
+        self.0.iter().for_each(|b| b.usage(usage));
     }
 
+    /// What a capturing wait's result keeps of its job: its boundary's [`record`](Boundary::record), if any.
     #[cfg(feature = "capture")]
-    pub(crate) fn record(&self) -> Record {
-        Record(self.0.as_ref().and_then(|b| b.record()))
+    pub(crate) fn record(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        self.0.as_ref().and_then(|b| b.record())
     }
 }
 

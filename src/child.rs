@@ -57,10 +57,15 @@ pub struct GroupChild {
     phase: Phase,
     grace: Option<(i32, Duration)>,
     kill_leftovers: bool,
-    /// [`set_wait_for_job`](GroupChild::set_wait_for_job); and whether the leader has exited and the wait waits for
-    /// the rest of the job (the leader stays unreaped meanwhile: its id, the group's, stays ours).
-    wait_for_job: bool,
-    draining: bool,
+    /// What a wait does once the leader exits on its own: end the job at once (`None`), or wait for the rest of it up
+    /// to the deadline ([`set_wait_for_job`](GroupChild::set_wait_for_job): `Some(None)`) or up to a leak grace
+    /// ([`set_leak_grace`](GroupChild::set_leak_grace): `Some(Some(grace))`). Then, once the leader has exited and the
+    /// wait waits for the rest (the leader stays unreaped meanwhile: its id, the group's, stays ours): `Some` of the
+    /// leak grace's end, or `Some(None)` where the deadline rules.
+    #[allow(clippy::option_option, reason = "three cases each, documented here")]
+    wait_for_job: Option<Option<Duration>>,
+    #[allow(clippy::option_option, reason = "as above")]
+    draining: Option<Option<Instant>>,
     /// What the capturing waits are told (see `capture/`).
     #[cfg(feature = "capture")]
     pub(crate) capture: output::Settings,
@@ -93,12 +98,12 @@ impl GroupChild {
             return Ok(Some(outcome.status()));
         }
         // A leader found exited here is reaped at once; one that a step killed may not be reapable yet: no blocking.
-        let running = matches!(self.phase, Phase::Running) && !self.draining;
+        let running = matches!(self.phase, Phase::Running) && self.draining.is_none();
         if running {
             if !self.leader_exited()? {
                 return Ok(None);
             }
-            if !self.wait_for_job {
+            if self.wait_for_job.is_none() {
                 self.end_group(false, self.kill_leftovers, None)?;
             }
         }
@@ -286,7 +291,8 @@ impl GroupChild {
     /// up to the deadline; at the deadline the job is ended as when the leader runs then (the
     /// [grace](GroupChild::set_grace) signal to the group, the grace period, which ends once the whole job is gone,
     /// then `SIGKILL`), and the outcome is [`Outcome::TimedOut`] with the leader's status. For jobs whose daemons
-    /// must finish their work. The default is `false`.
+    /// must finish their work. The default is `false`. It sets what [`set_leak_grace`](GroupChild::set_leak_grace)
+    /// sets (the wait for the rest of the job, bounded by the deadline here, by a grace there): the last call rules.
     ///
     /// While it waits, the leader stays unreaped (a zombie), so that the group's id cannot be given to another
     /// process; the rest of the job, once seen gone, is still sent `SIGKILL` (which reaches only what the check could
@@ -303,7 +309,28 @@ impl GroupChild {
     /// ([`step`](GroupChild::step)) rather than polling [`exit_fd`](GroupChild::exit_fd), which stays readable from
     /// the leader's exit on.
     pub fn set_wait_for_job(&mut self, wait: bool) {
-        self.wait_for_job = wait;
+        self.wait_for_job = wait.then_some(None);
+    }
+
+    /// A leak grace, as a test runner gives one (nextest's `leak-timeout`): once the leader has exited on its own,
+    /// what it left in its job gets up to `grace` to exit on its own too; what is still there then is sent `SIGKILL`,
+    /// and the outcome stays [`Outcome::Exited`] (a deadline that passes meanwhile changes nothing: the leader was in
+    /// time). The wait returns as soon as the rest is seen gone. A zero `grace` (the default) kills the leftovers at
+    /// once, as [`set_kill_leftovers`](GroupChild::set_kill_leftovers) says; this call and
+    /// [`set_wait_for_job`](GroupChild::set_wait_for_job) set the same thing (what a wait does after the leader's
+    /// exit): the last call rules. A `grace` too large to represent as an [`Instant`] waits up to the deadline, as
+    /// `set_wait_for_job(true)` does.
+    ///
+    /// It is that wait for the rest of the job, bounded by `grace` rather than by the deadline: the same drivers honour
+    /// it, the rest is seen gone the same way (below), and the leftovers are killed after it whatever
+    /// `set_kill_leftovers` says. A leader that exits after its deadline's grace signal gets no leak grace: the grace
+    /// period's rules hold (its rest is killed at once). What it waits on is what the job's boundary sees: for a plain
+    /// group, a live member of the group (a process that left it, `setsid` or `setpgid`, is neither waited for nor
+    /// killed); with `grouptimeout-job`'s `spawn_contained`, every process of the job (a cgroup, the job's reaper) or
+    /// those that carry its mark (lineage). What was killed, and whether it counts as leaked, `grouptimeout-job`'s
+    /// `JobChildExt::leak_report` says.
+    pub fn set_leak_grace(&mut self, grace: Duration) {
+        self.wait_for_job = (!grace.is_zero()).then_some(Some(grace));
     }
 
     /// Sends `SIGKILL` to the whole group, without reaping the leader (as [`std::process::Child::kill`]); a later
@@ -504,32 +531,38 @@ impl GroupChild {
                 return Ok(Step::Done(outcome));
             }
             let (until, in_grace) = match self.phase {
-                Phase::Running => (until, false),
+                Phase::Running => (self.draining.flatten().or(until), false),
                 Phase::Grace(end) => (end, true),
                 Phase::Reaping { .. } => return self.reap_step(woke),
             };
             let (pid, job) = (self.id(), &self.job);
-            let kill = in_grace || self.kill_leftovers || self.draining;
-            let step = if self.draining {
+            // Waiting for the rest of the job (up to a leak grace's end, if `leak`); what to wait for after an exit
+            // (a leader that exits in a grace period gets no leak grace: its rest is killed at once).
+            let draining = self.draining.is_some();
+            let leak = matches!(self.draining, Some(Some(_)));
+            let drain = self.wait_for_job.filter(|g| g.is_none() || !in_grace);
+            let kill = in_grace || self.kill_leftovers || draining;
+            let step = if draining {
                 self.watch.rest_step(until, || job.rest_exited(pid))
             } else {
                 self.watch.step(until, woke, || job.exited(pid))
             };
             match step {
                 Ok(Step::Pending(interest)) => return Ok(Step::Pending(interest)),
-                // The leader exited (on its own, or after the grace signal) and the whole job is waited for: its
-                // rest, until the deadline or the grace period's end.
-                Ok(Step::Done(true)) if self.wait_for_job && !self.draining => {
-                    self.draining = true;
+                // The leader exited and the rest of the job is waited for: until the deadline or the grace period's
+                // end, or the leak grace's.
+                Ok(Step::Done(true)) if !draining && drain.is_some() => {
+                    self.draining = drain.map(|g| g.and_then(|g| Instant::now().checked_add(g)));
                     self.watch.restart();
                 }
-                // The deadline passed with the leader running: the sequence starts.
-                Ok(Step::Done(false)) if !in_grace => self.start_sequence()?,
-                // The leader exited on its own, after a grace signal, or the grace period is over: the group's end.
+                // The deadline passed with the leader (or the rest of the job, waited for) running: the sequence starts.
+                Ok(Step::Done(false)) if !in_grace && !leak => self.start_sequence()?,
+                // The leader exited on its own, after a grace signal, or the grace period or the leak grace is over:
+                // the group's end.
                 Ok(Step::Done(_)) => self.end_group(in_grace, kill, None)?,
                 // A failed check still ends a grace period (or the wait for the rest of the job) in the kill and the
                 // reap; its error comes after them.
-                Err(e) if in_grace || self.draining => self.end_group(in_grace, true, Some(e))?,
+                Err(e) if in_grace || draining => self.end_group(in_grace, true, Some(e))?,
                 Err(e) => return Err(e),
             }
         }
@@ -576,7 +609,7 @@ impl GroupChild {
                 self.watch
                     .watch_leader(self.id(), self.job.watched(self.id()));
                 self.phase = Phase::Reaping(late, kill, killed, sent);
-                self.take_reached();
+                self.job.take_reached();
                 self.job.judge(self.id(), kill);
                 Ok(())
             }
@@ -608,7 +641,7 @@ impl GroupChild {
         if let Some(usage) = &mut self.usage {
             self.job.usage(usage);
         }
-        self.take_reached();
+        self.job.take_reached();
         // Also drops a guard: only now, for until the job's cgroup is gone, this process's death still ends it and
         // removes it.
         let ended = self.job.end(!kill);
@@ -638,14 +671,8 @@ impl GroupChild {
         let pid = self.id();
         let job = &self.job;
         let sent = job.signal(pid, signal, || signal_group(pid, signal, job));
-        self.take_reached();
-        sent
-    }
-
-    /// Moves what the job's kills reached into the leftovers, except the guard of `die_with_parent` (a member of the
-    /// group that lineage kills find): it is ours, not something the job left behind.
-    fn take_reached(&mut self) {
         self.job.take_reached();
+        sent
     }
 }
 

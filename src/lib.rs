@@ -78,7 +78,7 @@
 //!    see [`GroupChild::set_grace`]), and the leader is reaped, before the wait returns.
 //! 3. When the leader exits before the deadline, the rest of its group is sent `SIGKILL` before the wait returns
 //!    (unless [`GroupChild::set_kill_leftovers`] turns that off; [`GroupChild::set_wait_for_job`] waits for it to
-//!    exit on its own first, up to the deadline).
+//!    exit on its own first, up to the deadline, and [`GroupChild::set_leak_grace`] up to a leak grace).
 //! 4. Dropping a [`GroupChild`] that was not waited for kills the group and reaps the leader, waiting at most
 //!    about a second.
 //! 5. No signal reaches a process outside the group. The group is signalled only while its leader is unreaped

@@ -95,7 +95,8 @@ impl Interest {
     /// The descriptors to watch for readability (`POLLIN`, `EPOLLIN`; a hang-up or an error counts as readiness too):
     /// the leader's exit descriptor (a pidfd, Linux) while the step waits for the leader's exit, or the job's
     /// (`grouptimeout-job`'s, for a contained job) while it waits for the rest of the job
-    /// ([`set_wait_for_job`](crate::GroupChild::set_wait_for_job)), and while capturing the output pipes not yet at
+    /// ([`set_wait_for_job`](crate::GroupChild::set_wait_for_job),
+    /// [`set_leak_grace`](crate::GroupChild::set_leak_grace)), and while capturing the output pipes not yet at
     /// end of file. At most 3.
     ///
     /// Each descriptor belongs to the child: it stays open and names the same file while consecutive steps list it,

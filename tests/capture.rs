@@ -571,10 +571,18 @@ fn the_sink_sees_output_as_it_comes_while_the_capture_keeps_head_and_tail() {
         .unwrap();
     let ended = SystemTime::now();
     assert!(exited_ok(&captured), "{}", captured.outcome);
-    let chunks: Vec<_> = rx.try_iter().collect();
+    let mut chunks: Vec<_> = rx.try_iter().collect();
+    // Each stream's end of file is an empty chunk, once, after its last bytes (standard error wrote nothing else).
+    let ends: Vec<_> = chunks.iter().filter(|(_, _, b)| b.is_empty()).collect();
+    assert_eq!(ends.len(), 2, "{ends:?}");
     assert!(chunks
         .iter()
-        .all(|(stream, _, _)| *stream == Stream::Stdout));
+        .all(|(stream, _, b)| *stream == Stream::Stdout || b.is_empty()));
+    let last_out = chunks
+        .iter()
+        .rposition(|(stream, _, _)| *stream == Stream::Stdout);
+    assert!(chunks[last_out.unwrap()].2.is_empty());
+    chunks.retain(|(_, _, bytes)| !bytes.is_empty());
     let all: Vec<u8> = chunks
         .iter()
         .flat_map(|(_, _, bytes)| bytes.clone())
@@ -659,7 +667,11 @@ fn a_job_that_goes_quiet_is_ended_whole_at_its_idle_time() {
     child.set_grace(signal::SIGTERM, grace);
     let last = Arc::new(Mutex::new(None));
     let at = Arc::clone(&last);
-    child.set_output_sink(move |_, _| *at.lock().unwrap() = Some(Instant::now()));
+    child.set_output_sink(move |_, bytes| {
+        if !bytes.is_empty() {
+            *at.lock().unwrap() = Some(Instant::now());
+        }
+    });
     let captured = child
         .wait_with_output_timeout(Duration::from_secs(60))
         .unwrap();

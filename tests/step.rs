@@ -756,3 +756,107 @@ fn an_idle_capture_in_steps_wakes_at_its_idle_end() {
         untils.collect::<Vec<_>>()
     );
 }
+
+/// The sink's chunks, in order, shared with the test; and whether the sink was dropped.
+#[cfg(feature = "capture")]
+type Seen = std::sync::Arc<std::sync::Mutex<(Vec<(grouptimeout::Stream, Vec<u8>)>, bool)>>;
+
+/// A sink that records every chunk into `seen`, and its own drop.
+#[cfg(feature = "capture")]
+fn recording_sink(child: &mut GroupChild) -> Seen {
+    struct Dropped(Seen);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.lock().unwrap().1 = true;
+        }
+    }
+    let seen = Seen::default();
+    let dropped = Dropped(std::sync::Arc::clone(&seen));
+    child.set_output_sink(move |stream, bytes| {
+        dropped.0.lock().unwrap().0.push((stream, bytes.to_vec()));
+    });
+    seen
+}
+
+/// Issue 44.1: a capture ended by moving its deadline to now (`Capture::set_deadline`), no deadline before: the next
+/// step acts on it whatever the last interest said (here the pidfd and the pipes alone, no instant), the grace
+/// signal ends the command, and the last step hands over its output and its usage.
+#[cfg(feature = "capture")]
+#[test]
+fn a_capture_in_steps_ended_by_a_deadline_moved_to_now_keeps_its_output() {
+    let mut child =
+        sh("trap 'echo stopping; exit 3' TERM; echo started; while :; do sleep 0.1; done")
+            .stdout(Stdio::piped())
+            .spawn_group()
+            .unwrap();
+    child.set_grace(signal::SIGTERM, LONG);
+    let leader = child.id();
+    let seen = recording_sink(&mut child);
+    let mut capture = child.capture_steps(None).unwrap();
+    let end = Instant::now() + LONG;
+    loop {
+        assert!(Instant::now() < end, "no output");
+        let Step::Pending(interest) = capture.step().unwrap() else {
+            panic!("done before its deadline");
+        };
+        if !seen.lock().unwrap().0.is_empty() {
+            break;
+        }
+        sleep_on(&interest);
+    }
+    capture.set_deadline(Some(Instant::now()));
+    // Stepped every 10 ms (waking early is allowed), so that a step that did not act on the moved deadline fails the
+    // test after 10 s instead of sleeping for ever on an interest without an instant.
+    let end = Instant::now() + Duration::from_secs(10);
+    let captured = loop {
+        match capture.step().unwrap() {
+            Step::Done(captured) => break captured,
+            Step::Pending(_) => {
+                assert!(Instant::now() < end, "the moved deadline was not acted on");
+            }
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    // Timed out, and the command exited on the grace signal (its trap's status), before any SIGKILL.
+    let outcome = captured.outcome;
+    assert!(
+        matches!(outcome, Outcome::TimedOut(s) if s.code() == Some(3)),
+        "{outcome}"
+    );
+    assert_eq!(captured.stdout, b"started\nstopping\n");
+    assert_eq!(captured.usage.measured, grouptimeout::Measured::Leader);
+    assert!(is_dead(leader));
+}
+
+/// Issue 44.1: each stream's end of file reaches the sink as an empty chunk, once, after its last bytes (a last line
+/// without a newline included); and the sink is dropped by the step that returns the output, so a sink that holds
+/// back the start of a line can hand it on, while the capture itself lives on.
+#[cfg(feature = "capture")]
+#[test]
+fn the_sink_is_told_each_streams_end_and_dropped_when_the_capture_is_done() {
+    let mut child = sh("printf 'one\\nlast'; printf err >&2")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn_group()
+        .unwrap();
+    let seen = recording_sink(&mut child);
+    let mut capture = child.capture_steps(Some(Instant::now() + LONG)).unwrap();
+    let captured = drive(|| capture.step()).result.unwrap();
+    assert!(captured.outcome.status().success(), "{}", captured.outcome);
+    let (chunks, dropped) = seen.lock().unwrap().clone();
+    assert!(dropped, "the sink outlived the capture's end");
+    for (stream, want) in [
+        (grouptimeout::Stream::Stdout, &b"one\nlast"[..]),
+        (grouptimeout::Stream::Stderr, b"err"),
+    ] {
+        let of: Vec<&[u8]> = chunks
+            .iter()
+            .filter(|(s, _)| *s == stream)
+            .map(|(_, bytes)| &bytes[..])
+            .collect();
+        assert_eq!(of.last(), Some(&&b""[..]), "{stream:?}: {of:?}");
+        assert_eq!(of.iter().filter(|bytes| bytes.is_empty()).count(), 1);
+        assert_eq!(of.concat(), want);
+    }
+    drop(capture);
+}

@@ -289,7 +289,7 @@ fn run_adapter(jobs: &[Job], mark: &str, multi: bool, contain: Contain) -> (Base
                         .expect("grouptimeout_tokio::wait");
                     Done {
                         job: i,
-                        timed_out: o.timed_out(),
+                        timed_out: o.outcome.timed_out(),
                         ret: Instant::now(),
                         kill: None,
                     }

@@ -11,6 +11,7 @@ use grouptimeout::GroupChild;
 
 use crate::contain::{Containment, Job, Leftover};
 use crate::guard::Guard;
+use crate::report::LeakReport;
 
 /// [`grouptimeout::GroupChild`]'s methods for its job: import it to call them on any child, of
 /// [`spawn_contained`](crate::JobCommandExt::spawn_contained) or of `spawn_group`.
@@ -56,7 +57,9 @@ pub trait JobChildExt: sealed::Sealed {
     /// the order found (in reaper mode: those this process found below the keeper; what the keeper itself kills at
     /// the job's end, orphans of those killed, is not listed); complete when a wait has returned (a [`GroupHandle`](grouptimeout::GroupHandle)'s kills are added at the next wait).
     /// Empty for a [`spawn_group`](grouptimeout::GroupCommandExt::spawn_group) child (no scan is made for a plain group), and when
-    /// nothing was left to kill.
+    /// nothing was left to kill: an empty list is "no leaks" only where the boundary sees the whole job (see
+    /// [`leak_report`](JobChildExt::leak_report), which says what the boundary could see and which kills were leaks).
+    /// For a kept job (cgroup, reaper) the command itself is listed too when a kill reached it while it ran.
     ///
     /// In cgroup mode the cgroup is frozen (`cgroup.freeze`) while its processes are listed, then killed: the list is
     /// every process the kill ended, however fast the job forks, with the name it had (the freeze waits for each one
@@ -68,6 +71,14 @@ pub trait JobChildExt: sealed::Sealed {
     ///
     #[must_use]
     fn leftovers(&self) -> Vec<Leftover>;
+
+    /// What the job left behind, as a test runner reports leaks: what [`leftovers`](JobChildExt::leftovers) lists,
+    /// whether it was leaked (killed after the command had exited on its own, at once or at the end of a
+    /// [leak grace](GroupChild::set_leak_grace)) or killed with the job (a deadline, `kill`, a signal while the command
+    /// ran), and what the job's boundary can see at all: a plain group's report says that it lists nothing, not that
+    /// nothing leaked. See [`LeakReport`]. Complete once a wait has returned.
+    #[must_use]
+    fn leak_report(&self) -> LeakReport;
 
     /// Whether process `pid` belongs to the job now: it is in the job's cgroup; or it descends from the job's
     /// reaper (its parents, followed up at most 64 steps, reach the keeper, [`id`](GroupChild::id); the keeper
@@ -190,8 +201,12 @@ mod sealed {
     pub trait Sealed {}
 
     impl Sealed for grouptimeout::GroupChild {}
-    #[cfg(feature = "capture")]
-    impl Sealed for grouptimeout::Captured {}
+
+    /// What [`JobOutputExt`](super::JobOutputExt) is implemented for: a finished job's result that kept its job's
+    /// record.
+    pub trait Finished {}
+
+    impl<T: grouptimeout::__private::Recorded + ?Sized> Finished for T {}
 }
 
 impl JobChildExt for GroupChild {
@@ -209,6 +224,11 @@ impl JobChildExt for GroupChild {
 
     fn leftovers(&self) -> Vec<Leftover> {
         attached(self).map_or_else(Vec::new, |a| lock(&a.leftovers).clone())
+    }
+
+    fn leak_report(&self) -> LeakReport {
+        let leaked = attached(self).and_then(|a| a.leaked.get().copied());
+        LeakReport::new(self.containment(), self.leftovers(), leaked)
     }
 
     fn in_job(&self, pid: u32) -> bool {
@@ -229,11 +249,13 @@ impl JobChildExt for GroupChild {
     }
 }
 
-/// What a capturing wait's result tells of its job (see [`JobChildExt`]): import it to call them on a
-/// [`grouptimeout::Captured`].
-#[cfg(feature = "capture")]
-#[cfg_attr(docsrs, doc(cfg(feature = "capture")))]
-pub trait JobOutputExt: sealed::Sealed {
+/// What a finished job's result tells of its job (see [`JobChildExt`]): import it to call them on a
+/// [`grouptimeout::Captured`] (a capturing wait's result), or a `grouptimeout_set::Finished` (a job of a `JobSet`,
+/// whichever way it was added), once the child itself is gone.
+///
+/// The trait is sealed: it is implemented for the results that keep their job's record, and the record holds none of
+/// the job's resources (no descriptor).
+pub trait JobOutputExt: sealed::Finished {
     /// The job's boundary, as [`JobChildExt::containment`] said before the wait consumed the child.
     #[must_use]
     fn containment(&self) -> Containment;
@@ -242,10 +264,13 @@ pub trait JobOutputExt: sealed::Sealed {
     /// the wait has returned).
     #[must_use]
     fn leftovers(&self) -> Vec<Leftover>;
+
+    /// What the job left behind, as [`JobChildExt::leak_report`] says after a wait (complete).
+    #[must_use]
+    fn leak_report(&self) -> LeakReport;
 }
 
-#[cfg(feature = "capture")]
-impl JobOutputExt for grouptimeout::Captured {
+impl<T: core::Recorded + ?Sized> JobOutputExt for T {
     fn containment(&self) -> Containment {
         finished(self).map_or(Containment::Group, |f| f.containment)
     }
@@ -253,20 +278,26 @@ impl JobOutputExt for grouptimeout::Captured {
     fn leftovers(&self) -> Vec<Leftover> {
         finished(self).map_or_else(Vec::new, |f| f.leftovers.clone())
     }
+
+    fn leak_report(&self) -> LeakReport {
+        finished(self).map_or_else(
+            || LeakReport::new(Containment::Group, Vec::new(), None),
+            |f| LeakReport::new(f.containment, f.leftovers.clone(), f.leaked),
+        )
+    }
 }
 
-/// What a capturing wait's result keeps of its job ([`Boundary::record`]): what [`JobOutputExt`] reads, and none of
+/// What a finished job's result keeps of its job ([`Boundary::record`]): what [`JobOutputExt`] reads, and none of
 /// the job's resources (its keeper's channel, its pidfds).
-#[cfg(feature = "capture")]
 #[derive(Debug)]
 struct Finished {
     containment: Containment,
     leftovers: Vec<Leftover>,
+    leaked: Option<bool>,
 }
 
-#[cfg(feature = "capture")]
-fn finished(captured: &grouptimeout::Captured) -> Option<&Finished> {
-    core::captured_record(captured)?.downcast_ref()
+fn finished<T: core::Recorded + ?Sized>(result: &T) -> Option<&Finished> {
+    result.boundary_record()?.downcast_ref()
 }
 
 /// A job's boundary as `grouptimeout` holds it: the job (`contain/`), the guard of `die_with_parent`, what the kills
@@ -278,6 +309,9 @@ pub(crate) struct Attached {
     job: RwLock<Job>,
     guard: Mutex<Option<Guard>>,
     leftovers: Mutex<Vec<Leftover>>,
+    /// Set at the first signal sent to the job: whether its command had exited by then, on its own (see
+    /// [`LeakReport::leaked`]).
+    leaked: OnceLock<bool>,
     fallback: OnceLock<Arc<str>>,
 }
 
@@ -334,7 +368,12 @@ unsafe impl Boundary for Attached {
         signal: i32,
         group: &mut dyn FnMut() -> io::Result<()>,
     ) -> io::Result<()> {
-        self.job().signal(leader, signal, group)
+        let job = self.job();
+        if signal != 0 {
+            self.leaked
+                .get_or_init(|| job.exited(leader).unwrap_or(false));
+        }
+        job.signal(leader, signal, group)
     }
 
     fn keeps_group(&self, _leader: u32) -> bool {
@@ -372,13 +411,10 @@ unsafe impl Boundary for Attached {
     }
 
     fn record(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
-        // Without `capture` nothing here reads a `Captured` (another crate may still make one).
-        #[cfg(not(feature = "capture"))]
-        return None;
-        #[cfg(feature = "capture")]
         Some(Arc::new(Finished {
             containment: self.job().containment(),
             leftovers: lock(&self.leftovers).clone(),
+            leaked: self.leaked.get().copied(),
         }))
     }
 

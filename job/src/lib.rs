@@ -10,8 +10,11 @@
 //!   mode reaches and what it cannot catch. The result is a plain [`grouptimeout::GroupChild`]: the same waits,
 //!   kill, signal and drop, which now end the whole job.
 //! - [`JobChildExt`] tells what became of the job ([`containment`](JobChildExt::containment),
-//!   [`leftovers`](JobChildExt::leftovers), [`in_job`](JobChildExt::in_job), …), and
+//!   [`leftovers`](JobChildExt::leftovers), [`leak_report`](JobChildExt::leak_report) (what was leaked, as a test
+//!   runner reports it, and what the boundary could see: [`LeakReport`]), [`in_job`](JobChildExt::in_job), …), and
 //!   [`die_with_parent`](JobChildExt::die_with_parent) makes any child's group (or job) die with this process.
+//!   [`JobOutputExt`] tells the same of a finished job's result once the child is gone (a capturing wait's
+//!   `grouptimeout::Captured`, a `grouptimeout-set` job's `Finished`).
 //!
 //! ```
 //! use std::process::Command;
@@ -69,16 +72,18 @@ mod keeper;
 )]
 mod protocol;
 #[cfg(unix)]
+mod report;
+#[cfg(unix)]
 mod spawn;
 #[cfg(unix)]
 mod sys;
 
 #[cfg(unix)]
-pub use child::JobChildExt;
-#[cfg(all(unix, feature = "capture"))]
-pub use child::JobOutputExt;
+pub use child::{JobChildExt, JobOutputExt};
 #[cfg(unix)]
 pub use contain::{Containment, Leftover};
+#[cfg(unix)]
+pub use report::{LeakReport, Seen};
 #[cfg(unix)]
 pub use spawn::{Contain, JobCommandExt};
 

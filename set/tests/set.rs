@@ -435,6 +435,36 @@ fn jobs_added_between_calls() {
     assert!(set.next().is_none());
 }
 
+/// `next_timeout(Duration::ZERO)` between the spawns of a burst (issue 44.2): it steps what is due and what is ready
+/// without sleeping, so a job whose leader exited is given back by the next such call. (Before, a zero timeout looked
+/// at the jobs' instants only: a job waiting on its exit descriptor alone, with no instant, was not stepped until a
+/// call that slept.)
+#[test]
+fn a_zero_timeout_gives_back_a_job_whose_leader_exited() {
+    let mut set = JobSet::new().unwrap();
+    let child = spawn(None, "sleep 0.2; exit 7", false);
+    let pid = child.id();
+    set.add(
+        "exits",
+        child,
+        Some(Instant::now() + Duration::from_secs(60)),
+    )
+    .unwrap();
+    // The steps before the leader's exit: it is then watched by its exit descriptor (or its poll schedule).
+    for _ in 0..3 {
+        assert!(set.next_timeout(Duration::ZERO).is_none());
+    }
+    assert!(common::eventually(Duration::from_secs(20), || is_dead(pid)));
+    let given = common::eventually(Duration::from_secs(20), || {
+        // Calls that never sleep: the exit is seen by a look, or by the poll schedule's instant where there is no
+        // pidfd; a pause between them spares the CPU.
+        thread::sleep(Duration::from_millis(20));
+        set.len() == 1 && matches!(set.next_timeout(Duration::ZERO), Some(("exits", _)))
+    });
+    assert!(given, "a zero timeout never gave back the job that ended");
+    assert!(set.is_empty());
+}
+
 /// Every job captured, each with what it wrote on both streams and its status; a chatty one bounded by its output
 /// limit (and cut at its deadline); one fed its input.
 #[cfg(feature = "capture")]

@@ -42,12 +42,9 @@ impl Kept {
     pub(super) fn reserve(&mut self) -> usize {
         let (len, cap) = (self.data.len(), self.data.capacity());
         if cap - len < READ_SIZE {
-            let most = self.limit.saturating_add(READ_SIZE);
-            let new_cap = len
-                .saturating_add(cap.max(READ_SIZE))
-                .min(most)
-                .max(len + READ_SIZE);
-            self.data.reserve_exact(new_cap - len);
+            let room = self.limit.saturating_add(READ_SIZE).saturating_sub(len);
+            self.data
+                .reserve_exact(cap.max(READ_SIZE).min(room).max(READ_SIZE));
         }
         self.data.capacity() - self.data.len()
     }
@@ -71,11 +68,7 @@ impl Kept {
         if size == 0 {
             return;
         }
-        if bytes.len() >= size {
-            self.tail.copy_from_slice(&bytes[bytes.len() - size..]);
-            self.pos = 0;
-            return;
-        }
+        let bytes = &bytes[bytes.len().saturating_sub(size)..];
         let first = (size - self.pos).min(bytes.len());
         self.tail[self.pos..self.pos + first].copy_from_slice(&bytes[..first]);
         self.tail[..bytes.len() - first].copy_from_slice(&bytes[first..]);

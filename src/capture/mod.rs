@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 mod kept;
 
-use crate::boundary::{Job, Record};
+use crate::boundary::Job;
 use crate::child::output::Sink;
 pub use crate::child::output::Stream;
 use crate::child::GroupChild;
@@ -108,7 +108,7 @@ pub struct Captured {
     pub usage: crate::Usage,
     /// The record of the job's boundary, for `grouptimeout-job` to tell what became of the job (its `containment`
     /// and `leftovers`); nothing for a plain group. A record, not the boundary: it holds none of the job's resources.
-    pub(crate) job: Record,
+    pub(crate) job: Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 #[cfg_attr(docsrs, doc(cfg(feature = "capture")))]
@@ -229,6 +229,11 @@ impl GroupChild {
     /// not checked, so a slow sink slows a command whose pipe is full (64 KiB) and delays its wait's end. It returns
     /// nothing: what to do with a writer's error is its own. A panic in it unwinds out of the step (a capturing wait
     /// then drops its child: the job is killed and the leader reaped). A later call replaces it.
+    ///
+    /// The end: a stream's end of file (every process that held it closed it) is handed over as an empty chunk, once,
+    /// after its last bytes; a stream still held open when the drain's time is up gets none. The sink is dropped when
+    /// the capture is done, in the step that returns the [`Captured`] (or with the capture, or the child, dropped
+    /// before): a sink that holds back bytes (the start of a line) hands them on in its `Drop`.
     pub fn set_output_sink(&mut self, sink: impl FnMut(Stream, &[u8]) + Send + 'static) {
         self.capture.sink = Some(Mutex::new(Box::new(sink)));
     }
@@ -387,6 +392,18 @@ impl Capture {
         &self.child
     }
 
+    /// Moves the deadline (`None`: none) for the next steps, as [`GroupChild::step`] allows: it counts until the
+    /// sequence started at a deadline (or at the idle end); from then on the grace period's end rules. The next step
+    /// checks the leader against it, whatever the last [`Interest`](crate::Interest) said.
+    ///
+    /// `set_deadline(Some(Instant::now()))` and the steps that follow end the job as at a deadline (the
+    /// [grace](GroupChild::set_grace) signal, the grace period while the pipes are read, `SIGKILL`, the reap, the
+    /// drain), and the last step still hands over the [`Captured`] output and usage, where a drop loses them.
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+        self.waiting = None;
+    }
+
     /// One non-blocking step: writes the input and reads the output that are ready, checks the leader, and moves the
     /// wait on by one state (see [`GroupChild::step`] for the sequence and the rules of the [`Interest`]s); `Done`
     /// with what [`wait_with_output_deadline`](GroupChild::wait_with_output_deadline) returns once the leader was
@@ -471,6 +488,7 @@ impl Capture {
     }
 
     fn finish(&mut self, outcome: Outcome) -> Captured {
+        self.pipes.sink = None;
         let outcome = match outcome {
             Outcome::TimedOut(status) if self.idle_end => Outcome::Idle(status),
             outcome => outcome,
@@ -651,9 +669,11 @@ impl Piped {
     /// Reads a ready pipe until it is empty (`EAGAIN`), at end of file, or [`BYTES_PER_ROUND`] bytes or
     /// [`READS_PER_ROUND`] reads were taken, handing each chunk to the sink; how many bytes were read.
     fn read_ready(&mut self, scratch: &mut Vec<u8>, sink: &mut Option<Sink>) -> io::Result<usize> {
-        let mut hand = |bytes: &[u8]| match sink.as_mut().map(Mutex::get_mut) {
-            Some(Ok(sink)) if !bytes.is_empty() => sink(self.which, bytes),
-            _ => {}
+        // The read of 0 bytes at end of file hands over the empty chunk that marks it.
+        let mut hand = |bytes: &[u8]| {
+            if let Some(Ok(sink)) = sink.as_mut().map(Mutex::get_mut) {
+                sink(self.which, bytes);
+            }
         };
         let mut bytes = 0;
         for _ in 0..READS_PER_ROUND {

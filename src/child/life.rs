@@ -64,8 +64,8 @@ impl GroupChild {
             phase: super::Phase::Running,
             grace: None,
             kill_leftovers: true,
-            wait_for_job: false,
-            draining: false,
+            wait_for_job: None,
+            draining: None,
             #[cfg(feature = "capture")]
             capture: super::output::Settings::default(),
             outcome: None,

@@ -45,6 +45,9 @@ pub(crate) struct Driver {
     armed_at: Option<Instant>,
     /// Step at the next `poll` without waiting for anything (the first step, a changed deadline, an `until` now).
     due: bool,
+    /// The runtime whose reactor and timer hold the registrations and the timer (`None`: none yet, or polled outside
+    /// a runtime).
+    runtime: Option<tokio::runtime::Id>,
 }
 
 impl Driver {
@@ -56,6 +59,7 @@ impl Driver {
             timer: None,
             armed_at: None,
             due: true,
+            runtime: None,
         }
     }
 
@@ -71,6 +75,17 @@ impl Driver {
         cx: &mut Context<'_>,
         mut step: impl FnMut() -> io::Result<Step<T>>,
     ) -> Poll<io::Result<T>> {
+        // Polled in another runtime than the last poll (a future moved from one runtime to another): what is
+        // registered is the other runtime's, whose reactor and timer may never run again (it was dropped, or nothing
+        // drives it any more), so nothing of it would wake this task. Drop it all, and register anew with this
+        // runtime at once (the step below lists the descriptors and the instant again).
+        let runtime = tokio::runtime::Handle::try_current()
+            .ok()
+            .map(|handle| handle.id());
+        if runtime != self.runtime {
+            self.forget();
+            self.runtime = runtime;
+        }
         for _ in 0..ROUNDS {
             let mut woken = std::mem::take(&mut self.due);
             // Every registration is polled, ready or not, so that each one that is not holds this task's waker.

@@ -25,13 +25,21 @@
 //!     grouptimeout_tokio::wait(slow, Some(deadline)),
 //!     grouptimeout_tokio::wait_with_output(quick, Some(deadline)),
 //! );
-//! assert!(slow?.timed_out()); // the group was killed at the deadline, the leader reaped
+//! assert!(slow?.outcome.timed_out()); // the group was killed at the deadline, the leader reaped
 //! let quick = quick?;
 //! assert!(!quick.outcome.timed_out()); // exited in time; its background sleep was killed
 //! assert_eq!(quick.stdout, b"hello\n");
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! For a service that runs one job per request (the README has it whole): contain each job with `grouptimeout-job`'s
+//! `spawn_contained` (its `setsid` servers end with it); stream its output as it comes with [`output_lines`][output-lines]
+//! (lines, and each stream's end); end it early with [`Capturing::set_deadline`][capturing-set-deadline] to now, which
+//! keeps the grace period, the output and the usage; read what it used in the result ([`Waited::usage`],
+//! [`Captured::usage`][captured-usage]). A `tokio::process::Command` is spawned through its std command:
+//! `command.as_std_mut().spawn_contained()` (or `spawn_group()`); tokio's own settings (`kill_on_drop`) do not apply
+//! to it, and are not needed.
 //!
 //! # What is promised
 //!
@@ -50,6 +58,10 @@
 //!    capture), and the job goes on.
 //! 4. No thread of its own, no signal handler, no `SIGCHLD`: between steps the future sleeps in the runtime's
 //!    reactor, on descriptors of its own, and on the runtime's timer.
+//! 5. A future polled in one runtime and then in another (moved to another runtime's task, or awaited in a second
+//!    `block_on`) drops its registrations and its timer with the first runtime and registers anew with the one that
+//!    polls it, in that poll: it wakes there at its deadline and for its job's events, whether the first runtime was
+//!    dropped or lives on without driving it.
 //!
 //! # How it waits
 //!
@@ -72,11 +84,13 @@
 //! - **The drop blocks.** Dropping an unfinished future runs [`GroupChild`](grouptimeout::GroupChild)'s `Drop` in
 //!   the thread that drops it, which kills and reaps before it returns (at most about a second; a `SIGKILL` and a
 //!   reap usually take a fraction of a millisecond; a contained job's end waits for its boundary to empty). A drop
-//!   cannot be awaited: to end a job without blocking a worker, use [`Waiting::set_deadline`] with now, and await.
+//!   cannot be awaited: to end a job without blocking a worker, use [`Waiting::set_deadline`] (or
+//!   [`Capturing::set_deadline`][capturing-set-deadline], which keeps the output) with now, and await.
 //! - **The runtime.** The futures need a tokio runtime with IO and time enabled
 //!   ([`tokio::runtime::Builder::enable_all`], as `#[tokio::main]` sets); polled elsewhere they panic, as tokio's IO
-//!   types do. Both the current-thread and the multi-thread runtime work (the futures are `Send`). A reactor error
-//!   (the runtime shut down) is returned as the future's error; the future keeps the child, whose drop ends the job.
+//!   types do. Both the current-thread and the multi-thread runtime work (the futures are `Send`), and a future
+//!   may move from one runtime to another between polls (point 5 above). A reactor error is returned as the future's
+//!   error; the future keeps the child, whose drop ends the job.
 //! - **The clock.** Deadlines are [`tokio::time::Instant`]s, handed to the core as the [`std::time::Instant`] they
 //!   stand for: the core reads the real clock. With a paused runtime clock (`tokio::time::pause`, tests with
 //!   `start_paused`) the runtime's time is not the core's; do not use these futures there.
@@ -87,8 +101,15 @@
 //!
 //! # Features
 //!
-//! `capture` (on by default): [`wait_with_output`][wait-with-output] and [`Capturing`][capturing], over grouptimeout's
-//! `capture` feature. Without it the crate is [`wait`] and [`Waiting`].
+//! `capture` (on by default): [`wait_with_output`][wait-with-output] and [`Capturing`][capturing], and
+//! [`output_lines`][output-lines], over grouptimeout's `capture` feature (and tokio's `sync`, for the lines' channel).
+//! Without it the crate is [`wait`] and [`Waiting`].
+//!
+//! # Re-exports
+//!
+//! What a user of the futures needs of `grouptimeout` is re-exported here ([`GroupCommandExt`] to spawn, [`signal`]
+//! for a grace period, [`Outcome`], [`Usage`], [`GroupChild`]; with `capture`, `Captured` and `Stream`), so that a
+//! service needs one `use` line of this crate, and one of `grouptimeout-job` for `spawn_contained`.
 //!
 //! # Auditing
 //!
@@ -102,12 +123,16 @@
     feature = "capture",
     doc = "[wait-with-output]: wait_with_output\n[capturing]: Capturing\n[capturing-detach]: Capturing::detach\n\
            [capture-step]: grouptimeout::Capture::step\n\
-           [wait-with-output-deadline]: grouptimeout::GroupChild::wait_with_output_deadline"
+           [wait-with-output-deadline]: grouptimeout::GroupChild::wait_with_output_deadline\n\
+           [output-lines]: output_lines\n[capturing-set-deadline]: Capturing::set_deadline\n\
+           [captured-usage]: grouptimeout::Captured::usage"
 )]
 #![cfg_attr(
     not(feature = "capture"),
     doc = "[wait-with-output]: crate#features\n[capturing]: crate#features\n[capturing-detach]: crate#features\n\
-           [capture-step]: crate#features\n[wait-with-output-deadline]: crate#features"
+           [capture-step]: crate#features\n[wait-with-output-deadline]: crate#features\n\
+           [output-lines]: crate#features\n[capturing-set-deadline]: crate#features\n\
+           [captured-usage]: crate#features"
 )]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -119,6 +144,8 @@ compile_error!("grouptimeout-tokio supports Unix only, as grouptimeout does");
 mod capturing;
 #[cfg(unix)]
 mod driver;
+#[cfg(all(unix, feature = "capture"))]
+mod output;
 #[cfg(unix)]
 mod sys;
 #[cfg(unix)]
@@ -127,8 +154,19 @@ mod waiting;
 #[cfg(all(unix, feature = "capture"))]
 #[cfg_attr(docsrs, doc(cfg(feature = "capture")))]
 pub use capturing::{wait_with_output, Capturing};
+#[cfg(all(unix, feature = "capture"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "capture")))]
+pub use output::{output_lines, Output, OutputLines};
 #[cfg(unix)]
-pub use waiting::{wait, Waiting};
+pub use waiting::{wait, Waited, Waiting};
+
+#[cfg(unix)]
+#[doc(no_inline)]
+pub use grouptimeout::{signal, GroupChild, GroupCommandExt, Outcome, Usage};
+#[cfg(all(unix, feature = "capture"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "capture")))]
+#[doc(no_inline)]
+pub use grouptimeout::{Captured, Stream};
 
 /// The README's examples, compiled as doctests so that they stay true.
 #[cfg(all(doctest, feature = "capture"))]

@@ -5,14 +5,27 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use grouptimeout::{GroupChild, Outcome};
+use grouptimeout::{GroupChild, Outcome, Usage};
 
 use crate::driver::Driver;
 
+/// What a [`Waiting`] returns: how the wait ended, and what the job used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Waited {
+    /// How the wait ended, with the leader's exit status: what [`GroupChild::wait_deadline`] returns.
+    pub outcome: Outcome,
+    /// What the job used, as [`GroupChild::usage`] says it once the leader was reaped: for a plain group the leader's
+    /// own resource usage (partial, see [`Usage`]); for a job contained with `grouptimeout-job`, what its boundary
+    /// measured ([`Usage::measured`]).
+    pub usage: Usage,
+}
+
 /// Waits for the job without blocking a thread: the future that [`wait`] returns. It owns the child.
 ///
-/// Its output is what [`GroupChild::wait_deadline`] returns (or `wait` without a deadline): the same end-of-job
-/// sequence, taken by the same code (the core's [`GroupChild::step`]), with the same outcome and errors.
+/// Its output is what [`GroupChild::wait_deadline`] returns (or `wait` without a deadline), with what the job used
+/// ([`Waited`]): the same end-of-job sequence, taken by the same code (the core's [`GroupChild::step`]), with the same
+/// outcome and errors.
 ///
 /// # Dropped before it is done
 ///
@@ -62,8 +75,9 @@ pub struct Waiting {
 /// # async fn main() -> std::io::Result<()> {
 /// let child = Command::new("sh").args(["-c", "sleep 30 & sleep 30"]).spawn_group()?;
 /// let deadline = tokio::time::Instant::now() + Duration::from_millis(100);
-/// let outcome = grouptimeout_tokio::wait(child, Some(deadline)).await?;
-/// assert!(outcome.timed_out()); // both sleeps were killed, the leader reaped
+/// let waited = grouptimeout_tokio::wait(child, Some(deadline)).await?;
+/// assert!(waited.outcome.timed_out()); // both sleeps were killed, the leader reaped
+/// println!("CPU time: {:?}", waited.usage.cpu());
 /// # Ok(())
 /// # }
 /// ```
@@ -77,8 +91,8 @@ pub fn wait(child: GroupChild, deadline: Option<tokio::time::Instant>) -> Waitin
 
 impl Waiting {
     /// The child, for [`GroupChild::id`] and [`GroupChild::handle`] (a [`grouptimeout::GroupHandle`] signals the
-    /// group from any task or thread while this future waits), and, once the future (awaited as `&mut`) returned,
-    /// [`GroupChild::usage`]: what the job used.
+    /// group from any task or thread while this future waits), and for what `grouptimeout-job` tells of a contained
+    /// job once the future (awaited as `&mut`) returned (its `leftovers`, its `containment`).
     pub fn child(&self) -> &GroupChild {
         &self.child
     }
@@ -106,13 +120,17 @@ impl Waiting {
 }
 
 impl Future for Waiting {
-    type Output = io::Result<Outcome>;
+    type Output = io::Result<Waited>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let deadline = this.deadline;
         let child = &mut this.child;
-        this.driver.poll(cx, || child.step(deadline))
+        let outcome = std::task::ready!(this.driver.poll(cx, || child.step(deadline)))?;
+        let usage = child
+            .usage()
+            .expect("a wait is done once its leader was reaped");
+        Poll::Ready(Ok(Waited { outcome, usage }))
     }
 }
 

@@ -1,5 +1,7 @@
 //! The adapter under tokio's current-thread and multi-thread runtimes: many concurrent jobs with deadlines and
-//! capture, a future dropped mid-wait, `tokio::time::timeout` around a wait, a detached future; nothing left.
+//! capture, a future dropped mid-wait, `tokio::time::timeout` around a wait, a detached future, a future moved from
+//! one runtime to another, a capture ended early with its grace period, the output as lines as it comes, the usage in
+//! every result; nothing left.
 
 mod common;
 
@@ -7,7 +9,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{is_dead, read_pid, survivors, with_pids, Scratch};
-use grouptimeout::{GroupChild, GroupCommandExt, Outcome};
+use grouptimeout::{GroupChild, GroupCommandExt, Outcome, Stream};
+use grouptimeout_tokio::Output;
 use tokio::time::{sleep, Instant};
 
 fn sh(line: &str) -> Command {
@@ -67,6 +70,7 @@ async fn hundred_jobs() {
                 grouptimeout_tokio::wait(child, Some(deadline))
                     .await
                     .unwrap()
+                    .outcome
             };
             if exits {
                 assert!(
@@ -204,7 +208,8 @@ async fn detached() {
     assert!(pids.iter().all(|&pid| !is_dead(pid)), "{pids:?}");
     let outcome = grouptimeout_tokio::wait(child, Some(Instant::now()))
         .await
-        .unwrap();
+        .unwrap()
+        .outcome;
     assert!(outcome.timed_out(), "{outcome}");
     assert_eq!(survivors(&pids).await, Vec::<u32>::new());
 
@@ -250,7 +255,8 @@ async fn deadline_moved_to_now() {
     let outcome = tokio::time::timeout(Duration::from_secs(10), waiting)
         .await
         .expect("the job ended on its grace signal")
-        .unwrap();
+        .unwrap()
+        .outcome;
     assert!(outcome.timed_out(), "{outcome}");
     assert_eq!(survivors(&pids).await, Vec::<u32>::new());
 }
@@ -306,7 +312,7 @@ async fn waits_do_not_spin() {
     let chatty = chatty.unwrap();
     assert!(!chatty.outcome.timed_out(), "{}", chatty.outcome);
     assert_eq!(chatty.stdout, b"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n");
-    assert!(!quiet.unwrap().timed_out());
+    assert!(!quiet.unwrap().outcome.timed_out());
     assert!(spent < 25, "the waits took {spent} ticks of CPU time");
 }
 
@@ -428,9 +434,12 @@ async fn awaited_again_after_the_end() {
         .await
         .expect("the second await returned at once")
         .unwrap();
-    assert_eq!(first.status().code(), Some(7));
+    assert_eq!(first.outcome.status().code(), Some(7));
     assert_eq!(again, first);
-    assert_eq!(waiting.detach().try_wait().unwrap(), Some(first.status()));
+    assert_eq!(
+        waiting.detach().try_wait().unwrap(),
+        Some(first.outcome.status())
+    );
 }
 
 // Issue 39: a captured job that goes quiet is ended about its idle time after its last output (the timer sleeps until
@@ -484,7 +493,8 @@ async fn a_wait_for_the_whole_job() {
     let before = thread_cpu_ticks();
     let outcome = grouptimeout_tokio::wait(child, Some(Instant::now() + Duration::from_secs(20)))
         .await
-        .unwrap();
+        .unwrap()
+        .outcome;
     let spent = thread_cpu_ticks() - before;
     assert!(!outcome.timed_out(), "{outcome}");
     assert!(
@@ -495,22 +505,282 @@ async fn a_wait_for_the_whole_job() {
     assert!(spent < 10, "the wait took {spent} ticks of CPU time");
 }
 
-/// What the job used (issue 39.1): the future awaited by reference leaves the child, which says it; a capture's
-/// result holds it.
+/// What the job used (issues 39.1 and 44.1): every future's result says it (a plain group's leader, a contained
+/// job's boundary), where before one read it through `child()` after awaiting by reference; a job that burns CPU
+/// shows it.
+async fn results_carry_usage() {
+    use grouptimeout_job::JobCommandExt as _;
+    let busy = "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; exit 3";
+    let mut waiting = grouptimeout_tokio::wait(sh(busy).spawn_group().unwrap(), None);
+    let waited = (&mut waiting).await.unwrap();
+    assert_eq!(waited.outcome.status().code(), Some(3));
+    assert_eq!(waited.usage.measured, grouptimeout::Measured::Leader);
+    assert!(waited.usage.cpu() > Duration::ZERO, "{:?}", waited.usage);
+    assert_eq!(waiting.child().usage(), Some(waited.usage));
+
+    let contained = sh(busy).spawn_contained().unwrap();
+    let waited = grouptimeout_tokio::wait(contained, None).await.unwrap();
+    assert_eq!(waited.outcome.status().code(), Some(3));
+    assert!(waited.usage.cpu() > Duration::ZERO, "{:?}", waited.usage);
+
+    let child = sh(&format!("{busy}; echo never"))
+        .stdout(Stdio::piped())
+        .spawn_group()
+        .unwrap();
+    let captured = grouptimeout_tokio::wait_with_output(child, None)
+        .await
+        .unwrap();
+    assert_eq!(captured.outcome.status().code(), Some(3));
+    assert!(
+        captured.usage.cpu() > Duration::ZERO,
+        "{:?}",
+        captured.usage
+    );
+}
+
 #[tokio::test(flavor = "current_thread")]
-async fn the_child_and_the_capture_say_what_the_job_used() {
-    let mut waiting = grouptimeout_tokio::wait(sh("exit 3").spawn_group().unwrap(), None);
-    assert_eq!(waiting.child().usage(), None);
-    let outcome = (&mut waiting).await.unwrap();
-    assert_eq!(outcome.status().code(), Some(3));
-    let usage = waiting.child().usage().expect("usage after the wait");
-    assert_eq!(usage.measured, grouptimeout::Measured::Leader);
-    #[cfg(feature = "capture")]
-    {
-        let child = sh("echo hi").stdout(Stdio::piped()).spawn_group().unwrap();
-        let captured = grouptimeout_tokio::wait_with_output(child, None)
+async fn results_carry_usage_current_thread() {
+    results_carry_usage().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_carry_usage_multi_thread() {
+    results_carry_usage().await;
+}
+
+/// Issue 42.7: a future polled in one runtime (current-thread) until it registered its descriptors and its timer,
+/// then awaited in another, the first dropped or alive but idle; the wait, captured or not, ends at its deadline
+/// (not before it, and within a bound) and leaves nothing, leader and background child. Before, it never woke: what
+/// it had registered was the first runtime's. The four cases run side by side, each in threads of its own.
+fn moved_between_runtimes(second_multi_thread: bool) {
+    let cases = [(false, false), (false, true), (true, false), (true, true)];
+    let threads = cases.map(|(keep_first, captured)| {
+        std::thread::spawn(move || moved_to(second_multi_thread, keep_first, captured))
+    });
+    let failed: Vec<String> = threads
+        .into_iter()
+        .filter_map(|thread| thread.join().err())
+        .map(|panic| match panic.downcast::<String>() {
+            Ok(message) => *message,
+            Err(panic) => format!("{:?}", panic.downcast_ref::<&str>()),
+        })
+        .collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+}
+
+/// A wait moved between runtimes, captured or not.
+type Moved = std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<Outcome>> + Send>>;
+
+fn moved_to(second_multi_thread: bool, keep_first: bool, captured: bool) {
+    let case = format!("first kept: {keep_first}, captured: {captured}");
+    let build = |multi: bool| {
+        let mut builder = if multi {
+            tokio::runtime::Builder::new_multi_thread()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+        };
+        builder.worker_threads(2).enable_all().build().unwrap()
+    };
+    let first = build(false);
+    let dir = Scratch::new("moved-runtime");
+    let (future, pids, deadline) = first.block_on(async {
+        let (child, pids) = running_job(&dir, captured).await;
+        let deadline = Instant::now() + Duration::from_millis(800);
+        let mut future: Moved = if captured {
+            let capturing = grouptimeout_tokio::wait_with_output(child, Some(deadline));
+            Box::pin(async move { capturing.await.map(|captured| captured.outcome) })
+        } else {
+            let waiting = grouptimeout_tokio::wait(child, Some(deadline));
+            Box::pin(async move { waiting.await.map(|waited| waited.outcome) })
+        };
+        tokio::select! {
+            outcome = &mut future => panic!("{case}: returned {outcome:?}"),
+            () = sleep(Duration::from_millis(200)) => {}
+        }
+        (future, pids, deadline)
+    });
+    let first = keep_first.then_some(first);
+    let second = build(second_multi_thread);
+    second.block_on(async {
+        let outcome = tokio::time::timeout(Duration::from_secs(10), future)
             .await
-            .unwrap();
-        assert!(captured.usage.memory.is_some());
+            .unwrap_or_else(|_| panic!("{case}: no end 10 s after the deadline"))
+            .unwrap_or_else(|err| panic!("{case}: {err}"));
+        assert!(outcome.timed_out(), "{case}: {outcome}");
+        assert!(Instant::now() >= deadline, "{case}: before the deadline");
+        assert_eq!(survivors(&pids).await, Vec::<u32>::new(), "{case}");
+    });
+    drop(first);
+}
+
+#[test]
+fn moved_between_runtimes_to_a_current_thread_one() {
+    moved_between_runtimes(false);
+}
+
+#[test]
+fn moved_between_runtimes_to_a_multi_thread_one() {
+    moved_between_runtimes(true);
+}
+
+/// Issue 44.1: a capturing future ended before its deadline (the client went away) with `set_deadline(now)`, then
+/// awaited: the grace signal ends the command, whose last words are kept, and the result holds its output and usage;
+/// nothing is left, leader and background child. Before, `Capturing` had no `set_deadline`: the one way to end it
+/// was its drop, which blocks while it kills (no grace) and loses the output and the usage.
+async fn capture_ended_with_its_grace() {
+    let dir = Scratch::new("grace");
+    let line = with_pids(
+        &dir,
+        "trap 'echo stopping; exit 3' TERM; echo started; while :; do sleep 0.1; done",
+    );
+    let mut child = sh(&line).stdout(Stdio::piped()).spawn_group().unwrap();
+    child.set_grace(grouptimeout::signal::SIGTERM, Duration::from_secs(20));
+    let pids = pids(&dir).await;
+    let mut capturing = grouptimeout_tokio::wait_with_output(child, None);
+    tokio::select! {
+        out = &mut capturing => panic!("returned: {out:?}"),
+        () = sleep(Duration::from_millis(200)) => {}
     }
+    let ended = Instant::now();
+    capturing.set_deadline(Some(ended));
+    let captured = tokio::time::timeout(Duration::from_secs(10), capturing)
+        .await
+        .expect("the command ended on its grace signal, long before the grace period's end")
+        .unwrap();
+    // Its last words, and its usage (the leader's, with its peak memory).
+    assert_eq!(captured.stdout, b"started\nstopping\n");
+    assert!(captured.pipes_closed);
+    assert!(captured.usage.memory.is_some(), "{:?}", captured.usage);
+    // Timed out, and the command exited on the grace signal (its trap's status), before any SIGKILL.
+    let outcome = captured.outcome;
+    assert!(
+        matches!(outcome, Outcome::TimedOut(s) if s.code() == Some(3)),
+        "{outcome}"
+    );
+    assert_eq!(survivors(&pids).await, Vec::<u32>::new());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn capture_ended_with_its_grace_current_thread() {
+    capture_ended_with_its_grace().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capture_ended_with_its_grace_multi_thread() {
+    capture_ended_with_its_grace().await;
+}
+
+/// Every `Output` of `lines` until `None`, bounded.
+async fn all_lines(lines: &mut grouptimeout_tokio::OutputLines) -> Vec<Output> {
+    let mut all = Vec::new();
+    let end = Instant::now() + Duration::from_secs(20);
+    while let Some(output) = tokio::time::timeout_at(end, lines.recv())
+        .await
+        .expect("the lines ended")
+    {
+        all.push(output);
+    }
+    all
+}
+
+/// The lines of `stream` in `all`, its end included.
+fn of(all: &[Output], stream: Stream) -> Vec<Output> {
+    all.iter()
+        .filter(|output| match output {
+            Output::Line(s, _) | Output::End { stream: s, .. } => *s == stream,
+            _ => unreachable!(),
+        })
+        .cloned()
+        .collect()
+}
+
+/// Issue 44.1: the output as it comes, to async code: the first line arrives while the command still runs; each
+/// stream's lines in order, a line longer than 64 KiB in pieces, a last line without a newline delivered, then the
+/// stream's end (closed); `None` after both. And a stream still held by a kept leftover when the capture ends: what
+/// it held back, then its end, not closed. Before, the core's sink had no end of stream, and a last line without a
+/// newline never reached the log (this did not compile: no `output_lines`).
+async fn output_lines_as_they_come() {
+    let dir = Scratch::new("lines");
+    let script = "printf 'one\\n'; sleep 1; printf 'two\\nlast'; \
+                  head -c 100000 /dev/zero | tr '\\0' x >&2; echo >&2";
+    let mut child = sh(&with_pids(&dir, script))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn_group()
+        .unwrap();
+    let mut lines = grouptimeout_tokio::output_lines(&mut child);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let capturing = tokio::spawn(grouptimeout_tokio::wait_with_output(child, Some(deadline)));
+    let first = tokio::time::timeout_at(deadline, lines.recv())
+        .await
+        .unwrap();
+    assert_eq!(first, Some(Output::Line(Stream::Stdout, b"one\n".to_vec())));
+    assert!(!capturing.is_finished(), "the first line came at the end");
+    let rest = all_lines(&mut lines).await;
+    let captured = capturing.await.unwrap().unwrap();
+    assert!(captured.outcome.status().success(), "{}", captured.outcome);
+    assert_eq!(captured.stdout, b"one\ntwo\nlast");
+    assert_eq!(
+        of(&rest, Stream::Stdout),
+        [
+            Output::Line(Stream::Stdout, b"two\n".to_vec()),
+            Output::Line(Stream::Stdout, b"last".to_vec()),
+            Output::End {
+                stream: Stream::Stdout,
+                closed: true
+            },
+        ]
+    );
+    let mut long = vec![b'x'; 100_000 - (64 << 10)];
+    long.push(b'\n');
+    assert_eq!(
+        of(&rest, Stream::Stderr),
+        [
+            Output::Line(Stream::Stderr, vec![b'x'; 64 << 10]),
+            Output::Line(Stream::Stderr, long),
+            Output::End {
+                stream: Stream::Stderr,
+                closed: true
+            },
+        ]
+    );
+    assert_eq!(survivors(&pids(&dir).await).await, Vec::<u32>::new());
+
+    // A leftover kept alive holds standard output after the leader's exit: the capture drains for about 100 ms, ends,
+    // and the lines end that stream unclosed, with what it held back.
+    let dir = Scratch::new("lines-kept");
+    let script = "sleep 30 & echo $! > {0}/bg; printf 'partial'";
+    let mut child = sh(&script.replace("{0}", &dir.0.display().to_string()))
+        .stdout(Stdio::piped())
+        .spawn_group()
+        .unwrap();
+    child.set_kill_leftovers(false);
+    let mut lines = grouptimeout_tokio::output_lines(&mut child);
+    let captured = grouptimeout_tokio::wait_with_output(child, Some(deadline))
+        .await
+        .unwrap();
+    let leftover = read_pid(&dir.path("bg")).await;
+    let _ = Command::new("kill").arg(leftover.to_string()).status();
+    assert!(!captured.pipes_closed);
+    assert_eq!(
+        all_lines(&mut lines).await,
+        [
+            Output::Line(Stream::Stdout, b"partial".to_vec()),
+            Output::End {
+                stream: Stream::Stdout,
+                closed: false
+            },
+        ]
+    );
+    assert_eq!(survivors(&[leftover]).await, Vec::<u32>::new());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn output_lines_as_they_come_current_thread() {
+    output_lines_as_they_come().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_lines_as_they_come_multi_thread() {
+    output_lines_as_they_come().await;
 }

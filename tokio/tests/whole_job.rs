@@ -52,7 +52,7 @@ async fn short_rests_return() {
         let Ok(outcome) = waited else {
             panic!("{mode:?}: run {run}: the wait for job {id} did not return within a second");
         };
-        let outcome = outcome.unwrap();
+        let outcome = outcome.unwrap().outcome;
         assert!(!outcome.timed_out(), "{mode:?}: run {run}: {outcome:?}");
         assert_eq!(outcome.status().code(), Some(5), "{mode:?}: run {run}");
     }
