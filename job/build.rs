@@ -1,8 +1,14 @@
 //! Builds the keeper program (`keeper/main.rs`, see `doc/keeper.md`, "Where the program comes from") into
 //! `$OUT_DIR/gt-keeper`, which the library embeds (`include_bytes!`) and execs from a sealed memory file for each
-//! kept job: with the `rustc` and for the target that cargo hands this script (`RUSTC`, not `RUSTC_WRAPPER`: a
-//! wrapper such as sccache is for cargo's own units; `TARGET`; `RUSTC_LINKER` where cargo was told a linker),
-//! linked statically where it can be (glibc's `libc.a`; musl always), else dynamically.
+//! kept job: with the `rustc` that cargo hands this script (`RUSTC`, not `RUSTC_WRAPPER`: a wrapper such as sccache
+//! is for cargo's own units), linked statically where it can be. For a glibc target it first tries the same
+//! architecture's musl target (`x86_64-unknown-linux-musl` for `x86_64-unknown-linux-gnu`), where that target's std
+//! is installed (`rustup target add …`) and links with the system's defaults: a static musl program starts in about a
+//! third of the time of a static glibc one, whose start asks the CPU for its features and caches (`cpuid`, which
+//! traps to the hypervisor in a virtual machine: measured here, 265-280 µs against 650-720 µs per start of the
+//! program, and the program is 0.5 MB instead of 1.3 MB), and every kept job starts it once. Then it builds for the
+//! target cargo builds for (`TARGET`; `RUSTC_LINKER` where cargo was told a linker): static (glibc's `libc.a`; musl
+//! always), else dynamic.
 //!
 //! Of the caller's `RUSTFLAGS` (`CARGO_ENCODED_RUSTFLAGS`) it passes only what linking for the target may need (`-L`,
 //! `-C linker=`, `-C link-arg(s)=`, `-C link-self-contained=`, `--sysroot`): the rest is for the caller's own code,
@@ -47,7 +53,8 @@ fn main() {
     println!("cargo:rustc-env=GROUPTIMEOUT_KEEPER_MISSING={missing}");
 }
 
-/// Compiles the program to `program`: static first, then dynamic. The error says why neither worked.
+/// Compiles the program to `program`: for the musl target of a glibc target's architecture first, then for the
+/// target, static, then dynamic. The error says why none worked.
 fn build(program: &Path) -> Result<(), String> {
     let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     if !["x86_64", "aarch64", "riscv64"].contains(&arch.as_str()) {
@@ -60,8 +67,14 @@ fn build(program: &Path) -> Result<(), String> {
     let source = Path::new(&env::var_os("CARGO_MANIFEST_DIR").ok_or("no CARGO_MANIFEST_DIR")?)
         .join("keeper")
         .join("main.rs");
+    let mut attempts = Vec::new();
+    if let Some(musl) = target.strip_suffix("-linux-gnu") {
+        attempts.push((format!("{musl}-linux-musl"), "+crt-static", false));
+    }
+    attempts.push((target.clone(), "+crt-static", true));
+    attempts.push((target, "-crt-static", true));
     let mut last = String::new();
-    for link in ["+crt-static", "-crt-static"] {
+    for (target, link, ours) in attempts {
         let mut rustc = Command::new(&rustc);
         rustc
             .arg(&source)
@@ -85,12 +98,15 @@ fn build(program: &Path) -> Result<(), String> {
             .args(["-C", "debuginfo=0", "-C", "codegen-units=1"])
             .args(["-C", &format!("target-feature={link}")])
             .args(["--cfg", "grouptimeout_keeper_program", "-o"])
-            .arg(program)
-            .args(link_flags());
-        if let Some(linker) = env::var_os("RUSTC_LINKER") {
-            let mut flag = OsString::from("linker=");
-            flag.push(linker);
-            rustc.arg("-C").arg(flag);
+            .arg(program);
+        // The caller's linking flags and linker are for `TARGET`: a musl build (not `ours`) takes rustc's defaults.
+        if ours {
+            rustc.args(link_flags());
+            if let Some(linker) = env::var_os("RUSTC_LINKER") {
+                let mut flag = OsString::from("linker=");
+                flag.push(linker);
+                rustc.arg("-C").arg(flag);
+            }
         }
         match rustc.output() {
             Ok(done) if done.status.success() => return Ok(()),

@@ -399,12 +399,10 @@ fn verbose_messages() {
     // Real-time signals are Linux's (the tool names them there only).
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
-        // The shell ignores the number the tool sends (and so do the `sleep`s it starts): RTMIN is 34 with glibc, 35
-        // with musl, and /bin/sh may be built against the other one. The first `sleep` is a process of its own, left
-        // behind when the command (the second, by `exec`) dies. (Not one the shell waits for: a parent in `wait`
-        // that the kill reaches an instant after its child may reap that child before it dies itself, and then the
-        // child is named nowhere; see `Contain`, "What leftovers() names".)
-        let ignore = format!("trap '' {}; sleep 10 & exec sleep 11", libc::SIGRTMIN() + 1);
+        // The shell ignores the number the tool sends: RTMIN is 34 with glibc, 35 with musl, and /bin/sh may be
+        // built against the other one. The `true` keeps the shell from running `sleep` by `exec` (busybox sh does
+        // even with a trap set), so that `sleep` is a process of its own, left behind when the shell dies.
+        let ignore = format!("trap '' {}; sleep 10; true", libc::SIGRTMIN() + 1);
         let r = run(&[
             "--verbose",
             "-s",

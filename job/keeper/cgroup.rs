@@ -63,13 +63,14 @@ impl Folder {
         Ok(pids)
     }
 
-    /// Whether a process other than the keeper `me` is in the folder (`true` where it cannot be told).
-    pub(crate) fn holds_others(&self, me: u32) -> bool {
+    /// Whether a process other than those of `ours` (the keeper, the exited command) is in the folder (`true` where it
+    /// cannot be told).
+    pub(crate) fn holds_others(&self, ours: &[u32]) -> bool {
         if !self.inside {
             return !self.empty();
         }
         self.pids()
-            .map_or(true, |pids| pids.iter().any(|&p| p != me))
+            .map_or(true, |pids| pids.iter().any(|p| !ours.contains(p)))
     }
 
     /// Whether `cgroup.events` says `populated 0`, or the folder is gone.

@@ -26,6 +26,34 @@ pub(crate) fn children(pid: u32) -> Option<Vec<u32>> {
     Some(found)
 }
 
+/// Names in `reached` every process below the keeper (found through `/proc/PID/task/TID/children`, at most
+/// [`WALK_AT_MOST`]) that is in the process group `group` (the command's: the keeper left it), but the command: whether
+/// every one of them, the command too, is stopped or dead.
+pub(crate) fn name_group(group: u32, command: u32, reached: &mut Vec<(u32, String)>) -> bool {
+    let mut stopped = true;
+    let mut below = children(std::process::id()).unwrap_or_default();
+    let mut at = 0;
+    while let Some(&pid) = below.get(at) {
+        at += 1;
+        let Some(stat) = Stat::read(pid) else {
+            continue;
+        };
+        if stat.group == group {
+            stopped &= matches!(stat.state, b'T' | b't') || stat.dead();
+            if pid != command {
+                record(reached, pid, stat.name);
+            }
+        }
+        if below.len() < WALK_AT_MOST {
+            below.extend(children(pid).unwrap_or_default());
+        }
+    }
+    stopped
+}
+
+/// How many processes [`name_group`] looks at, at most.
+const WALK_AT_MOST: usize = 100_000;
+
 /// Reaps the keeper's children that exited, but the command: `waitid(P_ALL, WNOWAIT)` names one that exited; once
 /// that is the command (a zombie until the keeper's end), the children `/proc` lists are reaped one by one instead.
 /// Those that `SIGKILL` killed go to `killed` (pid, and the name read before the reap).
@@ -140,6 +168,8 @@ pub(crate) fn record(reached: &mut Vec<(u32, String)>, pid: u32, name: String) {
 pub(crate) struct Stat {
     pub(crate) name: String,
     state: u8,
+    /// Its process group.
+    group: u32,
     /// Exited, killed by `SIGKILL` (its exit status says so).
     killed: bool,
 }
@@ -157,12 +187,13 @@ impl Stat {
                 .parse()
                 .ok()
         };
-        // After the name: state (field 3), ... exit_code (52).
+        // After the name: state (field 3), ppid, pgrp (5), ... exit_code (52).
         let state = *fields.first()?.first()?;
         let dead = matches!(state, b'Z' | b'X' | b'x');
         Some(Stat {
             name: String::from_utf8_lossy(text.get(open + 1..close)?).into_owned(),
             state,
+            group: u32::try_from(number(2)?).ok()?,
             killed: dead && number(49).is_some_and(|code| code & 0x7f == 9),
         })
     }

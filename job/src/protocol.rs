@@ -114,6 +114,7 @@ const VERDICT: u8 = 2;
 const DEATH_PLAN: u8 = 3;
 const STOPPED: u8 = 10;
 const REPORT: u8 = 11;
+const LISTED: u8 = 12;
 
 impl Order {
     pub(crate) fn encode(self) -> [u8; 9] {
@@ -183,6 +184,9 @@ pub(crate) enum Note {
     Stopped(u32),
     /// The keeper's last word, written just before it exits as the command did.
     Report(Report),
+    /// Told to kill the job, the keeper has stopped the command's group and named its members (or given up waiting
+    /// for them to stop): the caller's `SIGKILL` of the group may follow.
+    Listed,
 }
 
 /// How the CPU time of a [`Report`] was measured (the core's `Measured`).
@@ -229,6 +233,7 @@ impl Note {
                 out.push(STOPPED);
                 out.extend_from_slice(&signal.to_le_bytes());
             }
+            Note::Listed => out.push(LISTED),
             Note::Report(r) => {
                 out.push(REPORT);
                 out.extend_from_slice(&r.user_us.to_le_bytes());
@@ -276,6 +281,7 @@ impl Note {
         let mut at = Reader(bytes);
         match at.u8()? {
             STOPPED => Some(Note::Stopped(at.u32()?)),
+            LISTED => Some(Note::Listed),
             REPORT => {
                 let user_us = at.u64()?;
                 let system_us = at.u64()?;
@@ -397,6 +403,7 @@ mod tests {
             Note::decode(&Note::Stopped(19).encode()),
             Some(Note::Stopped(19))
         );
+        assert_eq!(Note::decode(&Note::Listed.encode()), Some(Note::Listed));
         let start = Start::Keep(Keep {
             channel: 5,
             command: 77,

@@ -197,8 +197,10 @@ impl JobCommandExt for Command {
 ///   (see above). A command that stops is reported by its keeper instead (`host::take_stop` says so, and the keeper
 ///   sends this process `SIGCHLD`, as the command's own stop would); the keeper itself never stops.
 /// - A job's `SIGKILL` (the deadline's, [`kill`](GroupChild::kill), the leftovers', the drop's) tells the keeper to
-///   kill the whole job, stops the command's group (`SIGSTOP`) and sends it `SIGKILL`: no step of this process freezes,
-///   lists or kills a cgroup, or walks `/proc`; it sleeps on the keeper's exit, and the keeper's report (what its kills
+///   kill the whole job, stops the command's group (`SIGSTOP`), waits for the keeper's note that it has named the
+///   group's members once they are stopped (100 ms at most: a member still in `wait` could otherwise reap a child the
+///   kill ends before anything named it), and sends the group `SIGKILL`: no step of this process freezes, lists or
+///   kills a cgroup, or walks `/proc`; it sleeps on the keeper's exit, and the keeper's report (what its kills
 ///   reached, the job's usage, what failed) is read at the reap.
 /// - A command that fails its `exec` fails the spawn with std's error (`NotFound` for a missing program); no keeper is
 ///   started.

@@ -48,15 +48,27 @@ impl Containment {
 }
 
 /// A kept job's `SIGKILL`, once its keeper was told to kill the job: the command's group stopped first (`SIGSTOP`:
-/// the keeper is not in it, and takes no stop for the command's own once told), then `group` (the core's `SIGKILL`).
-/// A stopped member cannot reap a child of its that the kill ends, so every killed process whose parent dies with it
-/// comes to the keeper (a child subreaper), which names it among what the kill reached.
+/// the keeper is not in it, and takes no stop for the command's own once told), then, once the keeper has named the
+/// group's members (its note, or [`LISTED_WAIT`] at most), `group` (the core's `SIGKILL`). A `SIGSTOP` takes effect
+/// only when its target next runs: a member still in `wait` when the kill ends one of its children would reap it, and
+/// nothing would name it; the keeper names them while they are stopped. A stopped member reaps nothing, so every
+/// other killed process whose parent dies with it comes to the keeper (a child subreaper), which names it too.
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-fn stopped_first(leader: u32, group: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
+fn stopped_first(
+    leader: u32,
+    keeper: &Keeper,
+    group: impl FnOnce() -> io::Result<()>,
+) -> io::Result<()> {
     // The group's id is the keeper's pid, our unreaped child (the core checked it): it names the job's group.
     let _ = i32::try_from(leader).map(|id| crate::sys::kill(-id, libc::SIGSTOP));
+    keeper.wait_listed(LISTED_WAIT);
     group()
 }
+
+/// How long a kept job's `SIGKILL` waits for the keeper to name the command's group (it waits 50 ms at most for the
+/// group to stop).
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+const LISTED_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// A job's boundary beyond its process group; empty (a plain group) by default. Clones share it.
 #[derive(Clone, Default)]
@@ -311,7 +323,7 @@ impl Job {
             // The keeper kills the job (this thread only tells it); a keeper that was killed left it to this process.
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Cgroup(ref cgroup) => match self.keeper() {
-                Some(keeper) if keeper.kill() => stopped_first(leader, group),
+                Some(keeper) if keeper.kill() => stopped_first(leader, keeper, group),
                 _ => group().and(cgroup.kill_all()),
             },
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
@@ -335,7 +347,7 @@ impl Job {
             }
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Reaper(ref mark) => match self.keeper() {
-                Some(keeper) if keeper.kill() => stopped_first(leader, group),
+                Some(keeper) if keeper.kill() => stopped_first(leader, keeper, group),
                 // A job that killed its keeper was re-parented away from it: its mark is what is left to find it by.
                 _ => group().and(mark.signal(leader, signal, &inner.reached, || {})),
             },

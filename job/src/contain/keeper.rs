@@ -40,6 +40,8 @@ struct Notes {
     stop: Option<i32>,
     /// The keeper's last word.
     report: Option<Report>,
+    /// Whether the keeper said it named the command's group for a kill (see [`Keeper::wait_listed`]).
+    listed: bool,
 }
 
 impl Keeper {
@@ -78,6 +80,7 @@ impl Keeper {
             match Note::decode(&bytes) {
                 Some(Note::Stopped(signal)) => notes.stop = i32::try_from(signal).ok(),
                 Some(Note::Report(report)) => notes.report = Some(report),
+                Some(Note::Listed) => notes.listed = true,
                 // End of file: the keeper exited (or will: it closes its end only then).
                 None if bytes.is_empty() => break,
                 None => {}
@@ -123,6 +126,41 @@ impl Keeper {
     pub(crate) fn kill(&self) -> bool {
         self.killed.store(true, Ordering::SeqCst);
         sys::send_datagram(self.channel.as_fd(), &Order::Kill.encode()).is_ok() || self.left()
+    }
+
+    /// Waits, after [`kill`](Keeper::kill), until the keeper has stopped the command's group and named its members
+    /// (its note), it has exited, or `limit` has passed.
+    pub(crate) fn wait_listed(&self, limit: Duration) {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let notes = self.read_notes();
+            if notes.listed || notes.report.is_some() {
+                return;
+            }
+            drop(notes);
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            let mut fds: Vec<libc::pollfd> = std::iter::once(self.channel.as_raw_fd())
+                .chain(self.own_exit.as_ref().map(AsRawFd::as_raw_fd))
+                .map(|fd| libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
+            if sys::poll(&mut fds, left).is_err() {
+                return;
+            }
+            // The keeper gone (its pidfd readable, or its end of the channel closed): no note will come.
+            let hung_up = fds
+                .first()
+                .is_some_and(|fd| fd.revents & (libc::POLLHUP | libc::POLLERR) != 0);
+            if hung_up || fds.get(1).is_some_and(|fd| fd.revents != 0) {
+                return;
+            }
+        }
     }
 
     /// Whether the keeper exited on its own, after its report (one that exited without it was killed).
