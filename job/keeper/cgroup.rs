@@ -11,6 +11,7 @@ use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::protocol::cgroup_tree as tree;
 use crate::reaper::{record, Stat};
 use crate::sys::{self, PollFd};
 
@@ -292,23 +293,6 @@ impl Folder {
     }
 }
 
-/// The folders of the tree at `dir`: `dir` first, then each sub-folder before those below it.
-fn tree(dir: &Path) -> Vec<PathBuf> {
-    let mut folders = vec![dir.to_path_buf()];
-    let mut next = 0;
-    while let Some(dir) = folders.get(next).cloned() {
-        next += 1;
-        if let Ok(entries) = fs::read_dir(&dir) {
-            folders.extend(
-                entries
-                    .flatten()
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                    .map(|e| e.path()),
-            );
-        }
-    }
-    folders
-}
 
 /// Writes `value` to the control file `path` in one `write` (a cgroup file takes it whole or not at all).
 fn write(path: &Path, value: &[u8]) -> io::Result<()> {

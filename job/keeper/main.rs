@@ -40,51 +40,25 @@ compile_error!("the keeper program is for 64-bit Linux (x86-64, AArch64, RISC-V)
 #[path = "../src/protocol.rs"]
 mod protocol;
 
-#[cfg(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "riscv64"
-    )
-))]
-mod cgroup;
-#[cfg(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "riscv64"
-    )
-))]
-mod guard;
-#[cfg(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "riscv64"
-    )
-))]
-mod keep;
-#[cfg(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "riscv64"
-    )
-))]
-mod reaper;
-#[cfg(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "riscv64"
-    )
-))]
-mod sys;
+/// Its items on the targets the program runs on (64-bit Linux); elsewhere, where cargo builds the example for
+/// clippy, none.
+macro_rules! on_linux {
+    ($($item:item)*) => {$(
+        #[cfg(all(
+            target_os = "linux",
+            any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")
+        ))]
+        $item
+    )*};
+}
+
+on_linux! {
+    mod cgroup;
+    mod guard;
+    mod keep;
+    mod reaper;
+    mod sys;
+}
 
 fn main() {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();

@@ -283,6 +283,15 @@ impl Spawning<'_> {
     /// What `C` (or, in cgroup mode, its successor) does from the subreaper on (see the module docs); its exit
     /// status if it does not exec the program.
     fn command_and_keeper(&mut self) -> c_int {
+        // Every orphan of the job comes to the keeper, from the command's first instruction on (the flag survives the
+        // `exec` of the program).
+        if let Err(e) = sys::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) {
+            return self.refused(e, "cannot become a child subreaper");
+        }
+        let holder = match sys::leave_own_group() {
+            Ok(holder) => holder,
+            Err(e) => return self.refused(e, "cannot make the command's process group"),
+        };
         let (command, stage, mask, program, channel, cgroup, supervisor) = (
             &mut *self.command,
             &mut *self.stage,
@@ -292,19 +301,6 @@ impl Spawning<'_> {
             self.cgroup,
             self.supervisor,
         );
-        let refused = |stage: &mut Stage, e: io::Error, what: &str| {
-            *stage = Stage::Refused(sys::os_error_or(e, |e| format!("{what}: {e}")));
-            127
-        };
-        // Every orphan of the job comes to the keeper, from the command's first instruction on (the flag survives the
-        // `exec` of the program).
-        if let Err(e) = sys::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) {
-            return refused(stage, e, "cannot become a child subreaper");
-        }
-        let holder = match sys::leave_own_group() {
-            Ok(holder) => holder,
-            Err(e) => return refused(stage, e, "cannot make the command's process group"),
-        };
         let group = std::process::id();
         sys::quiet_handlers();
         mask.set();

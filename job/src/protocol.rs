@@ -2,11 +2,11 @@
 //! sends and the notes the keeper sends back, one datagram each on the job's channel (a `SOCK_SEQPACKET` socket
 //! pair). One file, std only, compiled into the library (`crate::contain::keeper`) and into the program
 //! (`job/keeper/main.rs`, by `#[path]`), so that the two cannot disagree. Every decoder takes any bytes: what it
-//! cannot read is `None`, never a panic.
+//! cannot read is `None`, never a panic. And the one helper both sides need alike: [`cgroup_tree`].
 
 use std::ffi::OsString;
 use std::io::ErrorKind;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The program's name (`comm` and `argv[0]`), as the keeper was named before it was a program of its own: never the
 /// tool's, so that a kill of the tool by its name (`pkill -x`, `killall`) spares the keeper, which then ends the job.
@@ -15,6 +15,25 @@ pub(crate) const KEEPER_NAME: &str = "group-keeper";
 /// How many of the processes a kill reached a report names at most (pid and name, about 20 bytes each: a datagram
 /// of at most about 200 KiB, under the default socket buffer); the rest are counted (`Report::unnamed`).
 pub(crate) const NAMED_AT_MOST: usize = 8192;
+
+/// The folders of the cgroup tree at `dir`: `dir` first, then each sub-cgroup before the sub-cgroups below it (none
+/// of the names are followed if `dir` cannot be read).
+pub(crate) fn cgroup_tree(dir: &Path) -> Vec<PathBuf> {
+    let mut folders = vec![dir.to_path_buf()];
+    let mut next = 0;
+    while let Some(dir) = folders.get(next).cloned() {
+        next += 1;
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            folders.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path()),
+            );
+        }
+    }
+    folders
+}
 
 /// What the program is started to do (its command line).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use super::proc::random_hex;
+use crate::protocol::cgroup_tree as tree;
 use crate::sys;
 
 /// How long the end of a job waits for its cgroup to empty before it leaves the folder behind.
@@ -272,25 +273,6 @@ fn open_control(dir: &Path, file: &str, write: bool) -> io::Result<File> {
         .write(write)
         .open(&path)
         .map_err(|e| crate::sys::os_error_or(e, |e| format!("cannot open {}: {e}", path.display())))
-}
-
-/// The folders of the cgroup tree at `dir`: `dir` first, then each sub-cgroup before the sub-cgroups below it
-/// (none of the names are followed if `dir` cannot be read).
-fn tree(dir: &Path) -> Vec<PathBuf> {
-    let mut folders = vec![dir.to_path_buf()];
-    let mut next = 0;
-    while let Some(dir) = folders.get(next).cloned() {
-        next += 1;
-        if let Ok(entries) = fs::read_dir(&dir) {
-            folders.extend(
-                entries
-                    .flatten()
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                    .map(|e| e.path()),
-            );
-        }
-    }
-    folders
 }
 
 /// Removes the cgroup folder `dir` and every sub-cgroup in it, deepest first. Fails with the first error other than

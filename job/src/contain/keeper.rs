@@ -129,35 +129,17 @@ impl Keeper {
     }
 
     /// Waits, after [`kill`](Keeper::kill), until the keeper has stopped the command's group and named its members
-    /// (its note), it has exited, or `limit` has passed.
+    /// (its note), it has exited (its end of the channel closed), or `limit` has passed.
     pub(crate) fn wait_listed(&self, limit: Duration) {
         let deadline = std::time::Instant::now() + limit;
-        loop {
-            let notes = self.read_notes();
-            if notes.listed || notes.report.is_some() {
-                return;
-            }
-            drop(notes);
+        let mut fds = [libc::pollfd {
+            fd: self.channel.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        while !self.read_notes().listed && fds[0].revents & libc::POLLHUP == 0 {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                return;
-            }
-            let mut fds: Vec<libc::pollfd> = std::iter::once(self.channel.as_raw_fd())
-                .chain(self.own_exit.as_ref().map(AsRawFd::as_raw_fd))
-                .map(|fd| libc::pollfd {
-                    fd,
-                    events: libc::POLLIN,
-                    revents: 0,
-                })
-                .collect();
-            if sys::poll(&mut fds, left).is_err() {
-                return;
-            }
-            // The keeper gone (its pidfd readable, or its end of the channel closed): no note will come.
-            let hung_up = fds
-                .first()
-                .is_some_and(|fd| fd.revents & (libc::POLLHUP | libc::POLLERR) != 0);
-            if hung_up || fds.get(1).is_some_and(|fd| fd.revents != 0) {
+            if left.is_zero() || sys::poll(&mut fds, left).is_err() {
                 return;
             }
         }
