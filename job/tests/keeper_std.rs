@@ -183,17 +183,7 @@ fn the_command_gets_the_callers_mask_and_ignored_signals() {
         assert_eq!(kept_masks, plain_masks);
         return;
     }
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env("GROUPTIMEOUT_TEST_SIGNALS", "1")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("1 passed"),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::passes_alone(test, &[("GROUPTIMEOUT_TEST_SIGNALS", "1")], "the inner run");
 }
 
 /// The keeper leaves the command's group before the spawn returns (it joins its helper's group before it closes its

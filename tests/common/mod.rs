@@ -838,6 +838,22 @@ pub fn wait_for_guard(tool: u32) -> u32 {
     guard.unwrap()
 }
 
+/// Re-runs test `test` (its full name) of this test program alone, in a process of its own with `envs` in its
+/// environment, and asserts that it passed (`what` says which run failed).
+pub fn passes_alone(test: &str, envs: &[(&str, &str)], what: &str) {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{what}: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Re-runs test `test` (its full name) of this test program as a supervisor: with `GROUPTIMEOUT_TEST_SUPERVISOR=1`
 /// and `envs` in its environment and stdout piped. Returns it and the words of the first line it printed that starts
 /// with "escapee " (it fails if the supervisor ends before).
