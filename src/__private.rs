@@ -51,6 +51,24 @@ pub fn spawn(command: &mut Command, boundary: Arc<dyn Boundary>) -> io::Result<G
     GroupChild::spawn(command, Job(Some(boundary)))
 }
 
+/// A child whose leader `pid`, our unreaped child (exit signal `SIGCHLD`), the boundary's own spawn made (a kept
+/// job's keeper), with the command's standard streams and a pidfd of the process a wait watches (`watched`, the
+/// boundary's [`Boundary::watched`]; `None`: the waits follow the poll schedule). From here on this crate reaps `pid`
+/// (`wait4`) and signals its group as for any child.
+pub fn spawned(
+    pid: u32,
+    stdio: (
+        Option<std::process::ChildStdin>,
+        Option<std::process::ChildStdout>,
+        Option<std::process::ChildStderr>,
+    ),
+    watched: Option<std::os::fd::OwnedFd>,
+    boundary: Arc<dyn Boundary>,
+) -> GroupChild {
+    let watch = crate::wait::ExitWatch::new(None, watched);
+    GroupChild::new(pid, stdio, watch, Job(Some(boundary)))
+}
+
 /// The boundary attached to `child`, if any.
 #[must_use]
 pub fn boundary(child: &GroupChild) -> Option<&Arc<dyn Boundary>> {

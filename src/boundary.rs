@@ -163,7 +163,7 @@ pub unsafe trait Boundary: fmt::Debug + Send + Sync + Any {
 
     /// What a finished job's result keeps of the job (called once the leader was reaped: by a capturing wait, and by
     /// a driver that hands over a result of its own, see `Recorded`): a record that holds none of the job's resources
-    /// (descriptors, a keeper's page), so that a kept result does not keep them open.
+    /// (its descriptors), so that a kept result does not keep them open.
     fn record(&self) -> Option<Arc<dyn Any + Send + Sync>>;
 
     /// The boundary as [`Any`], for the crate that made it to find its own type again.

@@ -5,7 +5,7 @@
 //! that does the same for a handle nobody waited for are in `child/life.rs`.
 
 use std::io;
-use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, ExitStatus};
+use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -49,7 +49,8 @@ pub struct GroupChild {
     pub stdout: Option<ChildStdout>,
     /// The child's standard error, if it was piped.
     pub stderr: Option<ChildStderr>,
-    child: Child,
+    /// The leader's pid (std's `Child` gave only that: the waits, the signals and the reap are this crate's).
+    pid: u32,
     /// What the waits sleep on between checks of the leader (see `wait.rs`).
     watch: ExitWatch,
     /// Where a stepped wait stands in the end-of-job sequence.
@@ -234,7 +235,7 @@ impl GroupChild {
     /// this handle ([`signal`](GroupChild::signal)).
     #[must_use]
     pub fn id(&self) -> u32 {
-        self.child.id()
+        self.pid
     }
 
     /// Whether the leader was not reaped yet through this handle, so that its id still names our group.
@@ -408,8 +409,7 @@ impl GroupChild {
     /// end.
     fn reap(&mut self, kill: bool) -> io::Result<ExitStatus> {
         self.job.judge(self.id(), kill);
-        // `wait4` instead of std's `Child::wait` (the same call, with the resource usage): from now on `self.child`
-        // only gives the pid (no method of std's that waits or signals is called on it).
+        // `wait4`, the call std's `Child::wait` makes, with the resource usage.
         let reaped = match self.reaped.get() {
             None => crate::sys::reap(self.id()),
             Some(reaped) => {
@@ -605,6 +605,9 @@ impl GroupChild {
                 Err(e)
             }
             killed => {
+                // A kept job's command has exited (its descriptor stays readable): the reap waits for the keeper.
+                self.watch
+                    .watch_leader(self.id(), self.job.watched(self.id()));
                 self.phase = Phase::Reaping(late, kill, killed, sent);
                 self.job.take_reached();
                 self.job.judge(self.id(), kill);

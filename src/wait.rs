@@ -228,16 +228,26 @@ pub(crate) struct ExitWatch {
 }
 
 impl ExitWatch {
-    /// Watches our unreaped child `pid`: with a pidfd, opened when a wait first has to sleep, where one can be
-    /// opened; silently without one otherwise.
-    pub(crate) fn new(pid: u32) -> ExitWatch {
+    /// Watches our unreaped child `pid`, with a pidfd opened when a wait first has to sleep, where one can be opened
+    /// (silently without one otherwise); or, given `pidfd` (opened by whoever could open it race-free: a kept job's
+    /// spawn, for its command, which is not our child), through it (`None` with no `pid`: the poll schedule alone).
+    pub(crate) fn new(pid: Option<u32>, pidfd: Option<OwnedFd>) -> ExitWatch {
         ExitWatch {
-            pid: Some(pid),
-            yielded: false,
-            pidfd: None,
+            pid,
+            yielded: pid.is_none(),
+            pidfd,
             since: Instant::now(),
             fired: false,
             traced: false,
+        }
+    }
+
+    /// For a kept job (`watched`, the command, is not the `leader`): from now on watches the leader, our unreaped
+    /// child (the keeper, whose exit ends the reap), its pidfd opened before the old one is closed, so that no
+    /// descriptor number a step listed names another file within the step.
+    pub(crate) fn watch_leader(&mut self, leader: u32, watched: u32) {
+        if watched != leader {
+            *self = ExitWatch::new(None, open_pidfd(leader).ok());
         }
     }
 

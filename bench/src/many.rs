@@ -29,11 +29,24 @@ const WHO: &[(&str, &str)] = &[
     ),
     ("set", "grouptimeout-set `JobSet` (one thread)"),
     (
+        "set-contained",
+        "grouptimeout-set `JobSet`, every job `spawn_contained`",
+    ),
+    (
+        "set-mixed",
+        "grouptimeout-set `JobSet`, every job `spawn_contained`, beside a tenth more plain jobs (`spawn_group`, no \
+         daemon)",
+    ),
+    (
         "set-group",
         "grouptimeout-set `JobSet`, every job `spawn_group` (no `spawn_contained`)",
     ),
     ("threads", "a thread per job, `wait_timeout`"),
     ("adapter", "grouptimeout-tokio `wait` (current-thread runtime)"),
+    (
+        "adapter-contained",
+        "grouptimeout-tokio `wait`, every job `spawn_contained` (current-thread runtime)",
+    ),
     (
         "tokio",
         "tokio::process: `process_group(0)`, `timeout_at`, `kill(-pgid)`, `kill_on_drop` (current-thread runtime)",
@@ -62,7 +75,20 @@ struct Job {
     exits: bool,
     /// Whether it starts a `setsid` daemon (spawned with `spawn_contained` by our contenders).
     daemon: bool,
+    /// A plain job beside contained ones (`set-mixed`): no daemon, always `spawn_group`.
+    plain: bool,
     script: String,
+}
+
+/// Which jobs our contenders spawn with `spawn_contained`.
+#[derive(Clone, Copy)]
+enum Contain {
+    /// None: `spawn_group` for all.
+    None,
+    /// Those with a daemon (a tenth).
+    Daemons,
+    /// All but the plain ones.
+    All,
 }
 
 /// splitmix64: a reproducible stream of uniform numbers in [0, 1).
@@ -99,22 +125,40 @@ fn plan(n: usize, seed: u64) -> Vec<Job> {
                 after,
                 exits,
                 daemon,
+                plain: false,
                 script,
             }
         })
         .collect()
 }
 
-/// A job spawned the way our contenders spawn it: `spawn_contained` for the tenth with a daemon when `contain`,
-/// `spawn_group` else.
-fn spawn_ours(job: &Job, mark: &str, contain: bool) -> GroupChild {
+/// `n` plain jobs (no daemon), to run beside contained ones.
+fn plain_plan(n: usize, seed: u64) -> Vec<Job> {
+    plan(n, seed)
+        .into_iter()
+        .map(|job| Job {
+            daemon: false,
+            plain: true,
+            script: job.script.replace("setsid sleep 100 & ", ""),
+            ..job
+        })
+        .collect()
+}
+
+/// A job spawned the way our contenders spawn it: `spawn_contained` as `contain` says, `spawn_group` else.
+fn spawn_ours(job: &Job, mark: &str, contain: Contain) -> GroupChild {
     let mut c = Command::new("sh");
     c.args(["-c", &job.script])
         .env(MARK_VAR, mark)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    if job.daemon && contain {
+    let contained = match contain {
+        Contain::None => false,
+        Contain::Daemons => job.daemon,
+        Contain::All => !job.plain,
+    };
+    if contained {
         c.spawn_contained()
     } else {
         c.spawn_group()
@@ -159,7 +203,7 @@ fn run_timer(jobs: &[Job]) -> (Base, Vec<Done>) {
     (b, done)
 }
 
-fn run_set(jobs: &[Job], mark: &str, contain: bool) -> (Base, Vec<Done>) {
+fn run_set(jobs: &[Job], mark: &str, contain: Contain) -> (Base, Vec<Done>) {
     use grouptimeout_set::JobSet;
     let children: Vec<GroupChild> = jobs.iter().map(|j| spawn_ours(j, mark, contain)).collect();
     let b = base();
@@ -183,7 +227,10 @@ fn run_set(jobs: &[Job], mark: &str, contain: bool) -> (Base, Vec<Done>) {
 }
 
 fn run_threads(jobs: &[Job], mark: &str) -> (Base, Vec<Done>) {
-    let children: Vec<GroupChild> = jobs.iter().map(|j| spawn_ours(j, mark, true)).collect();
+    let children: Vec<GroupChild> = jobs
+        .iter()
+        .map(|j| spawn_ours(j, mark, Contain::Daemons))
+        .collect();
     let b = base();
     let (tx, rx) = mpsc::channel();
     let threads: Vec<_> = children
@@ -227,9 +274,9 @@ fn runtime(multi: bool) -> tokio::runtime::Runtime {
     .expect("tokio runtime")
 }
 
-fn run_adapter(jobs: &[Job], mark: &str, multi: bool) -> (Base, Vec<Done>) {
+fn run_adapter(jobs: &[Job], mark: &str, multi: bool, contain: Contain) -> (Base, Vec<Done>) {
     runtime(multi).block_on(async {
-        let children: Vec<GroupChild> = jobs.iter().map(|j| spawn_ours(j, mark, true)).collect();
+        let children: Vec<GroupChild> = jobs.iter().map(|j| spawn_ours(j, mark, contain)).collect();
         let b = base();
         let tasks: Vec<_> = children
             .into_iter()
@@ -394,27 +441,35 @@ pub fn worker(args: &[String]) -> ! {
         idle_worker(n, usize::try_from(seed).expect("PROBES"), mark);
         std::process::exit(0);
     }
-    let jobs = plan(n, seed);
+    let mut jobs = plan(n, seed);
+    if who == "set-mixed" {
+        jobs.extend(plain_plan(n / 10, seed ^ 0x00be_51de));
+    }
     let t0 = Instant::now();
     let r0 = sys::rusage(libc::RUSAGE_SELF);
+    let c0 = sys::rusage(libc::RUSAGE_CHILDREN);
     let (b, done) = match who.as_str() {
         "baseline" => (base(), vec![]),
         "timer" => run_timer(&jobs),
-        "set" => run_set(&jobs, mark, true),
-        "set-group" => run_set(&jobs, mark, false),
+        "set" => run_set(&jobs, mark, Contain::Daemons),
+        "set-contained" | "set-mixed" => run_set(&jobs, mark, Contain::All),
+        "set-group" => run_set(&jobs, mark, Contain::None),
         "threads" => run_threads(&jobs, mark),
-        "adapter" => run_adapter(&jobs, mark, false),
+        "adapter" => run_adapter(&jobs, mark, false, Contain::Daemons),
+        "adapter-contained" => run_adapter(&jobs, mark, false, Contain::All),
         "tokio" => run_tokio(&jobs, mark, false),
-        "adapter-mt" => run_adapter(&jobs, mark, true),
+        "adapter-mt" => run_adapter(&jobs, mark, true, Contain::Daemons),
         "tokio-mt" => run_tokio(&jobs, mark, true),
         other => panic!("unknown --many-worker contender {other}"),
     };
     let t1 = Instant::now();
     let r1 = sys::rusage(libc::RUSAGE_SELF);
+    let c1 = sys::rusage(libc::RUSAGE_CHILDREN);
     let (b_t, b_r) = b;
     let mut late = vec![];
     let mut late_kill = vec![];
     let mut late_plain = vec![];
+    let mut late_beside = vec![];
     let mut wrong = 0;
     for d in &done {
         let job = &jobs[d.job];
@@ -427,6 +482,9 @@ pub fn worker(args: &[String]) -> ! {
             if !job.daemon {
                 late_plain.push(diff(d.ret, deadline));
             }
+            if job.plain {
+                late_beside.push(diff(d.ret, deadline));
+            }
             if let Some(k) = d.kill {
                 late_kill.push(diff(k, deadline));
             }
@@ -434,12 +492,16 @@ pub fn worker(args: &[String]) -> ! {
     }
     println!("wall {} {}", secs(t1 - t0), secs(t1 - b_t));
     println!("cpu {} {}", r1.cpu - r0.cpu, r1.cpu - b_r.cpu);
+    // What the worker reaped used: the commands (and, for contained jobs, their keepers, with the orphans each
+    // keeper reaped); processes that no one of ours reaped are not counted.
+    println!("cpu_children {}", c1.cpu - c0.cpu);
     println!("nvcsw {} {}", r1.nvcsw - r0.nvcsw, r1.nvcsw - b_r.nvcsw);
     println!("maxrss_kib {}", r1.maxrss_kib);
     println!("ended {} {wrong}", done.len());
     println!("late {}", join(&late));
     println!("late_kill {}", join(&late_kill));
     println!("late_plain {}", join(&late_plain));
+    println!("late_beside {}", join(&late_beside));
     std::process::exit(0)
 }
 
@@ -556,18 +618,19 @@ pub fn row11(o: &Opts) -> String {
     );
     let _ = writeln!(
         s,
-        "| Contender | Wall, all | Wall, supervision | CPU, supervision | CPU, all | Peak RSS | Wake-ups, supervision | \
-         Lateness p50 | Lateness p99 | Lateness max | Left | Wrong outcomes |"
+        "| Contender | Wall, all | Wall, supervision | CPU, supervision | CPU, all | CPU, reaped children | Peak RSS | \
+         Wake-ups, supervision | Lateness p50 | Lateness p99 | Lateness max | Left | Wrong outcomes |"
     );
     let _ = writeln!(
         s,
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for (k, (w, label)) in WHO.iter().enumerate() {
         let late = pooled(k, "late");
         let late_kill = pooled(k, "late_kill");
         let left: Vec<usize> = res[k].iter().map(|(_, l)| *l).collect();
         let wrong: f64 = per(k, "ended", 1).iter().sum();
+        let ended: f64 = per(k, "ended", 0).iter().sum();
         let lat = |v: &[f64], p: f64| {
             if v.is_empty() {
                 "–".to_string()
@@ -577,11 +640,12 @@ pub fn row11(o: &Opts) -> String {
         };
         let _ = writeln!(
             s,
-            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             mp(&per(k, "wall", 0), t),
             mp(&per(k, "wall", 1), t),
             mp(&per(k, "cpu", 1), t),
             mp(&per(k, "cpu", 0), t),
+            mp(&per(k, "cpu_children", 0), t),
             mp(&per(k, "maxrss_kib", 0), mib),
             mp(&per(k, "nvcsw", 1), |x| format!("{x:.0}")),
             lat(&late, 0.5),
@@ -594,23 +658,33 @@ pub fn row11(o: &Opts) -> String {
             if *w == "baseline" || *w == "timer" {
                 "–".to_string()
             } else {
-                format!("{wrong:.0} of {}", n * rounds)
+                format!("{wrong:.0} of {ended:.0}")
             },
         );
         if *w == "set" {
             let plain = pooled(k, "late_plain");
             let _ = writeln!(
                 s,
-                "| ↳ same, lateness of the jobs without a daemon (`spawn_group`) only | | | | | | | {} | {} | {} | | |",
+                "| ↳ same, lateness of the jobs without a daemon (`spawn_group`) only | | | | | | | | {} | {} | {} | | |",
                 lat(&plain, 0.5),
                 lat(&plain, 0.99),
                 lat(&plain, 1.0)
             );
         }
+        if *w == "set-mixed" {
+            let beside = pooled(k, "late_beside");
+            let _ = writeln!(
+                s,
+                "| ↳ same, lateness of the plain jobs only | | | | | | | | {} | {} | {} | | |",
+                lat(&beside, 0.5),
+                lat(&beside, 0.99),
+                lat(&beside, 1.0)
+            );
+        }
         if !late_kill.is_empty() {
             let _ = writeln!(
                 s,
-                "| ↳ same, lateness to the `kill(-pgid)` call | | | | | | | {} | {} | {} | | |",
+                "| ↳ same, lateness to the `kill(-pgid)` call | | | | | | | | {} | {} | {} | | |",
                 lat(&late_kill, 0.5),
                 lat(&late_kill, 0.99),
                 lat(&late_kill, 1.0)
@@ -633,7 +707,18 @@ pub fn row11(o: &Opts) -> String {
     let base_rss = median(&per(idx("baseline"), "maxrss_kib", 0));
     let left_sum = |k: usize| res[k].iter().map(|(_, l)| *l).sum::<usize>();
     let left_med = |k: usize| median(&res[k].iter().map(|(_, l)| *l as f64).collect::<Vec<_>>());
-    let ours_left = left_sum(set) + left_sum(threads) + left_sum(adapter) + left_sum(adapter_mt);
+    let (set_contained, set_mixed, adapter_contained) = (
+        idx("set-contained"),
+        idx("set-mixed"),
+        idx("adapter-contained"),
+    );
+    let ours_left = left_sum(set)
+        + left_sum(threads)
+        + left_sum(adapter)
+        + left_sum(adapter_mt)
+        + left_sum(set_contained)
+        + left_sum(set_mixed)
+        + left_sum(adapter_contained);
     let p99 = |k: usize| pct(&pooled(k, "late"), 0.99);
     let rounds_p99 = |k: usize| {
         res[k]
@@ -647,7 +732,7 @@ pub fn row11(o: &Opts) -> String {
     let _ = writeln!(s, "\nGoals:\n");
     let _ = writeln!(
         s,
-        "- nothing left by ours: {} ({ours_left} processes left by the set, the threads and the adapter (both \
+        "- nothing left by ours: {} ({ours_left} processes left by the sets, the threads and the adapters (both \
          runtimes) over all rounds; tokio's own left {} per round (median; {} on the multi-thread runtime), the set \
          without `spawn_contained` {})",
         yes(ours_left == 0),
@@ -701,6 +786,32 @@ pub fn row11(o: &Opts) -> String {
         mib(rss(set) - base_rss),
         mib(rss(threads) - base_rss),
         (rss(set) - base_rss) / (rss(threads) - base_rss)
+    );
+    // Issue 43: every job contained, its keeper a program of its own that does the job's kills and reads.
+    let with_children = |k: usize| median(&per(k, "cpu", 0)) + median(&per(k, "cpu_children", 0));
+    let _ = writeln!(
+        s,
+        "- every job contained, the set's own CPU ≤ 1.25× tokio's: {} (supervision, medians: {} vs {}, {:.2}×; the \
+         adapter with every job contained {}); with the reaped children (keepers and commands) ≤ 1.4×: {} (the \
+         worker's whole run, medians: {} vs {}, {:.2}×)",
+        yes(cpu(set_contained) <= 1.25 * cpu(tok)),
+        t(cpu(set_contained)),
+        t(cpu(tok)),
+        cpu(set_contained) / cpu(tok),
+        t(cpu(adapter_contained)),
+        yes(with_children(set_contained) <= 1.4 * with_children(tok)),
+        t(with_children(set_contained)),
+        t(with_children(tok)),
+        with_children(set_contained) / with_children(tok)
+    );
+    let beside = pct(&pooled(set_mixed, "late_beside"), 0.99);
+    let _ = writeln!(
+        s,
+        "- plain jobs beside {n} ending contained jobs, lateness p99 ≤ 2× an all-plain set's: {} ({} vs {}, {:.2}×)",
+        yes(beside <= 2.0 * p99(set_group)),
+        t(beside),
+        t(p99(set_group)),
+        beside / p99(set_group)
     );
     s
 }

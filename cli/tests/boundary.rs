@@ -122,32 +122,25 @@ mod linux {
         assert!(!folder.exists(), "{} left", folder.display());
     }
 
-    /// Without the capability to make a cgroup kept across the switch (`keep_caps_locked` off: the keeper, switched
-    /// by std, keeps none), a root caller's
-    /// `Command::uid` job falls back to the reaper, and says why; `require(Cgroup)` fails, saying what to do.
+    /// A root caller's `Command::uid` job keeps its cgroup whatever the calling thread's securebits: the keeper
+    /// never switches users (std switches in the command's process alone), so it needs no capability kept across a
+    /// switch. (When the keeper was the process std forked for the spawn, it switched with the command, and with
+    /// `keep_caps_locked` it kept no `CAP_DAC_OVERRIDE`: the job fell back to the reaper.)
     #[test]
-    fn another_user_without_the_right_says_why() {
-        let test = "another_user_without_the_right_says_why";
+    fn another_user_keeps_the_cgroup_with_keep_caps_locked() {
+        let test = "another_user_keeps_the_cgroup_with_keep_caps_locked";
         if std::env::var_os(INNER).is_some() {
-            let mut command = Command::new("true");
-            command.uid(65534).gid(65534);
-            let mut child = Contain::new().spawn(&mut command).unwrap();
-            assert_eq!(child.containment(), Containment::Reaper);
-            let why = child.fallback_reason().expect("a reason").to_owned();
-            child.wait().unwrap();
-            assert!(
-                why.contains("another user") && why.contains("CAP_DAC_OVERRIDE"),
-                "{why}"
-            );
-            let refused = Contain::new()
+            let mut command = Command::new("sh");
+            command.args(["-c", "id -u"]).uid(65534).gid(65534);
+            let child = Contain::new()
                 .require(Containment::Cgroup)
-                .spawn(&mut command)
-                .unwrap_err();
-            let refused = refused.to_string();
-            assert!(
-                refused.contains("Command::uid") && refused.contains("CAP_DAC_OVERRIDE"),
-                "{refused}"
-            );
+                .spawn(command.stdout(Stdio::piped()))
+                .unwrap();
+            assert_eq!(child.containment(), Containment::Cgroup);
+            assert_eq!(child.fallback_reason(), None);
+            let out = child.wait_with_output_timeout(LONG).unwrap();
+            assert!(out.outcome.status().success(), "{}", out.outcome);
+            assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "65534");
             return;
         }
         if !is_root() {
@@ -233,7 +226,8 @@ mod linux {
 
     /// A caller's hook that joins an existing PID namespace (`setns`, as `nsenter` does) is left alone: in cgroup
     /// mode the command's child is born in that namespace (not as its PID 1: it has one), and the job is contained;
-    /// the reaper, whose orphans would go to that namespace's init, is not had, and the fallback says why.
+    /// under the reaper, whose orphans would go to that namespace's init, the spawn fails and says why (the hook runs
+    /// in the command's process, so the command had started: it is killed, never spawned again in another mode).
     #[test]
     fn a_hook_that_joins_a_pid_namespace_is_left_alone() {
         use std::os::fd::AsRawFd as _;
@@ -295,15 +289,14 @@ mod linux {
         }
         let mut how = Contain::new();
         how.cgroup(false);
-        let mut command = Command::new("true");
+        let mut command = Command::new("sleep");
+        command.arg("317");
         joining(&mut command);
-        let mut child = how.spawn(&mut command).unwrap();
-        assert_eq!(child.containment(), Containment::Lineage);
-        let why = child.fallback_reason().expect("a reason").to_owned();
-        child.wait().unwrap();
-        assert!(
-            why.contains("reaper:") && why.contains("PID namespace"),
-            "{why}"
+        let why = how.spawn(&mut command).map(drop).unwrap_err().to_string();
+        assert!(why.contains("PID namespace"), "{why}");
+        assert_eq!(
+            survivors_after(Duration::from_secs(5), &with_cmdline("sleep\u{0}317\u{0}")),
+            [] as [u32; 0]
         );
         let _ = holder.kill();
         let _ = holder.wait();

@@ -1146,7 +1146,7 @@ fn an_escapee_that_became_root_is_named() {
     );
 }
 
-/// Issue 17.3 for the tool: its forked guard ends the job's cgroup when the tool is killed with `SIGKILL`, so a
+/// Issue 17.3 for the tool: its job's keeper ends the job's cgroup when the tool is killed with `SIGKILL`, so a
 /// `setsid` escapee dies too, and the folder is removed.
 #[test]
 fn a_killed_tool_takes_the_cgroup_along() {

@@ -76,12 +76,13 @@ fn sweep_and_hang(file: &std::path::Path) {
         // SAFETY: no library of this test registers a `pthread_atfork` handler (std, `libc` and the workspace's crates
         // register none), so the fork runs the C library's own alone, which the condition allows in a process of any
         // number of threads.
-        unsafe { host::die_with_parent_forked(&mut child) }.unwrap();
+        host::die_with_parent_forked(&mut child).unwrap();
     } else {
         child.die_with_parent().unwrap();
     }
     let owned = [child.id(), child.guard_id().unwrap()];
-    // The forked guard joins the group by itself: wait for it, so that the sweep finds it in the group.
+    // The guard is in the group once the call returns (the shell guard and the program guard alike); wait for it all
+    // the same (bounded), so that the sweep surely finds it there.
     wait_for_members(child.id(), 2);
     let swept = subreaper.sweep(&owned, Duration::from_secs(5)).unwrap();
     assert_eq!(swept.left, []);

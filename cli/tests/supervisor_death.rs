@@ -204,10 +204,11 @@ enum Mode {
     /// `spawn_contained` without a cgroup: the job's reaper, its keeper, guards it; `die_with_parent`, then
     /// `set_grace` and `die_with_parent` again, which passes the grace on.
     Reaper,
-    /// Lineage (no cgroup, no reaper), `die_with_parent` (the shell guard), then `set_grace` and `die_with_parent`
+    /// Lineage (no cgroup, no reaper), `die_with_parent` (the guard), then `set_grace` and `die_with_parent`
     /// again, which passes the grace on.
     Lineage,
-    /// Lineage, `host::die_with_parent_forked` (the forked guard), `set_grace` before it.
+    /// Lineage, `host::die_with_parent_forked` (once a forked guard; now the same call as `die_with_parent`),
+    /// `set_grace` before it.
     LineageForked,
     /// `spawn_group`, `die_with_parent`, `set_grace` before it.
     Group,
@@ -252,7 +253,7 @@ fn supervise(mode: Mode, dir: &str) {
             // SAFETY: no library of this test registers a `pthread_atfork` handler (std, `libc` and the workspace's crates
             // register none), so the fork runs the C library's own alone, which the condition allows in a process of any
             // number of threads.
-            unsafe { host::die_with_parent_forked(&mut child) }.unwrap();
+            host::die_with_parent_forked(&mut child).unwrap();
         }
         _ => {
             child.set_grace(signal::SIGTERM, grace);

@@ -10,7 +10,7 @@ use grouptimeout::__private::{self as core, Boundary};
 use grouptimeout::GroupChild;
 
 use crate::contain::{Containment, Job, Leftover};
-use crate::guard::{Guard, Start};
+use crate::guard::Guard;
 use crate::report::LeakReport;
 
 /// [`grouptimeout::GroupChild`]'s methods for its job: import it to call them on any child, of
@@ -20,8 +20,7 @@ use crate::report::LeakReport;
 ///
 /// Once a wait has ended the job (the leader reaped, the job ended, its cgroup folder removed), the child, and its
 /// [`GroupHandle`](grouptimeout::GroupHandle)s, keep only a record of it for these methods: no descriptor of the job
-/// (its cgroup's `cgroup.kill` and `cgroup.events`) and no keeper's shared page, so that a caller may keep many
-/// finished children.
+/// (its keeper's channel, its pidfds, its cgroup's files), so that a caller may keep many finished children.
 ///
 pub trait JobChildExt: sealed::Sealed {
     /// Which boundary the job has: [`Containment::Group`] for [`spawn_group`](grouptimeout::GroupCommandExt::spawn_group), else what
@@ -114,15 +113,19 @@ pub trait JobChildExt: sealed::Sealed {
     /// this again passes on a grace set since), after its signal and up to its grace for the leader to exit, as at a
     /// deadline.
     ///
-    /// It starts a guard process in the group: `/bin/sh`, spawned (through std's `posix_spawn` path) into the
-    /// leader's group, that ignores every catchable signal and waits for end of file on a pipe whose write end only
-    /// this process holds (close-on-exec). Like any child, it inherits the descriptors of this process that are not
-    /// close-on-exec (std makes all of its own close-on-exec), so it keeps such a descriptor open as long as it runs,
-    /// even after the command closed its copy. When this process dies the kernel closes that end, and the guard sends
-    /// `SIGKILL` to its group, which its membership keeps from being reused. The call returns once the guard ignores
-    /// signals, so a member's `kill 0`, or a grace signal, cannot disarm it; it cost +0.28 ms per command in
-    /// `BENCHMARKS.md`'s run (row 8; more under load), most of it the shell's start. Calling it again starts no
-    /// other guard, and passes on a grace set since.
+    /// It starts a guard process in the group that waits for end of file on a pipe whose write end only this process
+    /// holds (close-on-exec). When this process dies the kernel closes that end, and the guard sends `SIGKILL` to its
+    /// group, which its membership keeps from being reused. On Linux the guard is this crate's keeper program in its
+    /// guard mode (`group-guard`; see [`Contain`](crate::Contain)), started as a kept spawn starts its keeper: a
+    /// child that shares this process's memory until it execs the program (no copy of this process, whatever its
+    /// size, and no `pthread_atfork` handler runs), which joins the leader's group with every signal blocked before
+    /// it execs. It holds its pipe and `/dev/null` only. Elsewhere (and where the program cannot run here) it is
+    /// `/bin/sh`, spawned (through std's `posix_spawn` path) into the group, which ignores every catchable signal (its
+    /// `trap`s) before it says it is armed; like any child, it inherits the descriptors of this process that are not
+    /// close-on-exec (std makes all of its own close-on-exec), so it keeps such a descriptor open as long as it runs.
+    /// Either way the call returns once a member's `kill 0`, or a grace signal, cannot disarm the guard; its cost
+    /// per command is `BENCHMARKS.md`'s row 8. Calling it again starts no other guard, and passes on a grace set
+    /// since.
     ///
     /// Every wait and [`Drop`] end the guard (`SIGKILL` and a reap) once the job has ended: after the leader's reap
     /// and, for a job in a cgroup of its own, after its folder was removed; so no process, pipe or zombie is left
@@ -150,16 +153,16 @@ pub trait JobChildExt: sealed::Sealed {
     ///
     /// # Errors
     ///
-    /// The guard cannot be started (`/bin/sh` missing, no process or descriptor left); the group is gone (the leader
-    /// left it and no member is left: `PermissionDenied`); `/bin/sh` exited without arming it (a `/bin/sh` that is
-    /// not a shell); it was killed before it could ignore signals three times in a row, or did not start within 5 s;
-    /// or the leader was reaped by someone else. Nothing is left running
+    /// The guard cannot be started (no process or descriptor left; the shell guard: `/bin/sh` missing); the group is
+    /// gone (the leader left it and no member is left: `PermissionDenied`); the shell guard exited without arming it
+    /// (a `/bin/sh` that is not a shell); it was killed before it could ignore signals three times in a row, or did
+    /// not start within 5 s; or the leader was reaped by someone else. Nothing is left running
     /// then. Once the leader was reaped by this crate there is nothing left to guard: `Ok(())`.
     ///
-    /// Where a system call failed (the pipe, the spawn of `/bin/sh` or the fork, opening the job's `cgroup.kill`:
+    /// Where a system call failed (the pipe, the start of the guard, joining the group:
     /// `EMFILE`, `EAGAIN`, `ENOENT`…; `ECHILD`), the error is that OS error itself (`raw_os_error()`, std's kind;
     /// its message the system's text, so say what failed when you show it). The others carry no OS error number,
-    /// and their message names the group: `/bin/sh` exited without arming the guard, was killed three times, or
+    /// and their message names the group: the shell guard exited without arming it, was killed three times, or
     /// did not start within 5 s (`TimedOut`); the group is gone (`PermissionDenied`).
     ///
     /// # Examples
@@ -238,7 +241,7 @@ impl JobChildExt for GroupChild {
     }
 
     fn die_with_parent(&mut self) -> io::Result<()> {
-        arrange_guard(self, Start::Shell)
+        arrange_guard(self)
     }
 
     fn guard_id(&self) -> Option<u32> {
@@ -251,7 +254,7 @@ impl JobChildExt for GroupChild {
 /// whichever way it was added), once the child itself is gone.
 ///
 /// The trait is sealed: it is implemented for the results that keep their job's record, and the record holds none of
-/// the job's resources (no descriptor, no keeper's page).
+/// the job's resources (no descriptor).
 pub trait JobOutputExt: sealed::Finished {
     /// The job's boundary, as [`JobChildExt::containment`] said before the wait consumed the child.
     #[must_use]
@@ -285,7 +288,7 @@ impl<T: core::Recorded + ?Sized> JobOutputExt for T {
 }
 
 /// What a finished job's result keeps of its job ([`Boundary::record`]): what [`JobOutputExt`] reads, and none of
-/// the job's resources (its cgroup's descriptors, its keeper's page).
+/// the job's resources (its keeper's channel, its pidfds).
 #[derive(Debug)]
 struct Finished {
     containment: Containment,
@@ -342,14 +345,14 @@ impl Attached {
     }
 }
 
-// SAFETY: the contract's two promises (see `Boundary`). The descriptor of `rest_exited`: a cgroup job's epoll
-// descriptor (`Cgroup::rest_exited`) or a reaper job's pidfd of its keeper (`Keeper::ended_job`), each made once and
-// kept in a `OnceLock` of the job's `Arc`ed inner state, which `self.job` holds until `end` swaps it for a record that
-// holds none (a call in flight holds a clone, which only keeps it open longer); nothing closes them before. The pid of
-// `watched`: the leader, or for a kept job the command, a child of the keeper (the leader, unreaped here); the keeper
-// reaps it only as its last act before it exits (after the verdict, or once nothing of the job is left, see
-// `keeper/watch.rs`; a keeper killed first takes it along, `PR_SET_PDEATHSIG`, and its reaper is then init), and
-// `exited` answers `true` once the keeper has exited (`Job::exited` asks `waitid` about the keeper first).
+// SAFETY: the contract's two promises (see `Boundary`). The descriptor of `rest_exited`: a kept job's pidfd of its
+// keeper (`Keeper::rest_exited`), made at the spawn and held by the keeper's handle in the job's `Arc`ed inner state,
+// which `self.job` holds until `end` swaps it for a record that holds none (a call in flight holds a clone, which only
+// keeps it open longer); nothing closes it before. The pid of `watched`: the leader, or for a kept job the command, a
+// child of the keeper (the leader, unreaped here), which the keeper reaps only as the last act before its own exit
+// (the keeper program, `job/keeper/keep.rs`: after the verdict, or once nothing of the job is left); `exited` answers
+// `true` once the keeper has exited (`Keeper::exited` asks `waitid` about the keeper first), and the core watches the
+// command through a pidfd the spawning child opened while it was that child's parent.
 unsafe impl Boundary for Attached {
     fn watched(&self, leader: u32) -> u32 {
         self.job().watched(leader)
@@ -395,7 +398,7 @@ unsafe impl Boundary for Attached {
     }
 
     /// Ends the job, then keeps only its record (whatever the end's result: a job is ended once): a finished child
-    /// that the caller keeps holds no descriptor of the job and no keeper's page.
+    /// that the caller keeps holds no descriptor of the job.
     fn end(&self, keep: bool) -> io::Result<()> {
         let job = self.job();
         let ended = job.end(keep);
@@ -433,8 +436,8 @@ pub(crate) fn attached(child: &GroupChild) -> Option<&Attached> {
     of(core::boundary(child))
 }
 
-/// [`die_with_parent`](JobChildExt::die_with_parent) with the guard started by `how`.
-pub(crate) fn arrange_guard(child: &mut GroupChild, how: Start) -> io::Result<()> {
+/// [`die_with_parent`](JobChildExt::die_with_parent).
+pub(crate) fn arrange_guard(child: &mut GroupChild) -> io::Result<()> {
     if attached(child).is_none() {
         // A plain group's guard needs a boundary to live in: one that adds nothing else.
         if core::attach(child, Attached::new(Job::default(), None)).is_err() {
@@ -451,7 +454,7 @@ pub(crate) fn arrange_guard(child: &mut GroupChild, how: Start) -> io::Result<()
     // A kept job's keeper is its guard already (see `Contain`).
     if core::leader_unreaped(child) && a.guard_id().is_none() && !job.kept() {
         core::leader_exited(child)?;
-        let guard = Guard::start(child.id(), how, job.cgroup_folder())?;
+        let guard = Guard::start(child.id())?;
         *lock(&a.guard) = Some(guard);
     }
     // The plan of `set_grace` for this process's death: to the guard, or to the keeper.

@@ -44,8 +44,9 @@
 //!
 //! # Auditing
 //!
-//! Every unchecked call into libc is in the private module `sys` (the keeper, the boundary's Linux calls, the forked
-//! guard), each block with its `SAFETY` argument; `grouptimeout`'s `AUDITING.md` counts them per file.
+//! Every unchecked call into libc is in the private module `sys` (the kept spawn, the boundary's Linux calls, the
+//! guard), each block with its `SAFETY` argument, and in the keeper program's own `sys` module (`keeper/sys/`, which
+//! `build.rs` compiles into the program this crate embeds); `grouptimeout`'s `AUDITING.md` counts them per file.
 #![doc = include_str!("../doc/keeper.md")]
 #![deny(missing_docs)]
 #![warn(clippy::pedantic)]
@@ -64,6 +65,12 @@ mod contain;
 mod guard;
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 mod keeper;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+#[allow(
+    dead_code,
+    reason = "the library and the keeper program each use their half"
+)]
+mod protocol;
 #[cfg(unix)]
 mod report;
 #[cfg(unix)]
@@ -85,21 +92,7 @@ pub use spawn::{Contain, JobCommandExt};
 #[cfg(unix)]
 #[doc(hidden)]
 pub mod __private {
-    use std::io;
-
     use grouptimeout::GroupChild;
-
-    pub use crate::sys::guard::ForkIsSound;
-
-    /// `die_with_parent` with a guard that is a fork of this process (the tool's `host::die_with_parent_forked`),
-    /// made only with the caller's promise that such a fork is sound here ([`ForkIsSound::promise`], an `unsafe fn`).
-    ///
-    /// # Errors
-    ///
-    /// As for [`die_with_parent`](crate::JobChildExt::die_with_parent).
-    pub fn die_with_parent_forked(child: &mut GroupChild, _sound: ForkIsSound) -> io::Result<()> {
-        crate::child::arrange_guard(child, crate::guard::Start::Fork)
-    }
 
     /// A [`Leftover`](crate::Leftover) (non-exhaustive) found by the tool's own sweep.
     #[must_use]

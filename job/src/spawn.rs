@@ -2,6 +2,8 @@
 //! `contain/`) and spawns its leader as a [`GroupChild`] with that boundary attached (`child.rs`).
 
 use std::io;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -11,10 +13,8 @@ use grouptimeout::GroupChild;
 use crate::child::attached;
 use crate::child::Attached;
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-use crate::contain::{cgroup, keeper::Keeper, lineage, Bound};
+use crate::contain::{cgroup, lineage, Bound};
 use crate::contain::{Containment, Job};
-#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-use crate::keeper::KeeperFailure;
 
 /// Extends [`std::process::Command`] with [`spawn_contained`](JobCommandExt::spawn_contained). Sealed: implemented
 /// for [`Command`] only.
@@ -33,10 +33,10 @@ pub trait JobCommandExt: sealed::Sealed {
     /// [`leftovers`](crate::JobChildExt::leftovers) lists what the kills reached. [`Contain`] chooses otherwise (a
     /// cgroup folder delegated to a service, no fallback), and says what each mode reaches and what it cannot catch.
     ///
-    /// The cost: in cgroup and reaper mode the job's keeper (see [`Contain`]) is a fork of this process (a
-    /// `pre_exec` hook: std forks instead of using `posix_spawn`, which costs more the larger this process is) and
-    /// starts the command inside the job's cgroup, which it makes and removes; in lineage mode each kill scans
-    /// `/proc`. `BENCHMARKS.md` has the numbers.
+    /// The cost: in cgroup and reaper mode the spawn starts the job's keeper (see [`Contain`]), a program of its own,
+    /// through a child that shares this process's memory (a plain spawn, one `exec` more, at any size of this process;
+    /// the first such spawn of a process writes the program into a memory file and probes it); the keeper ends the
+    /// job, off this process's thread. In lineage mode each kill scans `/proc`. `BENCHMARKS.md` has the numbers.
     ///
     /// # Errors
     ///
@@ -84,30 +84,26 @@ impl JobCommandExt for Command {
 ///
 /// By default the cgroup is tried first, then the reaper, then lineage, then the group: each fallback is silent, and
 /// [`JobChildExt::containment`](crate::JobChildExt::containment) says which mode the job got;
-/// [`require`](Contain::require) turns a fallback below a mode into an error. A cgroup in which the job's keeper could
-/// not start the command (its `mkdir` of the folder or its `clone3` into it failed, or, where `clone3` is refused, the
-/// command's move into it, say because the parent folder is a thread root, whose domain children are "domain invalid",
-/// or the kernel is older than 5.14) counts as none: its folder is removed and the command is spawned again in the next
-/// mode (none of it ran: that happens before `exec`; the caller's `pre_exec` hooks, though, run again, see "The keeper"
-/// below). So does a keeper that dies before it made the command's process (killed by a seccomp filter at a call that
-/// only a keeper makes, such as `prctl(PR_SET_CHILD_SUBREAPER)` or `clone3`, or by someone's `SIGKILL`): the spawn does
-/// not return such a job, whose command never ran; the reason names the keeper's signal, and its folder, if it made
-/// one, is removed. (A keeper killed from outside in the instant between the `exec` of the command's process and its
-/// own next instruction is the exception: that process, which dies with its keeper, `PR_SET_PDEATHSIG`, ran for that
-/// instant.) Lineage is used only where the reaper cannot be had (or is turned off with
-/// [`reaper(false)`](Contain::reaper)): the reaper catches everything lineage does, and more, at a cost that does not
-/// grow with the host's process count; lineage's mark stays on a reaper job's command as the backup for a job that
-/// killed its keeper.
+/// [`require`](Contain::require) turns a fallback below a mode into an error. A cgroup in which the command could not
+/// be started (its folder could not be made, or, where `clone3` is refused, the spawning child's move into it failed,
+/// say because the parent folder is a thread root, whose domain children are "domain invalid", or the kernel is older
+/// than 5.14) counts as none: its folder is removed and the command is spawned in the next mode (none of it ran:
+/// that is decided before its process exists, and the caller's `pre_exec` hooks run in the command's process only,
+/// once). So do both keeper modes where the keeper program cannot run (see "The keeper"). Lineage is used only where
+/// the reaper cannot be had (or is turned off with [`reaper(false)`](Contain::reaper)): the reaper catches everything
+/// lineage does, and more, at a cost that does not grow with the host's process count; lineage's mark stays on a
+/// reaper job's command as the backup for a job that killed its keeper.
 ///
-/// Descriptors count too. A cgroup or reaper spawn forks with a pipe of std's (2 descriptors) instead of using
-/// `posix_spawn` (none with glibc; musl's needs 2): 2 free descriptors; the reaper also needs lineage's room (its
-/// mark is the backup). Lineage's kill
-/// points hold 2 at once beside the wait's pidfd: 3 free at the spawn. A mode without that room is skipped, and a
-/// spawn that fails for want of a descriptor (`EMFILE`, `ENFILE`) in the cgroup or with the mark counts as none
-/// too: the next mode is tried, down to the plain group, which needs no more than
-/// [`spawn_group`](grouptimeout::GroupCommandExt::spawn_group). The room is checked at the spawn only: a kill point of lineage
-/// that finds none later fails, saying so (the group itself is still signalled), and a cgroup whose `cgroup.kill` or
-/// `cgroup.events` (opened after the spawn) cannot be opened fails at its kill, or leaves its folder behind.
+/// Descriptors count too. A kept spawn needs 4 free descriptors (the keeper program's memory file, kept for the
+/// process once made, the job's channel, and the cgroup's folder for the spawn); a kept job holds 4 while it runs (the
+/// channel, a pidfd of the command and one of the keeper, and the epoll set its waits sleep on); the reaper also needs
+/// lineage's room (its mark is the backup). Lineage's kill points hold 2 at once beside the wait's pidfd: 3 free at the
+/// spawn. A mode without that room is skipped, and a spawn that fails for want of a descriptor (`EMFILE`, `ENFILE`) in
+/// the cgroup or with the mark counts as none too: the next mode is tried, down to the plain group, which needs no
+/// more than [`spawn_group`](grouptimeout::GroupCommandExt::spawn_group). The room is checked at the spawn only: a kill
+/// point of lineage that finds none later fails, saying so (the group itself is still signalled). The keeper raises
+/// its own limit of open descriptors to the hard limit, so that a caller short of them does not leave it unable to end
+/// the job.
 ///
 /// # Waiting for the whole job
 ///
@@ -119,14 +115,12 @@ impl JobCommandExt for Command {
 /// sleeps on a descriptor, it also checks again every second, in case the descriptor's notice never comes: a keeper
 /// stopped with `kill -STOP` is continued then):
 ///
-/// - [`Cgroup`](Containment::Cgroup): `cgroup.events` says `populated 0`, or the folder is gone, or the keeper has
-///   exited (it removes the folder of a job it finds empty, then exits); the wait sleeps on one epoll descriptor that
-///   is readable at a change of that file (`POLLPRI`) or at the keeper's exit (its pidfd): two more descriptors while
-///   it waits. (The file's notice alone may never come: the kernel tells a change at most once every 10 ms, a later
-///   one after that time, and drops it if the folder is removed meanwhile.) Every process of the job counts, however
-///   it daemonised.
-/// - [`Reaper`](Containment::Reaper): the keeper, which reaps every orphan of the job as it exits, ends the job itself
-///   and exits once the command (exited) is its only child; the wait sleeps on the keeper's pidfd.
+/// - [`Cgroup`](Containment::Cgroup) and [`Reaper`](Containment::Reaper): the keeper, a child subreaper that reaps
+///   every orphan of the job as it exits, is told of the job's last exit (`SIGCHLD`: the last process of a job has the
+///   keeper or a live member of it for its parent), ends the job itself once nothing of it but the command is left (in
+///   cgroup mode: no other process in the folder, which it also looks at every second while it waits, for a process
+///   moved into it from outside), and exits; the wait sleeps on the keeper's pidfd. Every process of the job counts,
+///   however it daemonised.
 /// - [`Lineage`](Containment::Lineage): a scan of `/proc` for a live member of the group or a live process that
 ///   carries the mark (what the mode's kill finds), on the core's poll schedule, spaced to about 50 times the scan's
 ///   own time (about 2 % of a CPU whatever `/proc` holds): seen some tens of milliseconds late.
@@ -150,12 +144,16 @@ impl JobCommandExt for Command {
 /// children, such a service usually moves itself into a child folder at start (say `…/service.scope/main`) and
 /// names its unit's folder with [`cgroup_parent`](Contain::cgroup_parent), which skips the systemd test.
 ///
-/// The command is born inside the job's cgroup, through the job's keeper (below): it never migrates into it (a
-/// migration waits for an RCU grace period unless the cgroup2 hierarchy is mounted with `favordynmods`: 5-19 ms
-/// measured on Linux 6.18 for a single spawn), and runs no instruction outside it. The job is ended with `cgroup.kill` (which reaches the sub-cgroups a job may
-/// make in its folder too); when its leader was reaped, the folder is removed, with those sub-cgroups (deepest
-/// first), once `cgroup.events` says `populated 0`, waiting at most about a second (a process stuck in
-/// uninterruptible sleep can keep it longer: the folder is then left behind). With
+/// The command is born inside the job's cgroup with its keeper (below): on x86-64 the spawning child is made with
+/// `clone3(CLONE_INTO_CGROUP)`, and it never migrates (a migration waits for an RCU grace period unless the cgroup2
+/// hierarchy is mounted with `favordynmods`: 5-19 ms measured on Linux 6.18 for a single spawn); where `clone3` is
+/// refused, and on other architectures, it moves itself in before the command exists (that migration, then, on this
+/// thread). The command runs no instruction outside it. The keeper ends the job: it leaves the folder (a migration, on
+/// its time), freezes it, lists it, kills it with `cgroup.kill` (which reaches the sub-cgroups a job may make in its
+/// folder too), waits for `populated 0` (at most about a second while this process lives: a process stuck in
+/// uninterruptible sleep can keep it longer, and the folder is then left behind) and removes the folder with those
+/// sub-cgroups (deepest first). A job that ended on its own needs none of it: its keeper exits inside the folder, and
+/// the wait removes it after the keeper's reap (one `rmdir`). With
 /// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers) the leftovers (those in sub-cgroups too) are moved to
 /// the cgroup the caller runs in before the folder is removed: not to the parent folder, which, when named with
 /// [`cgroup_parent`](Contain::cgroup_parent), may have controllers enabled for its children and then may hold no
@@ -164,122 +162,77 @@ impl JobCommandExt for Command {
 /// # The keeper (cgroup and reaper modes)
 ///
 /// The process the spawn makes ([`GroupChild::id`]) is the job's keeper; the command is its child
-/// ([`JobChildExt::command_id`](crate::JobChildExt::command_id) is its pid). The
-/// keeper is a fork of this process (a `pre_exec` hook, which makes std fork and exec instead of using
-/// `posix_spawn`; `BENCHMARKS.md` gives the cost) that never execs: it blocks every signal, makes the job's folder,
-/// starts the command with `clone3(CLONE_INTO_CGROUP)` (Linux 5.7; the command returns from the hook and std applies
-/// the rest of the `Command`: stdio, environment, working folder, user and groups were applied before the hooks
-/// and are inherited, and the caller's signal mask is restored), closes every descriptor it holds but the folder's,
-/// and then only waits. Where `clone3` is refused (`ENOSYS`, as the default seccomp profiles of Docker and Podman
-/// answer, or `EPERM`, as older runtimes did), the keeper starts the command with the legacy `clone` instead, and the
-/// command, born outside the folder, moves itself into it (`cgroup.procs`) before it returns from the hook: it runs no
-/// instruction of the command outside the job, and the job keeps its cgroup. If that move fails, the command never
-/// runs: the mode counts as none, as for a failed `clone3`. That move is a migration, which waits for an RCU grace
-/// period: measured on Linux 6.18, spawn and wait of `/bin/true` took 13.4 ms instead of 2.9 ms with spawns 250 ms
-/// apart, 2.30 ms instead of 2.18 ms back to back (medians; 9 ms at the 90th percentile). Reaper mode needs no move
-/// (the same times with and without the filter). It is named `group-keeper` (so that killing this program by its name
-/// spares it); nothing depends on the command's name. Once the
-/// command has run for 10 ms, a keeper that holds 8 MiB or more of this process's memory unmaps most of what its fork
-/// copied (every private anonymous mapping of 256 KiB and more, but the pages around its own stack and its thread's
-/// data, and a program's or library's `.bss`), so it holds no copy of the pages this process writes while the job runs.
-/// What a fork costs still applies: the spawn takes longer the more memory this process has mapped, and this process's
-/// first write to each of its pages after the spawn takes a page fault (`BENCHMARKS.md` has both).
+/// ([`JobChildExt::command_id`](crate::JobChildExt::command_id) is its pid). The keeper is a program of its own,
+/// `group-keeper`, which this crate's build script compiles from its source and embeds, and which the first kept spawn
+/// of a process writes into a sealed memory file (kept open for the process's life: the crate's one piece of
+/// process-wide state) and probes. The spawn makes a child that shares this process's memory and sleeps this thread
+/// until it execs (no copy of this process is made, whatever its size, and this process's later writes to its memory
+/// cost nothing): that child spawns the command with std's own `Command::spawn` (so every setting of the `Command`, the
+/// `pre_exec` hooks included, applies to the command's process alone, once), sends its standard streams back, and
+/// execs the program. The crate's docs ("The keeper, step by step") say what each step does, what each failure leads
+/// to, and what was rejected; what the spawn costs is in the crate's `BENCHMARKS.md`.
 ///
-/// In reaper mode (no cgroup) the keeper makes no folder: it makes itself a child subreaper
-/// (`PR_SET_CHILD_SUBREAPER`, which needs no privilege) and starts the command with a plain `clone3` (or `clone`, where
-/// `clone3` is refused). Every orphan of
-/// the job is then re-parented to it, however it daemonised, and it reaps those that exit while the command runs
-/// (never the command before the verdict). This process finds the job's processes below the keeper
-/// (`/proc/PID/task/TID/children`, from the keeper down: only the job's processes are read), opens a pidfd for each
-/// and checks again that its parent is the one it was listed under before it signals it, so a reused pid is never
-/// signalled; with `SIGKILL` the walk repeats while it finds new ones (for about a second at most), recording them
-/// for [`JobChildExt::leftovers`](crate::JobChildExt::leftovers). To end the job the keeper kills the command's group, then its children, reaps
-/// them, and repeats with the orphans that brings until only the command is left (about a second at most; 30 s when
-/// this process died): no environment is read and nothing outside the job is scanned. Linux only: FreeBSD's
-/// `procctl(PROC_REAP_ACQUIRE)` would do the same, but is not used (there a contained job has its group only).
+/// Where the keeper program cannot run, the keeper modes are not had, and
+/// [`fallback_reason`](crate::JobChildExt::fallback_reason) (or the error of [`require`](Contain::require)) says why: a
+/// build that could not compile it (its build script warned), or a system that refuses to execute a memory file
+/// (`vm.memfd_noexec` = 2, a seccomp rule on `memfd_create` or `execveat`).
 ///
-/// - The command starts in the group whose id is the keeper's pid ([`GroupChild::id`]), which the keeper then
-///   leaves for a group of its own: every group signal of the crate, and a terminal's, reaches the command's group
-///   and not the keeper. The command's parent (`getppid`) is the keeper.
+/// - The command starts in the group whose id is the keeper's pid ([`GroupChild::id`]), which the keeper is never in:
+///   every group signal of the crate, and a terminal's, reaches the command's group and not the keeper. The command's
+///   parent (`getppid`) is the keeper.
+/// - The keeper is a child subreaper in both modes: every orphan of the job becomes its child, and it reaps them as
+///   they exit (never the command before the job's end).
 /// - From before the command's first instruction, the keeper is the job's guard: when this process dies (any way;
-///   the keeper gets a parent-death signal, and its parent changes), it kills the group and the cgroup, removes the
-///   folder, and exits (in reaper mode: it kills the group, the command and its other descendants, as at the job's
-///   end, waiting for the command's death, which hands it the command's children). With a grace set
-///   ([`GroupChild::set_grace`]) and passed on by `die_with_parent` (which writes it to a page the keeper shares
-///   with this process; the keeper reads it only once this process died) it first sends the grace's signal to the command's group (then `SIGCONT`, unless the
-///   signal stops) and waits up to the grace for the job to end (the command exited, nothing else left). A nested
-///   supervisor in the job gets that signal as any member of the group does, and decides for its own job; the kill
-///   at the end reaches everything. `die_with_parent` starts no other guard for such a job (it only passes the grace
-///   on), and `guard_id` stays `None`.
-/// - When the command exits and nothing else of the job runs (the cgroup is empty; in reaper mode the keeper has no
-///   other child), the keeper removes the folder (if there is one), reaps the command and exits as it did: the same
-///   exit code, or the same signal (without a core dump), so [`Outcome`](grouptimeout::Outcome) is what `spawn_group`
-///   gives. When something of the job still runs, the keeper tells this process (`SIGCHLD`, as the command's own
-///   exit would) and keeps the command unreaped until a wait reaps the job: the wait then tells the keeper to end the
-///   job (or, with `set_kill_leftovers(false)`, to leave it), and the keeper does so, reaps the command and exits as
-///   it did. A wait for the whole job (`set_wait_for_job`) holds the verdict back: the keeper, woken by each exit of
-///   its children, ends the job itself once nothing else of it runs (in reaper mode; in cgroup mode the wait sees the
-///   cgroup empty and gives the verdict then).
-///   A command that stops is reported by its keeper instead (`host::take_stop` says so, and the keeper sends this
-///   process `SIGCHLD`, as the command's own stop would); the keeper itself never stops.
-/// - A command that fails its `exec` fails the spawn with std's error (`NotFound` for a missing program), and the
-///   keeper exits at once. The keeper cannot see a failed `exec` (std waits for it then) apart from a command that ran
-///   and exited before the spawn returned but by what the command left: one that left nothing is ended at once; one
-///   that left something running waits for the spawn's return, and then for the wait's verdict like any other, but
-///   the keeper ends the job if the spawn has not returned within a second (this process held up that long):
-///   only then does [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers) lose what such a command left.
+///   the keeper gets a parent-death signal, or reads the end of its channel), it ends the job and removes its folder.
+///   With a grace set ([`GroupChild::set_grace`]) and passed on by `die_with_parent`, it first sends the grace's
+///   signal to the command's group (then `SIGCONT`, unless the signal stops) and waits up to the grace for the job to
+///   end (the command exited, nothing else left). A nested supervisor in the job gets that signal as any member of the
+///   group does, and decides for its own job; the kill at the end reaches everything. `die_with_parent` starts no
+///   other guard for such a job (it only passes the grace on), and `guard_id` stays `None`.
+/// - When the command exits and nothing else of the job runs, the keeper ends at once: it reaps the command and exits
+///   as it did (the same exit code, or the same signal, without a core dump), so
+///   [`Outcome`](grouptimeout::Outcome) is what `spawn_group` gives. When something of the job still runs, it tells
+///   this process (`SIGCHLD`, as the command's own exit would) and keeps the command unreaped until a wait gives its
+///   verdict: end the rest of the job, or leave it (`set_kill_leftovers(false)`). A wait for the whole job gives none
+///   (see above). A command that stops is reported by its keeper instead (`host::take_stop` says so, and the keeper
+///   sends this process `SIGCHLD`, as the command's own stop would); the keeper itself never stops.
+/// - A job's `SIGKILL` (the deadline's, [`kill`](GroupChild::kill), the leftovers', the drop's) tells the keeper to
+///   kill the whole job, stops the command's group (`SIGSTOP`), waits for the keeper's note that it has named the
+///   group's members once they are stopped (100 ms at most: a member still in `wait` could otherwise reap a child the
+///   kill ends before anything named it), and sends the group `SIGKILL`: no step of this process freezes, lists or
+///   kills a cgroup, or walks `/proc`; it sleeps on the keeper's exit, and the keeper's report (what its kills
+///   reached, the job's usage, what failed) is read at the reap.
+/// - A command that fails its `exec` fails the spawn with std's error (`NotFound` for a missing program); no keeper is
+///   started.
 /// - A signal sent to the keeper's pid is passed on to the command, as it reached the leader without a keeper; but
-///   `SIGCONT` (which only wakes the keeper, or continues it), and `SIGKILL` and `SIGSTOP` (which nothing can pass
-///   on: they stop or kill the keeper itself). A `SIGSTOP` (`kill -STOP` of [`GroupChild::id`]) stops the keeper
-///   alone: the command runs on, and the keeper, stopped, could not report its exit. The next check of a wait (or
-///   of [`try_wait`](GroupChild::try_wait)) that finds the keeper stopped continues it (`SIGCONT`): a wait sleeps
-///   until the command exits and checks then at the latest, so a stopped keeper never keeps a wait past the
-///   command's exit (the tool hears of the stop through `SIGCHLD`, and continues its keeper at once). The check is a
-///   `waitid(WSTOPPED | WNOWAIT)` on the keeper: a caller that consumes the keeper's stop report itself (`waitpid`
-///   of `id()` with `WUNTRACED`) hides the stop from it. Stop the job
-///   with [`signal`](GroupChild::signal) instead (`SIGSTOP` to the command's group, `SIGCONT` to continue it).
-/// - The keeper is a process of this user: a job that kills it (`kill -9 $PPID`) ends its own guard; the wait then
-///   sees the keeper killed (`SIGKILL`, the outcome), kills the cgroup, and removes the folder, as for any leader.
-///   In reaper mode the orphans then go to the next subreaper above (or init): the wait kills the command's group
-///   (its id is the keeper's pid, pinned while the keeper is unreaped) and the processes that carry the job's
-///   lineage mark; an escapee that also cleared its environment (`env -i`) or rewrote its title survives.
-/// - `pre_exec` hooks the caller added before the spawn run in the keeper, before the command's process exists: what a
-///   fork inherits (resource limits, the working folder, descriptors) reaches the command; a parent-death signal does
-///   not. They run once in each mode tried, not once per spawn: a mode that fails in the keeper (a cgroup it could not
-///   start the command in, a keeper that died, a process limit: see above and "Falling back"; the keeper's hook runs
-///   after the caller's, in the process std forked for them) is followed by a new spawn in the next mode, whose process
-///   runs them again. A hook with an effect outside its own process (a file made with `O_EXCL`, a pidfile, a message
-///   sent) sees one run per mode tried: make it idempotent, or ask for one mode, so
-///   that a failure fails the spawn instead of trying another (`require(Containment::Cgroup)`; `cgroup(false)` with
-///   `require(Containment::Reaper)`; or lineage alone, `cgroup(false)` and `reaper(false)`, which has no keeper: its
-///   hooks run in the command's process). Hooks added later, and on a later spawn of the same `Command` (the keeper's
-///   hook stays on it, disarmed), run as usual; on x86-64 the later ones run in a process that shares the keeper's
-///   memory until its `exec` (as the child of `posix_spawn` does), so what they change in memory the keeper sees too
-///   (it only waits meanwhile, and uses none of it). A hook that unshared the PID namespace (`unshare(CLONE_NEWPID)`,
-///   which puts the keeper's children in a new namespace, its first one PID 1) is undone in the keeper (`setns` to its
-///   own) and done again by the command's process, so the command's first child is PID 1 of the new namespace, as
-///   without a keeper, and the job stays contained (a namespace dies with its PID 1, and its processes are the job's).
-///   Where the keeper cannot go back (`setns` needs `CAP_SYS_ADMIN` over its own namespace: a hook that also made a
-///   user namespace), the keeper modes fail, saying so, and lineage runs the command as without a keeper. A hook that
-///   joined an existing PID namespace (`setns`) is left alone: the command is born in it, which a cgroup holds; the
-///   reaper does not (that namespace's orphans go to its own init), so reaper mode fails then, saying so. A time
-///   namespace (`CLONE_NEWTIME`) is not treated so: the keeper and the command's process are born in it.
-/// - A command run as another user (`Command::uid`): std switches users before the hooks, so the keeper runs as that
-///   user too. As root, a cgroup spawn sets this thread's `PR_SET_KEEPCAPS` where it is off, and clears it again
-///   before it returns (the kernel reads it only when a user id changes; a thread that has it on keeps it on, and no
-///   other spawn touches it), so the keeper keeps its permitted capabilities across std's switch; in cgroup
-///   mode it keeps `CAP_DAC_OVERRIDE` alone (to make the folder in this process's cgroup and start the command in
-///   it: the folder is then that user's, as a cgroup delegated to it), in reaper mode none, and the command's process
-///   drops them all before it runs anything of the caller's. Where the keeper cannot keep that capability (the thread
-///   has `SECBIT_KEEP_CAPS_LOCKED`, or this process lacks `CAP_DAC_OVERRIDE`), the cgroup counts as none, and the
-///   error, or [`JobChildExt::fallback_reason`](crate::JobChildExt::fallback_reason), says so and what to do.
+///   `SIGCHLD` and `SIGCONT` (which only wake the keeper, or continue it), one the kernel sent (a terminal's), and
+///   `SIGKILL` and `SIGSTOP` (which nothing can pass on: they kill or stop the keeper itself). A `SIGSTOP`
+///   (`kill -STOP` of [`GroupChild::id`]) stops the keeper alone: the next check of a wait (or of
+///   [`try_wait`](GroupChild::try_wait)) that finds it stopped continues it (`SIGCONT`). The check is a
+///   `waitid(WSTOPPED | WNOWAIT)` on the keeper: a caller that consumes the keeper's stop report itself (`waitpid` of
+///   `id()` with `WUNTRACED`) hides the stop from it. Stop the job with [`signal`](GroupChild::signal) instead
+///   (`SIGSTOP` to the command's group, `SIGCONT` to continue it).
+/// - The keeper is a process of this user: a job that kills it (`kill -9 $PPID`) ends its own guard; the wait, which
+///   sleeps on the keeper's exit too, then sees the keeper killed (`SIGKILL`, the outcome), kills the cgroup, and
+///   removes the folder, as for any leader. In reaper mode the orphans then go to the next subreaper above (or init):
+///   the wait kills the command's group (its id is the keeper's pid, pinned while the keeper is unreaped) and the
+///   processes that carry the job's lineage mark; an escapee that also cleared its environment (`env -i`) or rewrote
+///   its title survives.
+/// - `pre_exec` hooks run in the command's process alone, once, as without a keeper: a hook's seccomp filter binds the
+///   command and what it starts, never the keeper; a hook that unshares the PID namespace makes the command's first
+///   child PID 1 of a new namespace, which dies with the job. In reaper mode a hook that joined an existing PID
+///   namespace (`setns`) would give that namespace's init the job's orphans: the command is killed and the spawn fails,
+///   saying so (a cgroup holds such a job). A preloaded library (`LD_PRELOAD`, a sanitizer's runtime) reaches the
+///   command, not the keeper (the program runs with an empty environment).
+/// - A command run as another user (`Command::uid`): std switches users in the command's process only; the keeper runs
+///   as this process does, so a root caller's job keeps its cgroup.
 ///
 /// # Falling back, and saying why
 ///
 /// [`JobChildExt::fallback_reason`](crate::JobChildExt::fallback_reason) lists each mode that was tried and could not be had, with its reason; the tool's
 /// `-v` prints it. Besides the cases above: a process limit (`RLIMIT_NPROC`, a pids controller's `pids.max`) that
-/// leaves room for the command but not for a kept job's two more processes (its keeper and a short-lived helper)
-/// makes the keeper modes fail with `EAGAIN`, and the reason names the limit.
+/// leaves room for the command but not for a kept job's three more processes at the spawn (its keeper, and two helpers
+/// of a few microseconds) makes the keeper modes fail with `EAGAIN`, and the reason names the limit.
 ///
 /// # The lineage mark
 ///
@@ -298,7 +251,8 @@ impl JobCommandExt for Command {
 /// The `SIGSTOP` of a lineage `SIGKILL` is a real stop of the leader, this process's child, for the milliseconds of
 /// the first pass: the kernel may send this process a `SIGCHLD` for it (`CLD_STOPPED`), and another thread that
 /// waits for the leader with `WSTOPPED` or `WUNTRACED` (or calls `host::take_stop`) may see it stopped by
-/// `SIGSTOP` just before it is killed. The other modes send no `SIGSTOP`.
+/// `SIGSTOP` just before it is killed. The kept modes stop the command's group too before their `SIGKILL`, for an
+/// instant; their keeper, the command's parent, reports no stop then.
 #[derive(Debug, Clone)]
 pub struct Contain {
     parent: Option<PathBuf>,
@@ -371,11 +325,14 @@ impl Contain {
     /// `/proc` could not be read), the error is that OS error itself (`raw_os_error()`, std's kind for it; its
     /// message is the system's). Otherwise it carries no OS error number: a message with every reason, of kind
     /// `Unsupported` (no cgroup v2 here, systemd did not delegate the folder: `PermissionDenied`, only the group on
-    /// this system), or the kind of the first failure, such as a cgroup the keeper could not start the command in
-    /// (the folder named, and the OS error of its `mkdir` or `clone3`, whose kind the error keeps; the folder is
-    /// removed), a keeper that died before it made the command's process (`Other`, its signal named), or too few free
-    /// descriptors for a mode (the kind of `EMFILE`, `ENFILE`). Nothing runs then. Without
+    /// this system, or a keeper program that cannot run here), or the kind of the first failure, such as a cgroup the
+    /// command could not be started in (the folder named, and the OS error, whose kind the error keeps; the folder is
+    /// removed), or too few free descriptors for a mode (the kind of `EMFILE`, `ENFILE`). Nothing runs then. Without
     /// `require`, a spawn fails for want of descriptors only where `spawn_group` would.
+    ///
+    /// A kept spawn also fails, in any mode, where the command was started and its keeper could not be (the keeper
+    /// program's `exec` failed after its probe passed, or a `pre_exec` hook joined another PID namespace in reaper
+    /// mode): the command is killed first, and no other mode is tried (it must not run twice).
     pub fn spawn(&self, command: &mut Command) -> io::Result<GroupChild> {
         // Each mode that was tried and could not be had, and why.
         #[cfg_attr(
@@ -398,19 +355,31 @@ impl Contain {
                 }
             };
             let mut child = None;
+            // The keeper program first (the first kept spawn of this process probes it): a folder is made only
+            // once a keeper can be had for it.
+            let kept = (self.cgroup || self.reaper).then(crate::keeper::program);
+            let program = || match &kept {
+                Some(Ok(program)) => Ok(*program),
+                Some(Err(why)) => Err(io::Error::new(io::ErrorKind::Unsupported, why.clone())),
+                None => Err(io::Error::from(io::ErrorKind::Unsupported)),
+            };
             if self.cgroup {
-                let spawned = cgroup::Cgroup::make(self.parent.as_deref())
-                    .map(|cgroup| spawn_kept(Bound::Cgroup(cgroup), command));
+                let spawned = program().and_then(|program| {
+                    let cgroup = cgroup::Cgroup::make(self.parent.as_deref())?;
+                    Ok(spawn_kept(Bound::Cgroup(cgroup), command, program))
+                });
                 child = match spawned {
                     Ok(spawned) => tried(&mut why, "cgroup", spawned)?,
                     Err(e) => tried(&mut why, "cgroup", Ok(Err(e)))?,
                 };
             }
             if child.is_none() && self.reaper && self.require.rank() <= Containment::Reaper.rank() {
-                child = match reaper_mark() {
-                    Ok(mark) => {
-                        tried(&mut why, "reaper", spawn_kept(Bound::Reaper(mark), command))?
-                    }
+                let spawned = program().and_then(|program| {
+                    let mark = reaper_mark()?;
+                    Ok(spawn_kept(Bound::Reaper(mark), command, program))
+                });
+                child = match spawned {
+                    Ok(spawned) => tried(&mut why, "reaper", spawned)?,
                     Err(e) => tried(&mut why, "reaper", Ok(Err(e)))?,
                 };
             }
@@ -481,128 +450,78 @@ fn reaper_mark() -> io::Result<lineage::Mark> {
     Ok(mark)
 }
 
-/// Spawns `command` through a keeper (see `contain/keeper.rs`): for a cgroup `bound`, the command is born inside the
-/// cgroup; for a reaper `bound`, the keeper is the job's child subreaper, and the command carries the backup mark
-/// (taken off `command` again after the spawn).
-/// The inner `Err` says that the mode could not be had for it, and why (the kind kept): the keeper could not make
-/// the folder or start the command in it (its `mkdir` or `clone3` failed, with the folder and the OS error named),
-/// or the spawn ran out of descriptors (std's pipe of a forked spawn, beyond a plain spawn's). Nothing of the command
-/// ran then, and the folder is removed, so the caller may spawn it again another way.
+/// Spawns `command` kept (see `crate::keeper`): for a cgroup `bound`, born inside the cgroup; for a reaper `bound`,
+/// under the keeper as the job's child subreaper, with the backup mark (taken off `command` again after the spawn).
+/// The inner `Err` says that the mode could not be had for it, and why (the kind kept): the keeper program cannot run
+/// here, the spawning child could not enter the folder or make the command's group, or the spawn ran out of
+/// descriptors. Nothing of the command ran then (the folder is removed), so the caller may spawn it again another
+/// way. The outer `Err` is the spawn's: std's error of the command, or a command that was started and then killed
+/// because its keeper could not be (never spawned again).
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-fn spawn_kept(bound: Bound, command: &mut Command) -> io::Result<io::Result<GroupChild>> {
-    let (folder, mark) = match bound {
-        Bound::Cgroup(ref cgroup) => (Some(cgroup.folder().to_path_buf()), None),
-        Bound::Reaper(ref mark) | Bound::Lineage(ref mark) => (None, Some(mark.name().to_owned())),
-    };
-    let place = folder.as_ref().map_or_else(
-        || "under the job's reaper".to_owned(),
-        |folder| format!("in the job's cgroup {}", folder.display()),
-    );
-    let too_few = |e: io::Error| {
-        io::Error::new(
-            e.kind(),
-            format!(
-                "too few descriptors to spawn {place} (such a spawn forks with a pipe of std's instead of using \
-                 posix_spawn): {e}"
-            ),
-        )
-    };
-    let keeper = Keeper::new()?;
-    let hook = match room_for_a_fork()
-        .and_then(|()| crate::keeper::arm_keeper(command, folder.as_deref(), keeper.page()))
-    {
-        Ok(hook) => hook,
-        Err(e) => return Ok(Err(too_few(e))),
+fn spawn_kept(
+    bound: Bound,
+    command: &mut Command,
+    program: std::os::fd::BorrowedFd<'_>,
+) -> io::Result<io::Result<GroupChild>> {
+    use crate::keeper::{self, Spawned};
+    if grouptimeout::__private::sys::children_are_auto_reaped()? {
+        // As `spawn_group` refuses it: the plain spawn says why.
+        return grouptimeout::GroupCommandExt::spawn_group(command).map(Ok);
+    }
+    let mark = match bound {
+        Bound::Reaper(ref mark) | Bound::Lineage(ref mark) => Some(mark.name().to_owned()),
+        Bound::Cgroup(_) => None,
     };
     if let Some(name) = &mark {
         command.env(name, "1");
     }
-    let job = Job::new(bound, Some(keeper));
-    // As root, for a `Command::uid`: the keeper keeps the right to make the job's cgroup across std's user switch.
-    let spawned = crate::keeper::with_kept_caps(folder.is_some(), || {
-        grouptimeout::__private::spawn(command, Attached::new(job.clone(), None))
-    });
+    let spawned = match bound {
+        Bound::Cgroup(ref cgroup) => {
+            keeper::spawn(command, program, Some((cgroup.folder(), cgroup.own())))
+        }
+        _ => keeper::spawn(command, program, None),
+    };
+    command.process_group(0);
     if let Some(name) = &mark {
         command.env_remove(name);
     }
-    let not_started = spawned.as_ref().err().and_then(|e| hook.keeper_error(e));
-    match spawned {
-        Ok(child) => {
-            job.started(child.id());
-            // The keeper records the command's pid before it closes its copy of std's error pipe: a spawn that
-            // returned without it means that the keeper died before it made the command.
-            if job.watched(child.id()) == child.id() {
-                return Ok(Err(keeper_died(child, &place)));
-            }
-            Ok(Ok(child))
-        }
-        Err(e) => {
-            let _ = job.end(false);
-            if let Some(start) = not_started {
-                let how = match job.keeper_failure() {
-                    Some(KeeperFailure::User) => {
-                        "the command runs as another user (`Command::uid`), and its keeper, switched with it by \
-                         std, kept no CAP_DAC_OVERRIDE to make the job's cgroup and start the command in it: \
-                         spawn as root with that capability, or start the command as that user in a cgroup \
-                         delegated to it (`Contain::cgroup_parent`)"
-                    }
-                    Some(KeeperFailure::PidNamespace) => {
-                        "a `pre_exec` hook put the keeper's children in another PID namespace: a new one that \
-                         the keeper cannot leave again (setns needs CAP_SYS_ADMIN over its own: a hook that also \
-                         made a user namespace), or, for the reaper, an existing one, whose orphans go to its own \
-                         init; lineage mode runs such a hook's command as without a keeper"
-                    }
-                    None if start.raw_os_error() == Some(libc::EAGAIN) => {
-                        "no process could be made: RLIMIT_NPROC, or the pids controller's pids.max, leaves too \
-                         few (a kept job needs two more than the command: its keeper and a short-lived helper)"
-                    }
-                    None if folder.is_some() => "the keeper could not make it or start the command in it",
-                    None => "the keeper could not become a child subreaper or make it",
-                };
-                return Ok(Err(io::Error::new(
-                    start.kind(),
-                    format!("the command's first process could not start {place} ({how}): {start}"),
-                )));
-            }
-            if !out_of_descriptors(&e) {
-                // std's error, as it is (see "Errors" in the crate docs).
-                return Err(e);
-            }
-            Ok(Err(too_few(e)))
-        }
-    }
-}
-
-/// Why the mode of `child`, a kept job whose keeper died before it made the command's process (its spawn returned
-/// with no command recorded: std reads end of file on its error pipe once the keeper is gone, as after an `exec`),
-/// could not be had: the keeper's death, as its reap gives it (a wait, which ends the job: no folder is left).
-#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-fn keeper_died(mut child: GroupChild, place: &str) -> io::Error {
-    use std::os::unix::process::ExitStatusExt as _;
-    let how = match child.wait_timeout(std::time::Duration::from_secs(5)) {
-        Ok(outcome) => match outcome.status().signal() {
-            Some(libc::SIGSYS) => format!(
-                "killed by signal {} (SIGSYS: a seccomp filter forbids a system call it makes)",
-                libc::SIGSYS
-            ),
-            Some(signal) => format!("killed by signal {signal}"),
-            None => format!("{}", outcome.status()),
-        },
-        Err(e) => format!("it could not be waited for: {e}"),
+    let place = match bound {
+        Bound::Cgroup(ref cgroup) => format!("in the job's cgroup {}", cgroup.folder().display()),
+        _ => "under the job's reaper".to_owned(),
     };
-    io::Error::other(format!(
-        "the command's first process could not start {place}: its keeper died before it made it, {how}; the \
-         command did not run"
-    ))
-}
-
-/// Whether two more descriptors can be opened now (std's pipe of a forked spawn): a spawn that failed for want of
-/// them would have run nothing, but is better not tried.
-#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-fn room_for_a_fork() -> io::Result<()> {
-    let probe = std::fs::File::open("/dev/null")?;
-    let _second = probe.try_clone()?;
-    Ok(())
+    match spawned {
+        Spawned::Kept {
+            keeper,
+            stdio,
+            watch,
+            handle,
+        } => {
+            let job = Job::new(bound, Some(handle));
+            job.started(keeper);
+            let attached = Attached::new(job, None);
+            Ok(Ok(grouptimeout::__private::spawned(
+                keeper, stdio, watch, attached,
+            )))
+        }
+        Spawned::NotHad(e) => {
+            let how = if e.raw_os_error() == Some(libc::EAGAIN) {
+                " (no process could be made: RLIMIT_NPROC, or the pids controller's pids.max, leaves too few; a kept \
+                 job needs, for a moment, three more than the command: its keeper and two short-lived helpers)"
+            } else {
+                ""
+            };
+            Ok(Err(io::Error::new(
+                e.kind(),
+                format!("the command's first process could not start {place}{how}: {e}"),
+            )))
+        }
+        Spawned::Failed(e) if out_of_descriptors(&e) => Ok(Err(io::Error::new(
+            e.kind(),
+            format!("too few descriptors to spawn {place}: {e}"),
+        ))),
+        // std's error, as it is (see "Errors" in the crate docs).
+        Spawned::Failed(e) => Err(e),
+    }
 }
 
 /// Whether a spawn failed for want of a descriptor (`EMFILE`, `ENFILE`): a contained spawn then falls back to a

@@ -864,9 +864,10 @@ mod linux {
         }
     }
 
-    /// A command that exits and leaves nothing running: its keeper ends the job by itself (the folder goes) and exits
-    /// as the command did, before any wait, without waiting for a verdict. One that leaves a process running keeps
-    /// its keeper waiting for the verdict, which can still keep that process (`set_kill_leftovers(false)`).
+    /// A command that exits and leaves nothing running: its keeper ends the job by itself and exits as the command
+    /// did, before any wait, without waiting for a verdict (in cgroup mode it exits inside the empty folder, which
+    /// the wait removes). One that leaves a process running keeps its keeper waiting for the verdict, which can still
+    /// keep that process (`set_kill_leftovers(false)`).
     fn an_empty_job_needs_no_verdict(how: &Contain, mode: Containment) {
         let spawn = |script: &str| {
             let mut child = how
@@ -900,10 +901,10 @@ mod linux {
             eventually(Duration::from_secs(20), || zombie(child.id())),
             "{mode:?}: the keeper of a job that left nothing did not exit by itself"
         );
-        assert_removed(folder);
-        // A signal to a job whose keeper ended it: nothing to reach, no error (the folder's files are gone).
+        // A signal to a job whose keeper ended it: nothing to reach, no error.
         child.signal(libc::SIGTERM).unwrap();
         assert_eq!(child.wait_timeout(LONG).unwrap().status().code(), Some(3));
+        assert_removed(folder);
 
         let (mut child, stdin, line) = spawn("sleep 30 & echo $!; read line; exit 0");
         let kept = pids(&[line]);
@@ -1497,8 +1498,9 @@ mod linux {
     }
 
     /// Issue 37.1: a job whose command nests 100 levels of sub-cgroups and leaves nothing running is ended by its
-    /// keeper alone (no verdict is needed), which removes the folder whole before it exits. It once removed 32 levels,
-    /// tried again for about a second, and exited with the folder still there (the caller's end removed the rest).
+    /// keeper alone (no verdict is needed), which removes every sub-cgroup before it exits (it lives in the folder
+    /// itself, which the wait removes after its reap: one `rmdir`). It once removed 32 levels, tried again for about a
+    /// second, and exited with the folder still there (the caller's end removed the rest).
     #[test]
     fn cgroup_a_deep_job_is_removed_by_its_keeper() {
         let test = "cgroup_a_deep_job_is_removed_by_its_keeper";
@@ -1511,11 +1513,17 @@ mod linux {
                 .is_some_and(|(state, _)| state == 'Z')),
             "the keeper did not exit"
         );
-        let left = folder.0.exists();
+        let left: Vec<_> = fs::read_dir(&folder.0)
+            .map(|dir| {
+                dir.flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .collect()
+            })
+            .unwrap_or_default();
         assert_eq!(child.wait().unwrap().code(), Some(0));
         assert!(
-            !left,
-            "the keeper exited leaving {} (with {DEEP} levels of sub-cgroups)",
+            left.is_empty(),
+            "the keeper exited leaving sub-cgroups in {} ({left:?}; {DEEP} levels)",
             folder.0.display()
         );
         assert_removed(Some(folder.0.clone()));

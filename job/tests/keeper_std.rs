@@ -1,20 +1,17 @@
-//! The std internals that the job's keeper (src/sys/keeper.rs) relies on, checked on this toolchain, so that a std
-//! that changes them fails here, loudly and by name, instead of in the keeper's own tests by a hung spawn or a lost
-//! error.
+//! What std does that the kept spawn relies on (`job/src/keeper.rs`: the spawning child, which shares this
+//! process's memory until it execs the keeper program, spawns the command with std's own `Command::spawn`), checked on
+//! this toolchain, so that a std that changes it fails here, loudly and by name, instead of in the keeper's own tests
+//! by a hung spawn or a lost error:
 //!
-//! The keeper is made inside a `pre_exec` hook (std forks, runs the hooks in the child, then execs), and relies on:
+//! 1. the spawn returns once the command's process has exec'd;
+//! 2. a failed `exec` of the command is the spawn's error, with nothing left running or unreaped;
+//! 3. the command inherits the caller's signal mask and ignored signals, as from `spawn_group` (std resets neither
+//!    but `SIGPIPE`'s disposition, and the spawning child hands the caller's mask on).
 //!
-//! 1. std passing the OS error code of a hook's error to the spawn's error unchanged, however large: the keeper fails
-//!    the spawn with `KEEPER_FAILED` (1 << 20) plus its errno, which no `exec` error is, so that this process tells
-//!    "the keeper could not start the command" from "the command's exec failed";
-//! 2. std's spawn returning once the command's process has exec'd, although the keeper (the process std forked)
-//!    never returns from the hook and never execs: std waits on a close-on-exec pipe that the child inherits (end of
-//!    file once every copy of its write end is closed), and the keeper closes its copy (`close_all_but`);
-//! 3. std reporting a failed `exec` of the command's process through that pipe, and then reaping the process it
-//!    forked (the keeper, which exits at once when the command failed its `exec` before the spawn returned).
-//!
-//! Reaper mode (no cgroup), so that this runs on every Linux, as any user. The cases run one at a time (a lock), so
-//! that each may check this process's children.
+//! And two promises of the kept spawn beside them: the keeper is out of the command's group when the spawn returns,
+//! and reaper leftovers are named also when the command dies during the kill. Reaper mode (no cgroup), so that this
+//! runs on every Linux, as any user. The cases run one at a time (a lock), so that each may check this process's
+//! children.
 #![cfg(all(target_os = "linux", not(grouptimeout_portable)))]
 
 mod common;
@@ -23,7 +20,6 @@ use common::{eventually, is_dead, state_and_group};
 
 use std::fs;
 use std::io;
-use std::os::unix::process::CommandExt as _;
 use std::process::Command;
 use std::sync::{mpsc, Mutex, MutexGuard};
 use std::thread;
@@ -31,9 +27,6 @@ use std::time::Duration;
 
 use grouptimeout::GroupChild;
 use grouptimeout_job::{Contain, Containment, JobChildExt as _};
-
-/// The keeper's `KEEPER_FAILED` (src/sys/keeper.rs): added to the errno of a keeper that could not start the command.
-const KEEPER_FAILED: i32 = 1 << 20;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -92,113 +85,13 @@ fn name_of(pid: u32) -> String {
         .to_owned()
 }
 
-/// Assumption 1, std alone: a `pre_exec` hook's error reaches the spawn's error with its OS error code unchanged,
-/// for the codes the keeper uses (`KEEPER_FAILED` plus an errno), and std reaps the child it forked.
+/// Assumption 1: the spawn returns as soon as the command's process has exec'd, its keeper running.
 #[test]
-fn std_passes_a_pre_exec_hooks_error_code_unchanged() {
-    let _one = one_at_a_time();
-    for errno in [libc::EAGAIN, libc::EPERM, libc::ESRCH, libc::EINVAL, 4095] {
-        let code = KEEPER_FAILED + errno;
-        let mut command = Command::new("/bin/sh");
-        command.arg("-c").arg("exit 0");
-        // SAFETY: the hook only builds an io::Error from an integer (no allocation for an OS error).
-        unsafe { command.pre_exec(move || Err(io::Error::from_raw_os_error(code))) };
-        let got = command.spawn().map(|mut child| child.wait());
-        let got_code = got.as_ref().err().and_then(io::Error::raw_os_error);
-        assert_eq!(
-            got_code,
-            Some(code),
-            "std assumption broken: a pre_exec hook's error no longer reaches Command::spawn's error with its OS \
-             error code unchanged (hook returned code {code}, spawn gave {got:?}); the job's keeper (src/sys/keeper.rs, \
-             KEEPER_FAILED) reports through that code that it could not start the command"
-        );
-        assert!(
-            eventually(Duration::from_secs(5), || our_children().is_empty()),
-            "std assumption broken: std no longer reaps the child whose pre_exec hook failed (children left: {:?})",
-            our_children()
-        );
-    }
-}
-
-/// Assumption 1, through the keeper: a keeper that could not make the command's process (no process may be made:
-/// `RLIMIT_NPROC` 0, set by a hook that runs before the keeper's) fails the spawn with its own error, which names
-/// the reason, and not with a raw code of std's.
-#[test]
-fn a_keeper_that_cannot_start_the_command_fails_the_spawn_with_its_own_error() {
-    let _one = one_at_a_time();
-    // SAFETY: getuid has no preconditions.
-    let root = unsafe { libc::getuid() } == 0;
-    // Root (of the first user namespace) is not held to RLIMIT_NPROC: the command then runs as nobody (std switches
-    // users before the hooks), which is.
-    for as_nobody in [false, true] {
-        if as_nobody && !root {
-            break;
-        }
-        let make = move || {
-            let mut command = Command::new("/bin/sh");
-            command.arg("-c").arg("exit 0");
-            if as_nobody {
-                command.uid(65534).gid(65534);
-            }
-            // SAFETY: setrlimit with a struct that lives across the call: async-signal-safe.
-            unsafe {
-                command.pre_exec(|| {
-                    let none = libc::rlimit {
-                        rlim_cur: 0,
-                        rlim_max: 0,
-                    };
-                    if libc::setrlimit(libc::RLIMIT_NPROC, &raw const none) != 0 {
-                        return Err(io::Error::last_os_error());
-                    }
-                    Ok(())
-                })
-            };
-            command
-        };
-        let spawned = spawn_within(
-            "std reads a pre_exec hook's error from its close-on-exec pipe and then waits for the process it \
-             forked (the keeper, which exits at once when it could not start the command)",
-            make,
-        );
-        match spawned {
-            // Not held to the limit (root, or CAP_SYS_RESOURCE): the keeper started the command.
-            Ok(mut child) => {
-                child.wait().expect("the job ends");
-            }
-            Err(e) => {
-                assert!(
-                    e.raw_os_error().is_none_or(|code| code < KEEPER_FAILED)
-                        && e.to_string().contains("RLIMIT_NPROC")
-                        && e.kind() == io::ErrorKind::WouldBlock,
-                    "std assumption broken: the keeper's error (KEEPER_FAILED + EAGAIN through its pre_exec hook) \
-                     did not reach Command::spawn's error as its OS error code, so the crate no longer tells a \
-                     keeper that could not start the command (src/sys/keeper.rs, KEEPER_FAILED) from a failed \
-                     exec; the spawn's error: {e:?} ({e})"
-                );
-                assert!(
-                    eventually(Duration::from_secs(5), || our_children().is_empty()),
-                    "std no longer reaps the keeper whose pre_exec hook failed (children left: {:?})",
-                    our_children()
-                );
-                return;
-            }
-        }
-    }
-    eprintln!(
-        "skipped: this user is not held to RLIMIT_NPROC, and cannot run the command as nobody"
-    );
-}
-
-/// Assumption 2: the spawn returns as soon as the command's process has exec'd, while the keeper (which std forked,
-/// and whose hook never returns) lives on: std waits on its close-on-exec pipe, which the keeper closes.
-#[test]
-fn the_spawn_returns_once_the_command_execs_though_the_keeper_never_returns() {
+fn the_spawn_returns_once_the_command_execs() {
     let _one = one_at_a_time();
     let mut child = spawn_within(
-        "the command (sleep 20) runs under its keeper, but std's spawn no longer returns once the forked child's \
-         copies of its close-on-exec error pipe are closed (the command's at its exec, the keeper's by close_all_but \
-         in src/sys/keeper.rs), or it now waits for the forked process itself (the keeper, which never returns from \
-         its pre_exec hook)",
+        "the command (sleep 20) runs under its keeper, but std's spawn in the spawning child no longer returns once \
+         the command exec'd",
         || {
             let mut command = Command::new("/bin/sleep");
             command.arg("20");
@@ -221,17 +114,14 @@ fn the_spawn_returns_once_the_command_execs_though_the_keeper_never_returns() {
     assert!(is_dead(keeper) && is_dead(command));
 }
 
-/// Assumption 3: a command that fails its `exec` under a keeper is the spawn's error (std reads the errno from its
-/// pipe), and std reaps the keeper (which ends the job and exits at once).
+/// Assumption 2: a command that fails its `exec` under a keeper is the spawn's error (std's, which the spawning child
+/// hands on), and nothing is left: no keeper was started, and the spawning child was reaped.
 #[test]
-fn a_failed_exec_under_a_keeper_is_the_spawns_error_and_std_reaps_the_keeper() {
+fn a_failed_exec_under_a_keeper_is_the_spawns_error_and_leaves_nothing() {
     let _one = one_at_a_time();
-    let got = spawn_within(
-        "after the command's failed exec, std reads its errno from the close-on-exec pipe and then waits for the \
-         process it forked (the keeper, which exits at once when the command failed its exec before the spawn \
-         returned)",
-        || Command::new("/nonexistent/keeper_std/program"),
-    );
+    let got = spawn_within("a failed exec of the command in the spawning child", || {
+        Command::new("/nonexistent/keeper_std/program")
+    });
     let code = got.as_ref().err().and_then(io::Error::raw_os_error);
     if let Ok(mut child) = got {
         let _ = child.kill();
@@ -240,18 +130,60 @@ fn a_failed_exec_under_a_keeper_is_the_spawns_error_and_std_reaps_the_keeper() {
     assert_eq!(
         code,
         Some(libc::ENOENT),
-        "std assumption broken: a failed exec of the command (made by the keeper inside std's pre_exec hook) no \
-         longer reaches Command::spawn's error through std's close-on-exec error pipe as its errno"
+        "std assumption broken: a failed exec of the command no longer reaches Command::spawn's error as its errno"
     );
     assert!(
         eventually(Duration::from_secs(5), || our_children().is_empty()),
-        "std assumption broken: after a failed exec std no longer reaps the process it forked (the keeper, which \
-         exits as soon as the command failed its exec); children left: {:?}",
+        "after a failed exec, children are left: {:?}",
         our_children()
             .into_iter()
             .map(|pid| (pid, name_of(pid)))
             .collect::<Vec<_>>()
     );
+}
+
+/// Assumption 3: the command's blocked and ignored signals are the caller's, as `spawn_group` hands them on (the
+/// spawning child blocks every signal while it runs, and gives its handlers nothing to do: what the command gets is
+/// what the caller had). Checked in a re-run of this program, whose thread blocks `SIGUSR2` and which ignores
+/// `SIGUSR1`.
+#[test]
+fn the_command_gets_the_callers_mask_and_ignored_signals() {
+    let _one = one_at_a_time();
+    let test = "the_command_gets_the_callers_mask_and_ignored_signals";
+    if std::env::var_os("GROUPTIMEOUT_TEST_SIGNALS").is_some() {
+        // SAFETY: sigaction with SIG_IGN and pthread_sigmask with sets that live across the calls.
+        unsafe {
+            libc::signal(libc::SIGUSR1, libc::SIG_IGN);
+            let mut set = std::mem::zeroed::<libc::sigset_t>();
+            libc::sigemptyset(&raw mut set);
+            libc::sigaddset(&raw mut set, libc::SIGUSR2);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &raw const set, std::ptr::null_mut());
+        }
+        let masks = |pid: u32| -> Vec<String> {
+            fs::read_to_string(format!("/proc/{pid}/status"))
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.starts_with("SigBlk:") || l.starts_with("SigIgn:"))
+                .map(str::to_owned)
+                .collect()
+        };
+        let mut plain =
+            grouptimeout::GroupCommandExt::spawn_group(Command::new("sleep").arg("20")).unwrap();
+        let mut kept = reaper().spawn(Command::new("sleep").arg("20")).unwrap();
+        // Once each exec'd (`sleep`'s own name).
+        assert!(eventually(Duration::from_secs(10), || name_of(plain.id())
+            == "sleep"
+            && name_of(kept.command_id()) == "sleep"));
+        let (plain_masks, kept_masks) = (masks(plain.id()), masks(kept.command_id()));
+        plain.kill().unwrap();
+        kept.kill().unwrap();
+        plain.wait().unwrap();
+        kept.wait().unwrap();
+        assert_eq!(plain_masks.len(), 2);
+        assert_eq!(kept_masks, plain_masks);
+        return;
+    }
+    common::passes_alone(test, &[("GROUPTIMEOUT_TEST_SIGNALS", "1")], "the inner run");
 }
 
 /// The keeper leaves the command's group before the spawn returns (it joins its helper's group before it closes its

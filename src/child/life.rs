@@ -5,7 +5,7 @@
 use std::fmt;
 use std::io;
 use std::os::unix::process::CommandExt as _;
-use std::process::{Child, Command};
+use std::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -42,17 +42,24 @@ impl GroupChild {
         ));
         }
         // std's error as it is: `raw_os_error()` is the errno (see "Errors" in the crate docs).
-        let child = command.process_group(0).spawn()?;
-        Ok(GroupChild::new(child, job))
+        let mut child = command.process_group(0).spawn()?;
+        let stdio = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let watch = ExitWatch::new(Some(child.id()), None);
+        Ok(GroupChild::new(child.id(), stdio, watch, job))
     }
 
-    fn new(mut child: Child, job: Job) -> GroupChild {
-        let watch = ExitWatch::new(job.watched(child.id()));
+    /// A child of leader `pid` (our unreaped child), its standard streams, the watch of its waits, its job.
+    pub(crate) fn new(
+        pid: u32,
+        (stdin, stdout, stderr): (Option<ChildStdin>, Option<ChildStdout>, Option<ChildStderr>),
+        watch: ExitWatch,
+        job: Job,
+    ) -> GroupChild {
         GroupChild {
-            stdin: child.stdin.take(),
-            stdout: child.stdout.take(),
-            stderr: child.stderr.take(),
-            child,
+            stdin,
+            stdout,
+            stderr,
+            pid,
             watch,
             phase: super::Phase::Running,
             grace: None,
@@ -83,9 +90,13 @@ impl Drop for GroupChild {
             return;
         }
         let _ = self.signal_group(crate::signal::SIGKILL);
-        let (pid, job) = (self.id(), &self.job);
+        let pid = self.id();
+        // A keeper ends its job after the kill: the reap waits for its exit.
+        self.watch.watch_leader(pid, self.job.watched(pid));
         let limit = Instant::now().checked_add(DROP_REAP_LIMIT);
-        let reapable = self.watch.wait_exit(limit, || job.exited(pid));
+        let reapable = self
+            .watch
+            .wait_exit(limit, || crate::group::leader_exited(pid));
         if matches!(reapable, Ok(true)) {
             let _ = self.reap(true);
         } else {

@@ -815,7 +815,7 @@ pub fn reaps_and_kills(trace: &str) -> Vec<Traced> {
     events
 }
 
-/// Waits (bounded) until the forked guard of the tool `tool` (its child named `group-guard`), or the keeper of its
+/// Waits (bounded) until the guard of the tool `tool` (its child named `group-guard`), or the keeper of its
 /// contained job (`group-keeper`, the job's guard), has left the tool's
 /// group: it ignores signals then, and has joined the command's group (or, for a job with a cgroup of its own, leads
 /// a group of its own). Returns its pid.
@@ -836,6 +836,22 @@ pub fn wait_for_guard(tool: u32) -> u32 {
     });
     assert!(found, "the tool {tool} started no guard");
     guard.unwrap()
+}
+
+/// Re-runs test `test` (its full name) of this test program alone, in a process of its own with `envs` in its
+/// environment, and asserts that it passed (`what` says which run failed).
+pub fn passes_alone(test: &str, envs: &[(&str, &str)], what: &str) {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{what}: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Re-runs test `test` (its full name) of this test program as a supervisor: with `GROUPTIMEOUT_TEST_SUPERVISOR=1`

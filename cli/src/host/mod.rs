@@ -18,7 +18,7 @@
 //!   so that a program builds everywhere, but elsewhere it fails.
 //! - [`signal_child`]: signal one unreaped child of a [`std::process::Child`] by pid.
 //! - [`exit_as_signaled`]: end this process the way a command that died of a signal ended.
-//! - [`die_with_parent_forked`]: [`JobChildExt::die_with_parent`](grouptimeout_job::JobChildExt::die_with_parent) with a forked guard, cheaper in a small process.
+//! - [`die_with_parent_forked`]: [`JobChildExt::die_with_parent`](grouptimeout_job::JobChildExt::die_with_parent) under the name it had when its guard was a fork.
 //! - [`use_environment_charset`] and [`is_printable`]: the environment's character set, as a C program's
 //!   `setlocale(LC_ALL, "")` takes it (without changing the process's locale), to quote arguments in messages as
 //!   GNU's programs do.

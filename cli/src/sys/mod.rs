@@ -1,12 +1,11 @@
 //! All of this crate's library's `unsafe`: the process-wide calls behind [`crate::host`] (signals, the `SIGPIPE`
-//! record before `main`, the subreaper flag, the terminal, one child by pid), the locale objects, and the forked
-//! guard's `unsafe fn`. The plain system-call helpers (`cvt`, `has_exited`, …) are `grouptimeout`'s, reused through
-//! its hidden interface (and vetted with it). The tool's one `unsafe` block is in its own `sys` module.
+//! record before `main`, the subreaper flag, the terminal, one child by pid), and the locale objects. The plain
+//! system-call helpers (`cvt`, `has_exited`, …) are `grouptimeout`'s, reused through its hidden interface (and vetted
+//! with it). The tool has no `unsafe` of its own.
 
 pub(crate) use grouptimeout::__private::sys::*;
 
 mod children;
-pub(crate) mod guard;
 mod locale;
 mod signal;
 mod sigpipe;

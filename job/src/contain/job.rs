@@ -47,6 +47,29 @@ impl Containment {
     }
 }
 
+/// A kept job's `SIGKILL`, once its keeper was told to kill the job: the command's group stopped first (`SIGSTOP`:
+/// the keeper is not in it, and takes no stop for the command's own once told), then, once the keeper has named the
+/// group's members (its note, or [`LISTED_WAIT`] at most), `group` (the core's `SIGKILL`). A `SIGSTOP` takes effect
+/// only when its target next runs: a member still in `wait` when the kill ends one of its children would reap it, and
+/// nothing would name it; the keeper names them while they are stopped. A stopped member reaps nothing, so every
+/// other killed process whose parent dies with it comes to the keeper (a child subreaper), which names it too.
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+fn stopped_first(
+    leader: u32,
+    keeper: &Keeper,
+    group: impl FnOnce() -> io::Result<()>,
+) -> io::Result<()> {
+    // The group's id is the keeper's pid, our unreaped child (the core checked it): it names the job's group.
+    let _ = i32::try_from(leader).map(|id| crate::sys::kill(-id, libc::SIGSTOP));
+    keeper.wait_listed(LISTED_WAIT);
+    group()
+}
+
+/// How long a kept job's `SIGKILL` waits for the keeper to name the command's group (it waits 50 ms at most for the
+/// group to stop).
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+const LISTED_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// A job's boundary beyond its process group; empty (a plain group) by default. Clones share it.
 #[derive(Clone, Default)]
 pub(crate) struct Job(Option<Arc<Inner>>);
@@ -94,8 +117,7 @@ impl Job {
 
     /// What is left of the job once it has ended (see `Attached::end`): the same containment, command and marks,
     /// for the getters of [`JobChildExt`](crate::JobChildExt) and for [`contains`](Job::contains), and none of its
-    /// resources: no descriptor of its cgroup (`cgroup.kill`, `cgroup.events`), no keeper (whose shared page is
-    /// unmapped once the job itself is dropped).
+    /// resources: no keeper's channel, no pidfd, no descriptor of its cgroup.
     pub(crate) fn record(&self) -> Job {
         let Some(inner) = &self.0 else {
             return Job(None);
@@ -111,7 +133,9 @@ impl Job {
                 bound,
                 keeper: None,
                 reached: Mutex::new(Vec::new()),
-                command: inner.command.or_else(|| inner.keeper.as_ref()?.command()),
+                command: inner
+                    .command
+                    .or_else(|| Some(inner.keeper.as_ref()?.command())),
             })))
         }
         #[cfg(not(all(target_os = "linux", not(grouptimeout_portable))))]
@@ -129,12 +153,6 @@ impl Job {
         None
     }
 
-    /// What a kept job's keeper said of its failure to start the command (see `Keeper::failure`).
-    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-    pub(crate) fn keeper_failure(&self) -> Option<crate::keeper::KeeperFailure> {
-        self.keeper()?.failure()
-    }
-
     /// Whether the job has a keeper: the spawned process (`id`) is the keeper, outside the group whose id is its pid;
     /// the command is its child in that group.
     pub(crate) fn kept(&self) -> bool {
@@ -149,7 +167,10 @@ impl Job {
     pub(crate) fn watched(&self, id: u32) -> u32 {
         #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
         if let Some(inner) = &self.0 {
-            if let Some(command) = inner.command.or_else(|| inner.keeper.as_ref()?.command()) {
+            if let Some(command) = inner
+                .command
+                .or_else(|| Some(inner.keeper.as_ref()?.command()))
+            {
                 return command;
             }
         }
@@ -157,12 +178,11 @@ impl Job {
     }
 
     /// Whether our child `id` (the leader, or a kept job's keeper) has exited, or a kept job's command has (its
-    /// keeper then waits for [`judge`](Job::judge)). Errors as for `has_exited`.
+    /// keeper then ends the job, or waits for [`judge`](Job::judge)). Errors as for `has_exited`.
     ///
     /// A kept job's keeper found stopped (`kill -STOP` of `id`: `SIGSTOP` cannot be blocked, so it stops the keeper
-    /// alone, and the command runs on) is continued at once (`SIGCONT`): stopped, it could neither report the
-    /// command's exit nor end the job, and a wait, which sleeps until the command exits, would sleep on to its
-    /// deadline. One `waitid` tells both the keeper's exit and its stop.
+    /// alone, and the command runs on) is continued at once (`SIGCONT`): stopped, it could neither end the job nor
+    /// take the verdict.
     #[cfg_attr(
         not(all(target_os = "linux", not(grouptimeout_portable))),
         allow(clippy::unused_self, reason = "no keeper outside Linux")
@@ -170,12 +190,7 @@ impl Job {
     pub(crate) fn exited(&self, id: u32) -> io::Result<bool> {
         #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
         if let Some(keeper) = self.keeper() {
-            match crate::sys::exited_or_stopped(id)? {
-                Some(true) => return Ok(true),
-                Some(false) => crate::sys::wake_child(id),
-                None => {}
-            }
-            return Ok(keeper.command_exited());
+            return keeper.exited(id);
         }
         crate::sys::has_exited(id)
     }
@@ -210,7 +225,7 @@ impl Job {
     }
 
     /// Just before the reap of `id`: tells a kept job's keeper to end the job (`kill`) or to keep what the command
-    /// left; it then reaps the command and exits as it did.
+    /// left; it then reaps the command and exits as it did (the wait sleeps on its exit).
     #[cfg_attr(
         not(all(target_os = "linux", not(grouptimeout_portable))),
         allow(clippy::unused_self, reason = "no keeper outside Linux")
@@ -219,21 +234,18 @@ impl Job {
         let _ = (id, kill);
         #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
         if let Some(keeper) = self.keeper() {
-            keeper.judge(id, kill);
+            keeper.judge(kill);
         }
     }
 
-    /// The leader `pid` was spawned: a cgroup opens the control files it did not hold across the spawn; for
-    /// lineage, the leader's start time bounds which processes may carry the mark.
+    /// The leader `pid` was spawned: for lineage (and a reaper's backup mark), the leader's start time bounds which
+    /// processes may carry the mark.
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     pub(crate) fn started(&self, pid: u32) {
-        if let Some(keeper) = self.keeper() {
-            keeper.spawned();
-        }
-        match self.0.as_ref().map(|inner| &inner.bound) {
-            Some(Bound::Cgroup(cgroup)) => cgroup.open_controls(),
-            Some(Bound::Lineage(mark) | Bound::Reaper(mark)) => mark.started(pid),
-            None => {}
+        if let Some(Bound::Lineage(mark) | Bound::Reaper(mark)) =
+            self.0.as_ref().map(|inner| &inner.bound)
+        {
+            mark.started(pid);
         }
     }
 
@@ -251,13 +263,6 @@ impl Job {
         }
     }
 
-    /// Whether a kept job's keeper (our child `keeper`, unreaped) was killed: it exited without leaving on its own.
-    #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-    fn keeper_killed(&self, keeper: u32) -> bool {
-        self.keeper()
-            .is_some_and(|k| !k.left() && crate::sys::has_exited(keeper).unwrap_or(true))
-    }
-
     /// Sends `signal` to a kept job's command by its pid if it left its group (`setpgid`, `setsid`), which the group
     /// signal of its keeper `keeper` (whose pid is the group's id) then missed, as `signal_group` does for a leader
     /// without a keeper. Through a pidfd, opened before the process is checked to be the keeper's child: the command
@@ -268,7 +273,7 @@ impl Job {
     /// A pidfd that cannot be opened (the OS error), or `EPERM` (a command that became another user).
     #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
     fn signal_moved_command(&self, keeper: u32, signal: i32) -> io::Result<()> {
-        let Some(command) = self.keeper().and_then(Keeper::command) else {
+        let Some(command) = self.keeper().map(Keeper::command) else {
             return Ok(());
         };
         let moved = |pid| {
@@ -315,11 +320,12 @@ impl Job {
             return sent;
         }
         match inner.bound {
+            // The keeper kills the job (this thread only tells it); a keeper that was killed left it to this process.
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Cgroup(ref cgroup) => {
-                let command = self.watched(leader);
-                cgroup.kill_job(command, group, &inner.reached)
-            }
+            Bound::Cgroup(ref cgroup) => match self.keeper() {
+                Some(keeper) if keeper.kill() => stopped_first(leader, keeper, group),
+                _ => group().and(cgroup.kill_all()),
+            },
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Lineage(ref mark) => {
                 // The group is stopped first and killed after the search's first pass: a member that the group kill
@@ -340,20 +346,11 @@ impl Job {
                 sent.and(rest)
             }
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Reaper(ref mark) => {
+            Bound::Reaper(ref mark) => match self.keeper() {
+                Some(keeper) if keeper.kill() => stopped_first(leader, keeper, group),
                 // A job that killed its keeper was re-parented away from it: its mark is what is left to find it by.
-                if self.keeper_killed(leader) {
-                    let sent = group();
-                    return sent.and(mark.signal(leader, signal, &inner.reached, || {}));
-                }
-                // The members the group's SIGKILL kills stay unreaped zombies of the keeper until the walk saw them.
-                let keeper = self.keeper();
-                keeper.inspect(|k| k.hold_orphans(leader, true));
-                let sent = group();
-                let rest = reaper::kill(leader, self.watched(leader), &inner.reached);
-                keeper.inspect(|k| k.hold_orphans(leader, false));
-                sent.and(rest)
-            }
+                _ => group().and(mark.signal(leader, signal, &inner.reached, || {})),
+            },
         }
     }
 
@@ -363,6 +360,10 @@ impl Job {
         let Some(inner) = &self.0 else {
             return;
         };
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if let Some(keeper) = &inner.keeper {
+            keeper.take_reached(&mut lock(&inner.reached));
+        }
         for left in lock(&inner.reached).drain(..) {
             if Some(left.pid) != guard && !leftovers.iter().any(|l| l.pid == left.pid) {
                 leftovers.push(left);
@@ -373,10 +374,8 @@ impl Job {
     /// Once the command has exited, waiting for the whole job (`set_wait_for_job`), with the leader (or keeper) `id`
     /// unreaped: whether nothing of the job but it, and `guard` (the guard of `die_with_parent`, a member of the group
     /// that is ours), is left, and a descriptor that turns readable when that may have changed (see
-    /// `Boundary::rest_exited`). A cgroup says it in `cgroup.events` (its `POLLPRI`), and its keeper, which ends an
-    /// empty job and removes its folder, by its exit (its pidfd; see `Cgroup::rest_exited`); a reaper job's keeper
-    /// ends the job itself and exits (its pidfd); lineage and a plain group are scanned in `/proc`. A kept job whose
-    /// keeper has exited has no rest (the keeper ended it, or was killed: the job's end follows).
+    /// `Boundary::rest_exited`). A kept job's keeper ends the job itself and exits once nothing of it is left (its
+    /// pidfd); lineage and a plain group are scanned in `/proc`.
     ///
     /// # Errors
     ///
@@ -392,21 +391,12 @@ impl Job {
         let _ = guard;
         match inner.bound {
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Cgroup(ref cgroup) => {
-                match self.keeper().map(|k| k.ended_job(id)).transpose()? {
-                    Some((true, _)) => Ok((true, None)),
-                    keeper => Ok(cgroup.rest_exited(keeper.and_then(|(_, exit)| exit))),
-                }
-            }
-            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Lineage(ref mark) => mark.any_alive(id, guard).map(|alive| (!alive, None)),
-            // A keeper that was killed has exited: the job's end (by its mark) follows.
+            // A keeper that was killed has exited: the job's end follows.
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Reaper(_) => self.keeper().map_or(Ok((true, None)), |k| {
-                k.ended_job(id).map(|(ended, exit)| {
-                    (ended, exit.map(|fd| std::os::fd::AsRawFd::as_raw_fd(&fd)))
-                })
-            }),
+            Bound::Cgroup(_) | Bound::Reaper(_) => self
+                .keeper()
+                .map_or(Ok((true, None)), |k| k.rest_exited(id)),
         }
     }
 
@@ -423,11 +413,19 @@ impl Job {
             return Ok(());
         };
         let _ = keep;
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        let (removed, failed) = self.keeper().map_or((false, None), Keeper::ended);
         match inner.bound {
+            // The folder that a keeper did not remove (it ended the job inside it, or it was killed) is removed here.
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Cgroup(ref cgroup) => cgroup.end(keep),
+            Bound::Cgroup(ref cgroup) => {
+                let ended = if removed { Ok(()) } else { cgroup.end(keep) };
+                failed.map_or(ended, Err)
+            }
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Lineage(_) | Bound::Reaper(_) => Ok(()),
+            Bound::Reaper(_) => failed.map_or(Ok(()), Err),
+            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+            Bound::Lineage(_) => Ok(()),
         }
     }
 
@@ -441,21 +439,8 @@ impl Job {
     pub(crate) fn usage(&self, usage: &mut grouptimeout::Usage) {
         let _ = usage;
         #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-        if let Some(inner) = &self.0 {
-            if let Some(keeper) = &inner.keeper {
-                let reaper = matches!(inner.bound, Bound::Reaper(_));
-                keeper.page().usage(usage, reaper);
-            }
-        }
-    }
-
-    /// The folder of the job's cgroup, for the guard of `die_with_parent`.
-    pub(crate) fn cgroup_folder(&self) -> Option<&std::path::Path> {
-        match self.0.as_ref()?.bound {
-            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Cgroup(ref cgroup) => Some(cgroup.folder()),
-            #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Lineage(_) | Bound::Reaper(_) => None,
+        if let Some(keeper) = self.keeper() {
+            keeper.usage(usage);
         }
     }
 
@@ -473,8 +458,9 @@ impl Job {
             return in_group();
         };
         match inner.bound {
+            // The keeper lives in the job's folder, but is not the job's.
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-            Bound::Cgroup(ref cgroup) => cgroup.contains(pid),
+            Bound::Cgroup(ref cgroup) => pid != leader && cgroup.contains(pid),
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
             Bound::Lineage(ref mark) => in_group() || mark.carried_by(pid),
             #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]

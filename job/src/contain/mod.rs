@@ -27,4 +27,6 @@ mod reaper;
 pub(crate) use job::Bound;
 pub use job::Containment;
 pub(crate) use job::Job;
+#[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+pub(crate) use proc::room_for;
 pub use proc::Leftover;

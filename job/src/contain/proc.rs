@@ -100,12 +100,6 @@ impl Stat {
     pub(super) fn dead(&self) -> bool {
         matches!(self.state, 'Z' | 'X' | 'x')
     }
-
-    /// Whether a `SIGKILL` just sent may have reached it: it still runs (dying), or has exited killed by `SIGKILL`
-    /// (not reaped yet).
-    pub(super) fn reached_by_kill(&self) -> bool {
-        !self.dead() || self.killed
-    }
 }
 
 /// Room for a `/proc/PID/stat` line: 52 numbers and a name of at most 64 bytes fit with room to spare.
@@ -185,7 +179,7 @@ pub(super) fn signal_checked(
 /// two (`/proc`'s listing and a process's file; a pidfd and a process's file): an open that failed for want of one
 /// would look like a process that is gone.
 #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
-pub(super) fn room_for(count: usize) -> io::Result<()> {
+pub(crate) fn room_for(count: usize) -> io::Result<()> {
     let first = std::fs::File::open("/")?;
     // Held until all are open.
     let _more: Vec<std::fs::File> = (1..count)

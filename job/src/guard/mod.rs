@@ -6,4 +6,4 @@
 
 mod process;
 
-pub(crate) use process::{Guard, Start};
+pub(crate) use process::Guard;

@@ -4,12 +4,17 @@
 //! The guard's standard input is the read end of a close-on-exec pipe whose write end only this process holds. When
 //! this process dies, for any reason, the kernel closes the write end, the guard reads end of file and sends
 //! `SIGKILL` to its own group (`kill(0, SIGKILL)`), after the death plan that this process wrote on the pipe, if
-//! any (`Guard::set_plan`: a signal to the group, then up to a grace for the leader to exit). That is safe: a live member keeps the group id from being
-//! reused (for a job in a cgroup of its own the guard leads a group of its own, ends the cgroup and removes its
-//! folder). The guard ignores every catchable signal before it joins the group (a command's `kill 0` or a grace
-//! signal cannot disarm it). The forked guard closes every other descriptor (but a contained job's `cgroup.kill`); the shell guard keeps, besides its
-//! pipe, only what every child of this process inherits (descriptors that are not close-on-exec), as the command
-//! does.
+//! any (`Guard::set_plan`: a signal to the group, then up to a grace for the leader to exit). That is safe: a live
+//! member keeps the group id from being reused.
+//!
+//! On Linux the guard is the keeper program in its guard mode (`job/keeper/guard.rs`), started the way a kept spawn
+//! starts its keeper (`crate::keeper::spawn_guard`: a child that shares this process's memory until it execs the
+//! program), which joins the group with every signal blocked before it execs: no signal to the group can end it but
+//! `SIGKILL`, from before this call returns. Elsewhere (and where the program cannot run here) it is `/bin/sh`,
+//! spawned into the group through `posix_spawn`, which sets its traps (every catchable signal ignored) before it says
+//! it is armed. The program guard holds nothing but its pipe (and `/dev/null` as its standard error); the shell guard
+//! keeps, besides its pipe, only what every child of this process inherits (descriptors that are not
+//! close-on-exec), as the command does.
 //!
 //! The guard is our child, held by a pidfd on Linux (by its pid elsewhere). [`Guard`]'s drop ends it: `SIGKILL`
 //! while it is still ours and unreaped, a reap (bounded), then the write end is closed — so its end of file reaches a
@@ -19,7 +24,6 @@ use std::fs::File;
 use std::io::{self, Read as _};
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::os::unix::process::CommandExt as _;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -28,19 +32,12 @@ use grouptimeout::__private::DROP_REAP_LIMIT;
 
 /// The shell guard's body, after the traps that make it ignore every catchable signal: say so on standard output and
 /// close it, then read standard input until end of file (or a read error): each line there is the supervisor's death
-/// plan (`SIGNAL CONT GRACE_MS`, see [`Guard::set_plan`]), the last one holds. At end of file, for a guard in the job's
-/// group (no `JOB_CGROUP`), a plan with a signal (not 0) first sends it to the group and to its leader by pid, should
-/// it have left the group (`kill -SIGNAL 0 $JOB_GROUP`: the guard ignores it), then `SIGCONT` likewise if CONT is not
-/// 0, and waits (in steps of 0.1 s: an external `sleep`; one that takes
-/// whole seconds counts for 10 steps) up to the grace for the leader (pid `JOB_GROUP`, pinned by the guard's
-/// membership) to be gone or a zombie (its `/proc/PID/stat`, else `kill -0`). Then it sends `SIGKILL` to its group.
-/// With `JOB_CGROUP` set (the folder of the job's cgroup, see `crate::contain`; the
-/// guard then leads a process group of its own, out of reach of the job group's signals) it first ends the cgroup
-/// (`cgroup.kill`) and removes the folder once it is empty, with the sub-cgroups the job made in it (`find -depth`,
-/// deepest first): `rmdir` fails until then, so it tries again every 20 ms (an external `sleep`; one that takes whole
-/// seconds only counts for 50 tries), 500 times, about 10 s plus the forks: dying processes that free much memory
-/// on a loaded machine take a few hundred ms, and a busybox `rmdir` built into the shell takes no time between tries.
-/// Nobody waits for it: its supervisor is dead.
+/// plan (`SIGNAL CONT GRACE_MS`, see [`Guard::set_plan`]), the last one holds. At end of file, a plan with a signal
+/// (not 0) first sends it to the group and to its leader by pid, should it have left the group
+/// (`kill -SIGNAL 0 $JOB_GROUP`: the guard ignores it), then `SIGCONT` likewise if CONT is not 0, and waits (in steps
+/// of 0.1 s: an external `sleep`; one that takes whole seconds counts for 10 steps) up to the grace for the leader
+/// (pid `JOB_GROUP`, pinned by the guard's membership) to be gone or a zombie (its `/proc/PID/stat`, else
+/// `kill -0`). Then it sends `SIGKILL` to its group.
 macro_rules! guard_script {
     ($traps:literal) => {
         concat!(
@@ -48,13 +45,9 @@ macro_rules! guard_script {
             "; echo; exec >&-; s=0 c=0 g=0; while read a b d; do s=$a c=$b g=$d; done; \
              alive() { if read -r st </proc/$JOB_GROUP/stat; then case \"${st##*) }\" in Z*|X*) return 1;; esac; \
              return 0; fi 2>/dev/null; kill -0 $JOB_GROUP 2>/dev/null; }; \
-             if [ -z \"$JOB_CGROUP\" ] && [ \"$s\" != 0 ] && [ \"$g\" != 0 ]; then kill -$s 0 $JOB_GROUP; \
+             if [ \"$s\" != 0 ] && [ \"$g\" != 0 ]; then kill -$s 0 $JOB_GROUP; \
              [ \"$c\" = 0 ] || kill -CONT 0 $JOB_GROUP; i=0; g=$(( (g + 99) / 100 )); while [ $i -lt $g ] && alive; do \
-             if sleep .1; then i=$((i+1)); else sleep 1; i=$((i+10)); fi; done; fi; \
-             [ -z \"$JOB_CGROUP\" ] || ! echo 1 >\"$JOB_CGROUP/cgroup.kill\" || { i=0; \
-             while [ -d \"$JOB_CGROUP\" ] && ! rmdir \"$JOB_CGROUP\" && [ $i -lt 500 ]; do \
-             find \"$JOB_CGROUP\" -mindepth 1 -depth -type d -exec rmdir {} \\; ; \
-             if sleep .02; then i=$((i+1)); else sleep 1; i=$((i+50)); fi; done; }; kill -KILL 0"
+             if sleep .1; then i=$((i+1)); else sleep 1; i=$((i+10)); fi; done; fi; kill -KILL 0"
         )
     };
 }
@@ -96,25 +89,14 @@ pub(crate) struct Guard {
     pipe: File,
 }
 
-/// How a guard is started.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Start {
-    /// `/bin/sh`, through std's `posix_spawn` path.
-    Shell,
-    /// A `fork(2)` of this process, without `exec` (`host::die_with_parent_forked`).
-    Fork,
-}
-
 impl Guard {
-    /// Starts a guard in group `pgid`, and returns once a signal sent to the group can no longer disarm it: the shell
-    /// has set its traps; the fork ignores every signal before it joins the group.
+    /// Starts a guard in group `pgid`, and returns once a signal sent to the group can no longer disarm it: the
+    /// program guard blocks every signal before it joins the group; the shell has set its traps.
     ///
     /// The caller holds the group's leader unreaped.
-    ///
-    /// `cgroup` is the job's cgroup folder, which the guard ends too (`cgroup.kill`) and removes once empty.
-    pub(crate) fn start(pgid: u32, how: Start, cgroup: Option<&Path>) -> io::Result<Guard> {
+    pub(crate) fn start(pgid: u32) -> io::Result<Guard> {
         for _ in 0..ATTEMPTS {
-            if let Some(guard) = Guard::start_once(pgid, how, cgroup)? {
+            if let Some(guard) = Guard::start_once(pgid)? {
                 return Ok(guard);
             }
         }
@@ -125,47 +107,27 @@ impl Guard {
     }
 
     /// One attempt: `None` when the guard was killed before it was armed.
-    fn start_once(pgid: u32, how: Start, cgroup: Option<&Path>) -> io::Result<Option<Guard>> {
+    fn start_once(pgid: u32) -> io::Result<Option<Guard>> {
         let (read, write) = sys::cloexec_pipe().map_err(|e| {
             context(
                 pgid,
                 crate::sys::os_error_or(e, |e| format!("cannot create a pipe: {e}")),
             )
         })?;
-        if let Start::Fork = how {
-            // The job's cgroup.kill is opened and its folder's path made here: the forked child may not allocate.
-            let cgroup = match cgroup {
-                Some(folder) => Some(fork_cgroup(folder).map_err(|e| context(pgid, e))?),
-                None => None,
-            };
-            let cgroup = cgroup
-                .as_ref()
-                .map(|(kill, folder)| sys::GuardCgroup { kill, folder });
-            // Armed before it joins the group (see `sys::fork_guard`): nothing to wait for.
-            let guard = sys::fork_guard(pgid, &read, cgroup).map_err(|e| {
-                context(
-                    pgid,
-                    crate::sys::os_error_or(e, |e| format!("cannot fork: {e}")),
-                )
-            })?;
+        #[cfg(all(target_os = "linux", not(grouptimeout_portable)))]
+        if let Ok(program) = crate::keeper::program() {
+            let guard =
+                crate::keeper::spawn_guard(program, pgid, &read).map_err(|e| context(pgid, e))?;
             return Guard::hold(guard, write).map(Some);
         }
         let mut shell = Command::new("/bin/sh");
         shell.env_clear().env("JOB_GROUP", pgid.to_string());
-        if let Some(cgroup) = cgroup {
-            shell.env("JOB_CGROUP", cgroup);
-        }
         let mut child = shell
             .args(["-c", SCRIPT])
             .stdin(read)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
-            // A cgroup job's guard leads a group of its own (`cgroup.kill` reaches the job's group).
-            .process_group(if cgroup.is_some() {
-                0
-            } else {
-                sys::checked_pid(pgid)?
-            })
+            .process_group(sys::checked_pid(pgid)?)
             .spawn()
             .map_err(|e| {
                 context(
@@ -209,11 +171,16 @@ impl Guard {
     /// written whole or not at all): if the pipe is full (a guard stopped by `SIGSTOP` that was sent thousands of
     /// plans), the guard keeps the last plan it read.
     pub(crate) fn set_plan(&self, signal: i32, grace: Duration) {
-        let plan = sys::signal_safe::DeathPlan::new(signal, grace);
-        let (signal, grace_ms) = plan.parts();
+        let grace_ms = u32::try_from(grace.as_nanos().div_ceil(1_000_000)).unwrap_or(u32::MAX);
+        let (signal, grace_ms) = if signal <= 0 || signal == libc::SIGKILL || grace_ms == 0 {
+            (0, 0)
+        } else {
+            (signal, grace_ms)
+        };
+        let cont = signal > 0 && !grouptimeout::__private::is_stop_signal(signal);
         let _ = sys::write_to_guard(
             &self.pipe,
-            format!("{signal} {} {grace_ms}\n", u8::from(plan.cont())).as_bytes(),
+            format!("{signal} {} {grace_ms}\n", u8::from(cont)).as_bytes(),
         );
     }
 
@@ -291,21 +258,6 @@ fn wait_ready(ready: OwnedFd) -> io::Result<bool> {
             _ => armed = true,
         }
     }
-}
-
-/// The job's `cgroup.kill` in `folder`, open for writing (close-on-exec), and the folder's path for `rmdir`.
-fn fork_cgroup(folder: &Path) -> io::Result<(File, std::ffi::CString)> {
-    use std::os::unix::ffi::OsStrExt as _;
-    let path = folder.join("cgroup.kill");
-    let kill = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .map_err(|e| {
-            crate::sys::os_error_or(e, |e| format!("cannot open {}: {e}", path.display()))
-        })?;
-    let folder = std::ffi::CString::new(folder.as_os_str().as_bytes())
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    Ok((kill, folder))
 }
 
 /// `e` as it is where it holds an OS error number; else its message, saying which group it was about.

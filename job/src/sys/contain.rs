@@ -1,7 +1,6 @@
-//! Linux calls of the job boundary (`crate::contain`): extended attributes of a cgroup folder, a watch of its
-//! `cgroup.events` and the keeper's pidfd in one descriptor (epoll), signalling through a pidfd, and a kept job's
-//! keeper seen from this process (stopped or exited, woken). The keeper, which starts a job's command, is
-//! in `keeper.rs`.
+//! Linux calls of the job boundary (`crate::contain`): extended attributes of a cgroup folder, several descriptors
+//! watched as one (epoll), signalling through a pidfd, and a kept job's keeper seen from this process (stopped or
+//! exited, woken).
 
 use std::ffi::CString;
 use std::io;
@@ -128,15 +127,21 @@ pub(crate) fn pidfd_send_signal(pidfd: BorrowedFd<'_>, signal: libc::c_int) -> i
 pub(crate) fn exited_or_stopped(pid: u32) -> io::Result<Option<bool>> {
     let pid = checked_pid(pid)?;
     retry_eintr(|| {
-        // WNOWAIT consumes no report.
-        let report = super::signal_safe::waitid(
-            libc::P_PID,
-            wait_id(pid),
-            libc::WEXITED | libc::WSTOPPED | libc::WNOHANG | libc::WNOWAIT,
-        )
-        .map_err(io::Error::from_raw_os_error)?;
+        let mut info = std::mem::MaybeUninit::<libc::siginfo_t>::zeroed();
+        // SAFETY: `info` is a zeroed siginfo_t that lives across the call, which may fill it in; WNOWAIT consumes no
+        // report. Zero-initialised and possibly filled in: every bit pattern is a valid siginfo_t.
+        let (reported, code) = unsafe {
+            cvt(libc::waitid(
+                libc::P_PID,
+                wait_id(pid),
+                info.as_mut_ptr(),
+                libc::WEXITED | libc::WSTOPPED | libc::WNOHANG | libc::WNOWAIT,
+            ))?;
+            let info = info.assume_init();
+            (info.si_pid(), info.si_code)
+        };
         // With WNOHANG and no report there is none (pid 0).
-        Ok((report.pid != 0).then_some(report.code != libc::CLD_STOPPED))
+        Ok((reported != 0).then_some(code != libc::CLD_STOPPED))
     })
 }
 

@@ -17,7 +17,6 @@ mod duration;
 mod messages;
 mod signals;
 mod spawn;
-mod sys;
 mod terminal;
 
 use std::ffi::OsString;
@@ -339,8 +338,8 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
         job.start(child);
     }
     // `kill -9` on the tool (or its crash) must not leave the command's group running: a guard kills the group when
-    // the tool dies. Not fatal if it cannot be arranged. On Linux a forked one (cheaper than a shell in a process this
-    // small), which renames itself; elsewhere a fork cannot, and would die with a `killall grouptimeout`: a shell.
+    // the tool dies. Not fatal if it cannot be arranged. On Linux the keeper program in its guard mode, named
+    // `group-guard` (a `killall grouptimeout` spares it); elsewhere a shell.
     if let Leader::Group(child) = &mut leader {
         // A weaker boundary than the first one tried is never silent with -v: which one the job got, and why.
         if let (true, Some(why)) = (opts.verbose, child.fallback_reason()) {
@@ -350,19 +349,11 @@ fn supervise_command(opts: &Options, signals: &mut Signals) -> i32 {
             );
         }
         // The tool's death gives the job its timeout signal first, as GNU's `PR_SET_PDEATHSIG` does, then `SIGKILL`
-        // after `--kill-after` (else `DEATH_GRACE`). `die_with_parent_forked` below passes the plan on: to a contained
-        // job's keeper (armed at the spawn; it reads the plan only once the tool died), else to the forked guard. The
-        // tool never waits through the library with a deadline, so the grace changes nothing else.
+        // after `--kill-after` (else `DEATH_GRACE`). `die_with_parent` below passes the plan on: to a contained job's
+        // keeper (armed at the spawn; it acts on the plan only once the tool died), else to the guard. The tool never
+        // waits through the library with a deadline, so the grace changes nothing else.
         child.set_grace(opts.signal, opts.kill_after.unwrap_or(DEATH_GRACE));
-        let guarded = if cfg!(all(
-            any(target_os = "linux", target_os = "android"),
-            not(grouptimeout_portable)
-        )) {
-            sys::die_with_parent_forked(child)
-        } else {
-            child.die_with_parent()
-        };
-        if let Err(e) = guarded {
+        if let Err(e) = child.die_with_parent() {
             // The library's error is the OS error itself where there is one (its text the system's): say what failed.
             if e.raw_os_error().is_some() {
                 say!(
