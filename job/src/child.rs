@@ -254,7 +254,9 @@ impl JobChildExt for GroupChild {
 /// whichever way it was added), once the child itself is gone.
 ///
 /// The trait is sealed: it is implemented for the results that keep their job's record, and the record holds none of
-/// the job's resources (no descriptor).
+/// the job's resources (no descriptor). These docs show its bounds by the names of two hidden traits (`Finished`, a
+/// private supertrait, and `Recorded`, the core's hidden interface): the types that implement it are exactly
+/// `grouptimeout::Captured` (feature `capture`) and `grouptimeout_set::Finished`.
 pub trait JobOutputExt: sealed::Finished {
     /// The job's boundary, as [`JobChildExt::containment`] said before the wait consumed the child.
     #[must_use]
