@@ -150,8 +150,8 @@ impl JobCommandExt for Command {
 /// refused, and on other architectures, it moves itself in before the command exists (that migration, then, on this
 /// thread). The command runs no instruction outside it. The keeper ends the job: it leaves the folder (a migration, on
 /// its time), freezes it, lists it, kills it with `cgroup.kill` (which reaches the sub-cgroups a job may make in its
-/// folder too), waits for `populated 0` (at most about a second while this process lives: a process stuck in
-/// uninterruptible sleep can keep it longer, and the folder is then left behind) and removes the folder with those
+/// folder too), waits for `populated 0` (at most 5 s while this process lives, off its threads: a process stuck in
+/// uninterruptible sleep can keep it longer, and the wait then fails with `TimedOut` and leaves the folder behind) and removes the folder with those
 /// sub-cgroups (deepest first). A job that ended on its own needs none of it: its keeper exits inside the folder, and
 /// the wait removes it after the keeper's reap (one `rmdir`). With
 /// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers) the leftovers (those in sub-cgroups too) are moved to
