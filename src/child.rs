@@ -266,8 +266,9 @@ impl GroupChild {
     /// the whole job); without a grace, `SIGKILL` at once. Call it after this; calling it again passes on a grace set
     /// since. A guard of `die_with_parent` reads the plan from its pipe, and waits up to `grace` for the leader to
     /// exit. A job of `spawn_contained` with a keeper (its `Cgroup` and `Reaper` modes, guarded by the keeper from the
-    /// spawn on) gets it from the keeper, which reads it from a page it shares with this process only once this
-    /// process died, and waits up to `grace` for the job to end (the command exited and nothing else of it is left).
+    /// spawn on) gets it from its keeper, to which `die_with_parent` sends the plan over the job's channel (the keeper
+    /// keeps the last one and acts on it only once this process died), and which waits up to `grace` for the job to
+    /// end (the command exited and nothing else of it is left).
     /// A `signal` of 0 or `SIGKILL`, or a zero `grace`, means `SIGKILL` at once. Not covered: a job whose guard or
     /// keeper was not told (no `die_with_parent` since the grace was set: the keeper's end is then `SIGKILL` at once),
     /// and a plan that a guard stopped with `SIGSTOP` could not take (its pipe full after thousands of calls: the
@@ -279,10 +280,7 @@ impl GroupChild {
     /// Whether members still running when the leader exits on its own are sent `SIGKILL` before a wait returns.
     ///
     /// The default is `true`. With `false`, they are left running after [`Outcome::Exited`]; they are still killed
-    /// at a deadline, by [`kill`](GroupChild::kill), and by drop while the leader is unreaped. In a contained job
-    /// with a keeper (cgroup and reaper modes) they are also killed when the command exited before its spawn returned
-    /// and the spawn then took more than a second to return (the keeper takes the command for one that failed its
-    /// `exec`: see `Contain`, "The keeper").
+    /// at a deadline, by [`kill`](GroupChild::kill), and by drop while the leader is unreaped.
     pub fn set_kill_leftovers(&mut self, kill: bool) {
         self.kill_leftovers = kill;
     }

@@ -35,8 +35,9 @@ pub trait JobChildExt: sealed::Sealed {
     /// [`spawn_group`](grouptimeout::GroupCommandExt::spawn_group)).
     ///
     /// A fallback is never silent: where [`containment`](JobChildExt::containment) is less than the caller could
-    /// expect (an unprivileged user gets no cgroup, a process limit left no room for the keeper, a caller's
-    /// `pre_exec` hook made the keeper impossible), this says why. The tool's `-v` prints it.
+    /// expect (an unprivileged user gets no cgroup, a process limit left no room for the keeper, the keeper program
+    /// cannot run here: `vm.memfd_noexec` = 2, a seccomp rule on `memfd_create` or `execveat`), this says why. The
+    /// tool's `-v` prints it.
     ///
     #[must_use]
     fn fallback_reason(&self) -> Option<&str>;

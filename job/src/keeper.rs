@@ -1,7 +1,7 @@
 //! The kept spawn (cgroup and reaper modes, Linux; `job/doc/keeper.md`, "Spawn"): the keeper program, embedded by
 //! the build script and written once per process into a sealed memory file (its probe too), and the spawn itself.
-//! The calling thread makes a child `C` that shares its memory and sleeps it until `C` execs (`sys::clone_vfork`,
-//! born in the job's cgroup where it can be); `C` makes the command's group and leaves it, spawns the command with
+//! The calling thread makes a child `C` that shares its memory and sleeps it until `C` execs (`sys::clone_vfork`;
+//! in cgroup mode `C` makes the job's folder and, where it can, a successor born in it that goes on as `C`); `C` makes the command's group and leaves it, spawns the command with
 //! std's own `Command::spawn` (every setting of the `Command`, the caller's `pre_exec` hooks included, applies to the
 //! command's process alone), sends its standard streams and a pidfd of it back over the job's channel, and execs
 //! the program, which keeps the job (`job/keeper/`). The caller's handle on the keeper is `contain/keeper.rs`.

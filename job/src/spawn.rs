@@ -144,11 +144,11 @@ impl JobCommandExt for Command {
 /// children, such a service usually moves itself into a child folder at start (say `…/service.scope/main`) and
 /// names its unit's folder with [`cgroup_parent`](Contain::cgroup_parent), which skips the systemd test.
 ///
-/// The command is born inside the job's cgroup with its keeper (below): on x86-64 the spawning child is made with
-/// `clone3(CLONE_INTO_CGROUP)`, and it never migrates (a migration waits for an RCU grace period unless the cgroup2
-/// hierarchy is mounted with `favordynmods`: 5-19 ms measured on Linux 6.18 for a single spawn); where `clone3` is
-/// refused, and on other architectures, it moves itself in before the command exists (that migration, then, on this
-/// thread). The command runs no instruction outside it. The keeper ends the job: it leaves the folder (a migration, on
+/// The command is born inside the job's cgroup with its keeper (below): on x86-64 the spawning child makes the folder
+/// and its successor in it with `clone3(CLONE_INTO_CGROUP)`, which never migrates (a migration waits for an RCU grace
+/// period unless the cgroup2 hierarchy is mounted with `favordynmods`: 5-19 ms measured on Linux 6.18 for a single
+/// spawn); where `clone3` is refused, and on other architectures, the spawning child moves itself in before the
+/// command exists (that migration, then, while this thread waits for it). The command runs no instruction outside it. The keeper ends the job: it leaves the folder (a migration, on
 /// its time), freezes it, lists it, kills it with `cgroup.kill` (which reaches the sub-cgroups a job may make in its
 /// folder too), waits for `populated 0` (at most 5 s while this process lives, off its threads: a process stuck in
 /// uninterruptible sleep can keep it longer, and the wait then fails with `TimedOut` and leaves the folder behind) and removes the folder with those
@@ -170,7 +170,7 @@ impl JobCommandExt for Command {
 /// cost nothing): that child spawns the command with std's own `Command::spawn` (so every setting of the `Command`, the
 /// `pre_exec` hooks included, applies to the command's process alone, once), sends its standard streams back, and
 /// execs the program. The crate's docs ("The keeper, step by step") say what each step does, what each failure leads
-/// to, and what was rejected; what the spawn costs is in the crate's `BENCHMARKS.md`.
+/// to, and what was rejected; what the spawn costs is in `grouptimeout`'s `BENCHMARKS.md`.
 ///
 /// Where the keeper program cannot run, the keeper modes are not had, and
 /// [`fallback_reason`](crate::JobChildExt::fallback_reason) (or the error of [`require`](Contain::require)) says why: a

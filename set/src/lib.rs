@@ -134,8 +134,7 @@
 //! | job | descriptors | processes |
 //! |---|---:|---:|
 //! | plain ([`spawn_group`](grouptimeout::GroupCommandExt::spawn_group)) | 2: its leader's pidfd, the set's duplicate of it | 1 |
-//! | contained, cgroup mode (`grouptimeout-job`) | 4: the pidfd, the cgroup's `cgroup.kill` and `cgroup.events`, the set's duplicate of the pidfd | 2: its keeper and the command |
-//! | contained, reaper mode | 2: the pidfd, the set's duplicate | 2: its keeper and the command |
+//! | contained, cgroup or reaper mode (`grouptimeout-job`) | 5: its keeper's channel, a pidfd of the command and one of the keeper, the epoll set its waits sleep on, the set's duplicate of that | 2: its keeper and the command |
 //! | captured, each of the above | 2 more per piped stream (stdout, stderr; stdin while input is left): the pipe, and the set's duplicate of it, closed at the stream's end of file (stdin's: after its last byte) | as above |
 //!
 //! (plus whatever the command starts). The pidfd is opened at a job's second step, so a job holds it from the first

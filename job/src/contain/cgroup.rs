@@ -1,5 +1,6 @@
 //! Cgroup mode, as this process sees it: a cgroup v2 of the job's own, made as a child of the caller's cgroup (or of
-//! a folder it names), in which the spawning child, and so the command and the keeper, are born (`crate::keeper`).
+//! a folder it names), which the spawning child makes and in which its successor, and so the command and the keeper,
+//! are born (`crate::keeper`).
 //! The keeper ends the job (freeze, list, `cgroup.kill`, the folder's removal: `job/keeper/cgroup.rs`); here is what
 //! is left when it could not: the kill and the removal of a job whose keeper was killed, and a job that ended on
 //! its own, whose keeper exited inside the folder (one `rmdir`).

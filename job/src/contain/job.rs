@@ -210,7 +210,7 @@ impl Job {
     }
 
     /// For a kept job, what its keeper does when this process dies: `signal` to the command's group, then up to
-    /// `grace` for the job to end, then `SIGKILL` (see `SharedPage::set_death_plan`). Nothing for a job without a
+    /// `grace` for the job to end, then `SIGKILL` (see `Keeper::set_death_plan`: an order over the job's channel). Nothing for a job without a
     /// keeper (its guard, if any, is told by the `GroupChild`).
     #[cfg_attr(
         not(all(target_os = "linux", not(grouptimeout_portable))),
@@ -430,7 +430,7 @@ impl Job {
     }
 
     /// Right after the reap of the leader, before [`end`](Job::end): `usage`, the leader's, refined with what a kept
-    /// job's keeper measured of the whole job (see `SharedPage::usage`); a lineage job and a plain group keep the
+    /// job's keeper measured of the whole job (see `Keeper::usage`: the keeper's report); a lineage job and a plain group keep the
     /// leader's.
     #[cfg_attr(
         not(all(target_os = "linux", not(grouptimeout_portable))),
