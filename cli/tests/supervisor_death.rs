@@ -123,6 +123,61 @@ fn a_killed_tool_sends_its_timeout_signal_first() {
     assert_ended_gracefully(&dir.0, &cleanup, folder.as_deref());
 }
 
+/// The tool killed the instant its command ended: `SIGKILL` to the command (which `sh -c` exec'd) and to the tool,
+/// back to back, as `pkill -9` of both would. The keeper of a job that ends clean exits inside the job's folder and
+/// leaves its removal to the tool, after its reap; here the tool dies first, so the keeper, seeing it dying (a
+/// `SIGKILL` pending, its end of the channel closed), leaves the folder and removes it itself. Before, the folder was
+/// left behind every time (CI's terminal tests under busybox `sh`, whose `sh -c` execs its last command, left one in 3
+/// runs of 4). Root only (a cgroup of the job's own); 10 rounds.
+#[test]
+fn a_tool_killed_as_its_command_ends_leaves_no_folder() {
+    let test = "a_tool_killed_as_its_command_ends_leaves_no_folder";
+    if !is_root() {
+        return skipped(test, "not root: no cgroup of the job's own");
+    }
+    for round in 0..10 {
+        let dir = TempDir::new("death-tool-at-end");
+        let mut tool = Command::new(BIN)
+            .args([
+                "30",
+                "sh",
+                "-c",
+                "echo $$ > \"$1/pid\"; exec sleep 30",
+                "sh",
+            ])
+            .arg(&dir.0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let command = pids_from_file(&dir.0.join("pid"), 1);
+        assert_eq!(command.len(), 1, "round {round}: the command did not start");
+        let cleanup = KillOnDrop::new(command.clone());
+        let Some(folder) = own_folder(command[0]) else {
+            let _ = tool.kill();
+            let _ = tool.wait();
+            return skipped(test, "the job got no cgroup of its own here");
+        };
+        let settled = eventually(LIMIT, || {
+            fs::read_to_string(format!("/proc/{}/wchan", tool.id()))
+                .is_ok_and(|w| w.contains("sigtimedwait"))
+        });
+        assert!(settled, "round {round}: the tool never reached its loop");
+        for pid in [command[0], tool.id()] {
+            // SAFETY: kill with integers; `command` is the keeper's unreaped child and the tool ours: both pinned.
+            unsafe { libc::kill(i32::try_from(pid).unwrap(), libc::SIGKILL) };
+        }
+        tool.wait().unwrap();
+        assert!(cleanup.survivors_after(LIMIT).is_empty(), "round {round}");
+        assert!(
+            eventually(LIMIT, || !folder.exists()),
+            "round {round}: {} left behind",
+            folder.display()
+        );
+    }
+}
+
 /// `-s USR1 -k 1`, as GNU's test sends it: the `USR1` trap runs, and a command that goes on after it (it ignores the
 /// signal) is killed with `SIGKILL` after about the `-k` duration, not before. Without `-k`, the tool's fixed grace
 /// (2 s, README) holds instead.

@@ -383,9 +383,13 @@ impl Keeper {
             self.kill_job(limit);
         }
         let own = sys::usage(false);
+        // A keeper that exits inside the folder leaves its removal to the caller, after the keeper's reap: a caller
+        // that dies first (killed the instant its command ended) would leave it behind. So, where the caller is
+        // dead or dying, the keeper leaves and removes it as when alone (a migration: only then).
+        let leave = self.folder.is_some() && (self.alone || self.caller_dying());
         if let Some(folder) = &mut self.folder {
             let used = folder.usage(own);
-            if self.alone {
+            if leave {
                 // No caller will remove the folder: the keeper leaves it, and removes it below.
                 let _ = folder.leave();
             }
@@ -425,6 +429,36 @@ impl Keeper {
         }
         self.send_report();
         exit_as(exit)
+    }
+
+    /// Whether the caller is dead or dying: the keeper was re-parented, the caller's end of the channel is closed (its
+    /// descriptors go early in its exit), it is a zombie, or a `SIGKILL` is pending for it (sent, not yet acted on).
+    /// A caller killed after this look is not seen.
+    fn caller_dying(&self) -> bool {
+        if sys::parent() != self.supervisor {
+            return true;
+        }
+        let mut channel = [PollFd {
+            fd: CHANNEL,
+            events: sys::POLLIN,
+            revents: 0,
+        }];
+        if sys::poll_for(&mut channel, Some(Duration::ZERO)).is_ok()
+            && channel[0].revents & sys::POLLHUP != 0
+        {
+            return true;
+        }
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", self.supervisor)) else {
+            return true;
+        };
+        status.lines().any(|line| {
+            let pending = |name: &str| {
+                line.strip_prefix(name)
+                    .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+                    .is_some_and(|mask| mask & (1 << (sys::SIGKILL - 1)) != 0)
+            };
+            line.starts_with("State:\tZ") || pending("SigPnd:") || pending("ShdPnd:")
+        })
     }
 
     /// Writes the report (a datagram the caller reads after the keeper's exit); one that does not fit names fewer

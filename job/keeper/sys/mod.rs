@@ -26,6 +26,7 @@ pub(crate) const CLD_EXITED: i32 = 1;
 pub(crate) const CLD_STOPPED: i32 = 5;
 pub(crate) const POLLIN: i16 = 1;
 pub(crate) const POLLPRI: i16 = 2;
+pub(crate) const POLLHUP: i16 = 0x10;
 
 const SIG_UNBLOCK: c_int = 1;
 const SIG_SETMASK: c_int = 2;
