@@ -213,7 +213,9 @@ impl Tmux {
         {
             tool = common::parent_of(tool).expect("the keeper's parent");
         }
-        (pid, KillOnDrop::new(vec![pid, tool]))
+        // The tool first: a command killed first could end its job cleanly, and its keeper then exits inside the job's
+        // folder for the tool to remove, which a tool killed an instant later cannot (`spawn_contained`'s docs).
+        (pid, KillOnDrop::new(vec![tool, pid]))
     }
 
     /// Waits (bounded) for an output `pid:N` and returns N.
@@ -266,7 +268,7 @@ fn ctrl_c_reaches_the_command_group_directly() {
     tmux.send(&["C-c"]);
     // bash drops the rest of a command line whose command died of SIGINT: ask for the status on its own line.
     assert!(
-        eventually(LIMIT, || is_dead(procs.0[1])),
+        eventually(LIMIT, || is_dead(procs.0[0])),
         "the tool still runs"
     );
     let screen = tmux.expect_status(130);
@@ -283,7 +285,7 @@ fn ctrl_z_stops_the_job_and_fg_continues_it_with_the_terminal() {
     let (pid, procs) = tmux.start_job(&format!(
         "{BIN} 120 sh -c 'echo pid:$$; read x; echo got:$x'"
     ));
-    let tool = procs.0[1];
+    let tool = procs.0[0];
     assert!(eventually(LIMIT, || holds_terminal(pid)));
     tmux.send(&["C-z"]);
     tmux.expect("Stopped");
@@ -506,7 +508,7 @@ fn a_leader_that_left_its_group_is_not_continued_again_and_again() {
     let (pid, procs) = tmux.start_job(&format!(
         "{BIN} 4 perl -e 'open F, \"/proc/\".getppid().\"/stat\"; @f = split / /, <F>; if ($f[1] eq \"(group-keeper)\") {{ open F, \"/proc/$f[3]/stat\"; @f = split / /, <F> }} setpgrp(0, getpgrp($f[3])); $|=1; print \"pid:$$\\n\"; sysread(STDIN, $x, 1)'"
     ));
-    let tool = procs.0[1];
+    let tool = procs.0[0];
     assert!(eventually(LIMIT, || is_stopped(pid)));
     thread::sleep(Duration::from_millis(300));
     // Counted on the command, which runs only when continued: the tool itself may wake every 10 ms where it polls
@@ -576,7 +578,7 @@ fn ctrl_z_stops_a_script_that_runs_the_tool() {
     let (pid, mut procs) = tmux.start_job(&format!(
         "sh -c '{BIN} 120 sh -c \"echo pid:\\$\\$; read x; echo got:\\$x\"; echo after'"
     ));
-    let tool = procs.0[1];
+    let tool = procs.0[0];
     procs.0.push(common::parent_of(tool).expect("the script"));
     assert!(eventually(LIMIT, || holds_terminal(pid)));
     tmux.send(&["C-z"]);

@@ -431,9 +431,9 @@ impl Keeper {
         exit_as(exit)
     }
 
-    /// Whether the caller is dead or dying: the keeper was re-parented, the caller's end of the channel is closed (its
-    /// descriptors go early in its exit), it is a zombie, or a `SIGKILL` is pending for it (sent, not yet acted on).
-    /// A caller killed after this look is not seen.
+    /// Whether the caller is dead or dying: the keeper was re-parented, the caller's end of the channel is closed, it
+    /// is in its exit or a zombie (`/proc/PID/stat`), or a `SIGKILL` is pending for it (sent, not yet acted on:
+    /// `/proc/PID/status`). A caller killed after this look is not seen.
     fn caller_dying(&self) -> bool {
         if sys::parent() != self.supervisor {
             return true;
@@ -448,6 +448,9 @@ impl Keeper {
         {
             return true;
         }
+        if reaper::Stat::read(self.supervisor).is_none_or(|stat| stat.dying()) {
+            return true;
+        }
         let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", self.supervisor)) else {
             return true;
         };
@@ -457,7 +460,7 @@ impl Keeper {
                     .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
                     .is_some_and(|mask| mask & (1 << (sys::SIGKILL - 1)) != 0)
             };
-            line.starts_with("State:\tZ") || pending("SigPnd:") || pending("ShdPnd:")
+            pending("SigPnd:") || pending("ShdPnd:")
         })
     }
 

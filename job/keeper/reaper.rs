@@ -164,6 +164,9 @@ pub(crate) fn record(reached: &mut Vec<(u32, String)>, pid: u32, name: String) {
     }
 }
 
+/// The kernel's flag of a task in its exit (`include/linux/sched.h`), in `/proc/PID/stat`'s flags.
+const PF_EXITING: u64 = 0x4;
+
 /// What a process's `/proc/PID/stat` says that a kill needs.
 pub(crate) struct Stat {
     pub(crate) name: String,
@@ -172,6 +175,8 @@ pub(crate) struct Stat {
     group: u32,
     /// Exited, killed by `SIGKILL` (its exit status says so).
     killed: bool,
+    /// In its exit (the kernel's `PF_EXITING`, from the start of its exit on).
+    exiting: bool,
 }
 
 impl Stat {
@@ -187,7 +192,7 @@ impl Stat {
                 .parse()
                 .ok()
         };
-        // After the name: state (field 3), ppid, pgrp (5), ... exit_code (52).
+        // After the name: state (field 3), ppid, pgrp (5), session, tty_nr, tpgid, flags (9), ... exit_code (52).
         let state = *fields.first()?.first()?;
         let dead = matches!(state, b'Z' | b'X' | b'x');
         Some(Stat {
@@ -195,12 +200,18 @@ impl Stat {
             state,
             group: u32::try_from(number(2)?).ok()?,
             killed: dead && number(49).is_some_and(|code| code & 0x7f == 9),
+            exiting: number(6).is_some_and(|flags| flags & PF_EXITING != 0),
         })
     }
 
     /// A zombie, or dead.
     pub(crate) fn dead(&self) -> bool {
         matches!(self.state, b'Z' | b'X' | b'x')
+    }
+
+    /// Dead, or in its exit.
+    pub(crate) fn dying(&self) -> bool {
+        self.dead() || self.exiting
     }
 
     /// Whether a `SIGKILL` just sent may have reached it: it still runs, or it exited killed by `SIGKILL`.

@@ -154,10 +154,9 @@ impl JobCommandExt for Command {
 /// uninterruptible sleep can keep it longer, and the wait then fails with `TimedOut` and leaves the folder behind)
 /// and removes the folder with those sub-cgroups (deepest first). A job that ended on its own needs none of it: its
 /// keeper exits inside the folder, and the wait removes it after the keeper's reap (one `rmdir`); where this process
-/// is dying then (a `SIGKILL` pending, its end of the job's channel closed), the keeper leaves the folder and removes
-/// it itself. Not covered: this process killed in the instant between that look and its `rmdir`, which leaves the
-/// folder behind, empty. With
-/// [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers) the leftovers (those in sub-cgroups too) are moved to
+/// is dying then (a `SIGKILL` pending, in its exit, its end of the job's channel closed), the keeper leaves the folder
+/// and removes it itself. Not covered: this process killed in the instant between that look and its `rmdir`, which
+/// leaves the folder behind, empty. With [`set_kill_leftovers(false)`](GroupChild::set_kill_leftovers) the leftovers (those in sub-cgroups too) are moved to
 /// the cgroup the caller runs in before the folder is removed: not to the parent folder, which, when named with
 /// [`cgroup_parent`](Contain::cgroup_parent), may have controllers enabled for its children and then may hold no
 /// process of its own (the kernel's "no internal processes" rule: `EBUSY`).
