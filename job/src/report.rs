@@ -34,7 +34,7 @@ use crate::contain::{Containment, Leftover};
 ///     // A cgroup, or the job's own reaper: the sleep was seen, killed, and is a leak.
 ///     Seen::WholeJob => assert_eq!(report.leaks().map(<[_]>::len), Some(1)),
 ///     // Where neither can be had, lineage sees the sleep by its mark.
-///     Seen::Marked => assert!(report.leaked),
+///     Seen::Marked => assert!(report.leaks().is_some_and(|leaks| !leaks.is_empty())),
 ///     _ => assert_eq!(report.leaks(), None),
 /// }
 /// # Ok(())
@@ -52,7 +52,9 @@ pub struct LeakReport {
     /// [`GroupHandle`](grouptimeout::GroupHandle) signalled the job while its command ran (what was killed then was
     /// killed with the job, not leaked), and when nothing was signalled at all (`set_kill_leftovers(false)`: what the
     /// command left runs on, unlisted; [`leaks`](LeakReport::leaks) is then `None`). With `set_wait_for_job(true)`,
-    /// what is still running at the deadline was left by a command that exited on its own: leaked too.
+    /// what is still running at the deadline was left by a command that exited on its own: leaked too. It says how
+    /// the kills came, not whether anything was left: [`leaks`](LeakReport::leaks) says that (`Some` of an empty
+    /// list: no leaks).
     pub leaked: bool,
     /// What `killed` can have listed: the whole job, the marked processes, or nothing.
     pub seen: Seen,
