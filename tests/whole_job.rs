@@ -15,11 +15,26 @@ use grouptimeout::{GroupChild, GroupCommandExt, Outcome, Step};
 const LONG: Duration = Duration::from_secs(30);
 
 /// A leader that exits at once, leaving in its group a background subshell (not `setsid`: a process that leaves the
-/// group is not the group's) that writes `file` after a second; its pid goes to `pids`.
+/// group is not the group's) that writes `written` after a second; its pid goes to `pids`.
 fn leader_leaving_a_writer(dir: &Path) -> (GroupChild, KillOnDrop) {
+    leader_leaving(dir, "sleep 1")
+}
+
+/// The same, but the subshell writes `written` only once `go` exists (at most 50 ms later): a test that must end the
+/// rest before it writes does not depend on how fast a loaded machine gets to its wait.
+fn leader_leaving_a_waiter(dir: &Path) -> (GroupChild, KillOnDrop) {
+    let go = dir.join("go");
+    leader_leaving(
+        dir,
+        &format!("until [ -e '{}' ]; do sleep 0.05; done", go.display()),
+    )
+}
+
+/// A leader that exits at once, leaving a background subshell in its group that runs `first`, then writes `written`.
+fn leader_leaving(dir: &Path, first: &str) -> (GroupChild, KillOnDrop) {
     let (file, pids) = (dir.join("written"), dir.join("pids"));
     let script = format!(
-        "(sleep 1; echo done > '{}') & echo $! > '{}'",
+        "({first}; echo done > '{}') & echo $! > '{}'",
         file.display(),
         pids.display()
     );
@@ -64,7 +79,9 @@ fn a_wait_for_the_job_returns_once_the_group_has_finished() {
 #[test]
 fn a_wait_for_the_job_ends_it_at_the_deadline() {
     let dir = TempDir::new("whole-group-deadline");
-    let (mut child, held) = leader_leaving_a_writer(&dir.0);
+    // Its rest runs until told to write (`go`), which comes only after the wait: with a rest of a fixed second, a
+    // loaded machine that took half of it to reach the wait saw the rest end by itself before the deadline.
+    let (mut child, held) = leader_leaving_a_waiter(&dir.0);
     let pgid = child.id();
     let start = Instant::now();
     let outcome = child.wait_timeout(Duration::from_millis(500)).unwrap();
@@ -76,6 +93,7 @@ fn a_wait_for_the_job_ends_it_at_the_deadline() {
     // Sent SIGKILL before the wait returned: dead within moments.
     assert!(held.survivors_after(LONG).is_empty());
     assert!(eventually(LONG, || live_members(pgid).is_empty()));
+    fs::write(dir.0.join("go"), "").unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     assert!(
         !dir.0.join("written").exists(),

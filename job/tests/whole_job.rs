@@ -25,10 +25,12 @@ mod linux {
 
     const LONG: Duration = Duration::from_secs(30);
 
-    /// The command of the issue: it exits at once, leaving a `setsid` daemon that writes `F` after a second (`P`
-    /// gets the daemon's pid and its `sleep`'s).
-    const DAEMON: &str =
-        "setsid sh -c 'echo $$ >> P; sleep 1 & echo $! >> P; wait; echo done > F' &";
+    /// The command of the issue (`spawn`) exits at once, leaving a `setsid` daemon that writes `F` once its child has
+    /// run (`P` gets the daemon's pid and its child's). What that child runs: a second; or, for a test that must end
+    /// it first, until `go` exists (which the test makes only after the wait), so that a loaded machine slow to reach
+    /// the wait does not see the daemon finish before its deadline.
+    const A_SECOND: &str = "sleep 1";
+    const UNTIL_GO: &str = "until [ -e go ]; do sleep 0.05; done";
 
     #[derive(Debug, Clone, Copy, PartialEq)]
     enum Mode {
@@ -42,14 +44,14 @@ mod linux {
         Plain,
     }
 
-    fn spawn(mode: Mode, dir: &Path) -> GroupChild {
-        let script = if mode == Mode::Group {
-            "sh -c 'echo $$ >> P; sleep 1 & echo $! >> P; wait; echo done > F' &"
-        } else {
-            DAEMON
-        };
+    fn spawn(mode: Mode, dir: &Path, first: &str) -> GroupChild {
+        // Its child, then `F`; out of the group (`setsid`) but for the plain group's test.
+        let setsid = if mode == Mode::Group { "" } else { "setsid " };
+        let script = format!(
+            "{setsid}sh -c 'echo $$ >> P; ({first}) & echo $! >> P; wait; echo done > F' &"
+        );
         let mut command = Command::new("sh");
-        command.args(["-c", script]).current_dir(dir);
+        command.args(["-c", &script]).current_dir(dir);
         spawn_in(mode, &mut command)
     }
 
@@ -98,7 +100,7 @@ mod linux {
     /// nothing of it is left, and the waiting thread spent little CPU in a wait of about a second.
     fn finishes(mode: Mode) {
         let dir = TempDir::new(&format!("whole-{mode:?}"));
-        let mut child = spawn(mode, &dir.0);
+        let mut child = spawn(mode, &dir.0, A_SECOND);
         let rest = rest(&dir.0);
         let (start, cpu) = (Instant::now(), thread_cpu());
         let outcome = child.wait_timeout(LONG).unwrap();
@@ -124,7 +126,7 @@ mod linux {
     /// At a deadline of half a second the daemon is ended: `TimedOut`, and the file is never written.
     fn ends_at_the_deadline(mode: Mode) {
         let dir = TempDir::new(&format!("whole-deadline-{mode:?}"));
-        let mut child = spawn(mode, &dir.0);
+        let mut child = spawn(mode, &dir.0, UNTIL_GO);
         let rest = rest(&dir.0);
         let outcome = child.wait_timeout(Duration::from_millis(500)).unwrap();
         assert!(
@@ -132,6 +134,7 @@ mod linux {
             "{mode:?}: {outcome:?}"
         );
         assert_eq!(rest.survivors_after(LONG), Vec::<u32>::new(), "{mode:?}");
+        fs::write(dir.0.join("go"), "").unwrap();
         std::thread::sleep(Duration::from_millis(1500));
         assert!(
             !dir.0.join("F").exists(),
