@@ -10,8 +10,8 @@ use grouptimeout::GroupChild;
 /// On Linux the guard is `grouptimeout-job`'s keeper program in its guard mode, started the way a contained spawn
 /// starts its keeper (a child that shares this process's memory until it execs the program: no copy of this process,
 /// and no `pthread_atfork` handler runs), named `group-guard`; elsewhere it is `/bin/sh`. Either way it costs the same
-/// at any size of this process, and holds nothing of it. Before, it was a `fork` without `exec`: an `unsafe fn`,
-/// since libc's `fork` runs the `pthread_atfork` handlers of this process's libraries in the child.
+/// at any size of this process, and holds nothing of it. Before, it was a `fork` without `exec`, which ran the
+/// `pthread_atfork` handlers of this process's libraries in the child.
 ///
 /// # Errors
 ///
