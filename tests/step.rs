@@ -63,6 +63,10 @@ struct Driven<T> {
     result: io::Result<T>,
     steps: usize,
     interests: Vec<Interest>,
+    #[cfg_attr(
+        not(feature = "capture"),
+        expect(dead_code, reason = "read by a capture's test")
+    )]
     started: Vec<Instant>,
 }
 
