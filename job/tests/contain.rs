@@ -1551,6 +1551,110 @@ mod linux {
             "the wait returned {late:?} after its deadline"
         );
     }
+
+    /// A folder of the cgroup v1 freezer, made for one test and, when dropped, thawed, its processes killed, and
+    /// removed.
+    struct Freezer(PathBuf);
+
+    impl Freezer {
+        /// A folder of the v1 freezer (as root, where the v1 freezer is mounted at `/sys/fs/cgroup/freezer`), or
+        /// `None`, said why.
+        fn new(test: &str) -> Option<Freezer> {
+            let base = PathBuf::from("/sys/fs/cgroup/freezer");
+            let folder = base.join(format!("grouptimeout-test-{}-{test}", std::process::id()));
+            match fs::create_dir(&folder) {
+                Ok(()) => Some(Freezer(folder)),
+                Err(e) => {
+                    skipped(test, &format!("no folder of the cgroup v1 freezer: {e}"));
+                    None
+                }
+            }
+        }
+
+        fn set(&self, state: &str) {
+            fs::write(self.0.join("freezer.state"), state).expect("freezer.state is writable");
+        }
+
+        fn state(&self) -> String {
+            fs::read_to_string(self.0.join("freezer.state")).unwrap_or_default()
+        }
+    }
+
+    impl Drop for Freezer {
+        fn drop(&mut self) {
+            let _ = fs::write(self.0.join("freezer.state"), "THAWED");
+            let procs = fs::read_to_string(self.0.join("cgroup.procs")).unwrap_or_default();
+            kill_pids(
+                &procs
+                    .split_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .collect::<Vec<_>>(),
+            );
+            eventually(Duration::from_secs(10), || fs::remove_dir(&self.0).is_ok());
+        }
+    }
+
+    /// Issue 43: a member that cannot die at once when the job is killed (frozen by the cgroup v1 freezer, which
+    /// holds even a `SIGKILL` until it thaws) is waited for: the freezer thaws it 3 s after the command's exit, and
+    /// the wait returns the exit, the member among the leftovers, dead, and nothing left. A keeper that waited a
+    /// second for the killed job to empty (after up to a second for the job to freeze, which a member frozen by v1
+    /// never does) failed the wait with `TimedOut`, as it did under 1,000 jobs ending at once.
+    #[test]
+    fn cgroup_a_member_that_dies_late_is_waited_for() {
+        let test = "cgroup_a_member_that_dies_late_is_waited_for";
+        let Some(how) = contain(test, Containment::Cgroup) else {
+            return;
+        };
+        let Some(freezer) = Freezer::new(test) else {
+            return;
+        };
+        let mut child = how
+            .spawn(
+                Command::new("sh")
+                    .args(["-c", "sleep 60 & echo $!; read x; exit 3"])
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped()),
+            )
+            .expect("spawn_contained");
+        assert_eq!(child.containment(), Containment::Cgroup);
+        let folder = folder_of(&child);
+        let member = read_pid(child.stdout.take().unwrap());
+        let _member = KillOnDrop::new(vec![member]);
+        fs::write(freezer.0.join("cgroup.procs"), member.to_string())
+            .expect("a move into the freezer");
+        freezer.set("FROZEN");
+        assert!(
+            eventually(Duration::from_secs(10), || freezer.state().trim()
+                == "FROZEN"),
+            "the member never froze: {}",
+            freezer.state()
+        );
+        // The command exits; the member is killed with the rest of the job, and dies once thawed, 3 s later.
+        drop(child.stdin.take());
+        let ended = std::time::Instant::now();
+        let thawed = std::thread::scope(|scope| {
+            let thaw = scope.spawn(|| {
+                std::thread::sleep(Duration::from_secs(3));
+                freezer.set("THAWED");
+            });
+            let waited = child.wait_timeout(LONG);
+            thaw.join().unwrap();
+            waited
+        });
+        let outcome = thawed.expect("the wait of a job whose member died 3 s after the kill");
+        assert_eq!(outcome.status().code(), Some(3), "{outcome}");
+        assert!(
+            ended.elapsed() >= Duration::from_secs(3),
+            "the wait returned before the member could die"
+        );
+        assert!(is_dead(member), "{member} outlived the wait");
+        assert!(
+            child.leftovers().iter().any(|l| l.pid == member),
+            "{member} not in {:?}",
+            child.leftovers()
+        );
+        assert_removed(folder);
+    }
 }
 
 /// Issue 24.3: a captured job's boundary and what its kills reached are kept in `Captured` (the wait consumes the
