@@ -28,9 +28,11 @@ async fn pids(dir: &Scratch) -> [u32; 2] {
 }
 
 // 100 jobs at once, each with a background child of its group: every other one exits in time (status 3), the others
-// run into their deadline; half of them are captured. Deadlines spread over 0.2–2 s (those that exit in time get
-// 1–2 s, a margin for a loaded machine to start a shell). Every outcome and every output right, no wait returned
-// before its deadline, and every leader and background child dead at the end.
+// run into their deadline; half of them are captured. The deadlines of those that run into them spread over 0.2–2 s,
+// each counted from when its job has written its output and its pids (a loaded machine may start a shell later than
+// a deadline of 0.2 s from its spawn: its output was then missing); those that exit in time get 20 s, a margin for a
+// loaded machine to start a shell. Every outcome and every output right, no wait returned before its deadline, and
+// every leader and background child dead at the end.
 async fn hundred_jobs() {
     const JOBS: u32 = 100;
     let dir = Scratch::new("hundred");
@@ -40,13 +42,13 @@ async fn hundred_jobs() {
         let exits = i % 2 == 0;
         let captured = i % 4 < 2;
         let ms = if exits {
-            1000 + 1000 * u64::from(i) / u64::from(JOBS)
+            20_000
         } else {
             200 + 1800 * u64::from(i) / u64::from(JOBS)
         };
         let then = if exits { "exit 3" } else { "sleep 30" };
         let line = format!(
-            "echo $$ > {0}/{i}.leader; sleep 30 & echo $! > {0}/{i}.bg; echo out-{i}; echo err-{i} >&2; {then}",
+            "echo out-{i}; echo err-{i} >&2; echo $$ > {0}/{i}.leader; sleep 30 & echo $! > {0}/{i}.bg; {then}",
             dir.0.display()
         );
         let mut command = sh(&line);
@@ -56,6 +58,9 @@ async fn hundred_jobs() {
             command.stdout(Stdio::null()).stderr(Stdio::null());
         }
         let child = command.spawn_group().unwrap();
+        if !exits {
+            read_pid(&dir.path(&format!("{i}.bg"))).await;
+        }
         let deadline = Instant::now() + Duration::from_millis(ms);
         tasks.spawn(async move {
             let outcome = if captured {
