@@ -71,6 +71,25 @@ fn is_stopped(pid: u32) -> bool {
     stat_fields(pid).is_some_and(|f| f[0] == "T")
 }
 
+/// What a failed test says of process `pid` (the tool): its `stat`, where it sleeps, and its signal masks.
+fn state_of(pid: u32) -> String {
+    let read = |file: &str| fs::read_to_string(format!("/proc/{pid}/{file}")).unwrap_or_default();
+    let status = read("status");
+    let signals: Vec<&str> = (status.lines())
+        .filter(|l| {
+            ["State", "SigPnd", "ShdPnd", "SigBlk"]
+                .iter()
+                .any(|k| l.starts_with(k))
+        })
+        .collect();
+    format!(
+        "pid {pid}: stat {:?}, wchan {:?}, {signals:?}, stack {:?}",
+        read("stat").trim(),
+        read("wchan"),
+        read("stack")
+    )
+}
+
 #[test]
 fn the_command_reads_the_terminal() {
     if !have("the_command_reads_the_terminal", "script", "--version") {
@@ -269,7 +288,9 @@ fn ctrl_c_reaches_the_command_group_directly() {
     // bash drops the rest of a command line whose command died of SIGINT: ask for the status on its own line.
     assert!(
         eventually(LIMIT, || is_dead(procs.0[0])),
-        "the tool still runs"
+        "the tool still runs: {}; the screen: {}",
+        state_of(procs.0[0]),
+        tmux.screen()
     );
     let screen = tmux.expect_status(130);
     // With -v the tool reports every signal it sends: Ctrl-C went to the group, not through the tool.
@@ -288,7 +309,13 @@ fn ctrl_z_stops_the_job_and_fg_continues_it_with_the_terminal() {
     let tool = procs.0[0];
     assert!(eventually(LIMIT, || holds_terminal(pid)));
     tmux.send(&["C-z"]);
-    tmux.expect("Stopped");
+    assert!(
+        tmux.wait_for("Stopped").is_some(),
+        "no \"Stopped\" on the screen: {}; the command {}; the tool {}",
+        tmux.screen(),
+        state_of(pid),
+        state_of(tool)
+    );
     assert!(is_stopped(pid) && is_stopped(tool));
     // The shell has the terminal again: the tool took it back before stopping.
     tmux.type_line("echo shell-has-it");
